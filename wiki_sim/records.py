@@ -1,0 +1,89 @@
+"""The records every ingestion source produces, and the title/URL conventions.
+
+Sources (XML dump, JSONL corpora, the embedded default) yield :class:`Page` and
+:class:`Redirect` records; the store writer consumes them. Titles are normalized the way
+MediaWiki does it (underscores are spaces, whitespace collapsed, first letter upper case),
+and every page's URL is its real English Wikipedia URL, so a policy trained on the
+simulator sees the URLs it will see on the live web.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from urllib.parse import quote, unquote, urlsplit, parse_qs
+
+WIKI_URL_PREFIX = "https://en.wikipedia.org/wiki/"
+_WS = re.compile(r"[\s_]+")
+# Characters MediaWiki leaves unescaped in article paths.
+_URL_SAFE = "!$'()*,-./:;@_~"
+
+
+@dataclass
+class Page:
+    """One article, cleaned to text.
+
+    ``text`` is the whole article as plain text; section headings stand on their own line
+    as markdown headings (``## History``, ``### Early life``) so passages keep their context.
+    ``lead`` is the text before the first heading.
+    """
+
+    title: str
+    text: str
+    lead: str = ""
+    sections: list[str] = field(default_factory=list)
+    """Section headings, in order."""
+    links: list[tuple[str, str]] = field(default_factory=list)
+    """(normalized target title, anchor text) for each wikilink, in order."""
+    facts: list[tuple[str, str, str]] = field(default_factory=list)
+    """(key, value, source): infobox fields (source ``infobox:<template>``), short description, ..."""
+
+
+@dataclass
+class Redirect:
+    """A redirect page: ``title`` is an alias of ``target``."""
+
+    title: str
+    target: str
+
+
+def normalize_title(title: str) -> str:
+    """MediaWiki-style canonical title: ``'foo_bar  baz#Sec'`` -> ``'Foo bar baz'``."""
+    title = title.split("#", 1)[0]
+    title = _WS.sub(" ", title).strip()
+    if title[:1].islower():
+        title = title[0].upper() + title[1:]
+    return title
+
+
+def title_to_url(title: str) -> str:
+    """``'Albert Einstein'`` -> ``'https://en.wikipedia.org/wiki/Albert_Einstein'``."""
+    return WIKI_URL_PREFIX + quote(normalize_title(title).replace(" ", "_"), safe=_URL_SAFE)
+
+
+def url_to_title(url: str) -> str | None:
+    """The page title a Wikipedia URL names, or ``None`` if it names none.
+
+    Accepts ``https://en.wikipedia.org/wiki/T``, the mobile host, ``http``, a bare
+    ``en.wikipedia.org/wiki/T``, ``/w/index.php?title=T``, a percent-encoded title, and a
+    fragment or query string after it. A bare title (no scheme, no host) is also accepted.
+    """
+    url = url.strip()
+    if not url:
+        return None
+    if "://" not in url and not url.startswith(("en.wikipedia.org", "en.m.wikipedia.org", "/wiki/", "/w/")):
+        return normalize_title(unquote(url)) or None
+    if "://" not in url:
+        url = "https://" + url.lstrip("/") if not url.startswith("/") else "https://en.wikipedia.org" + url
+    parts = urlsplit(url)
+    host = parts.netloc.lower()
+    if host and not host.endswith("wikipedia.org"):
+        return None
+    if parts.path.startswith("/wiki/"):
+        raw = parts.path[len("/wiki/"):]
+    elif parts.path.startswith("/w/index.php"):
+        raw = parse_qs(parts.query).get("title", [""])[0]
+    else:
+        return None
+    title = normalize_title(unquote(raw))
+    return title or None
