@@ -28,7 +28,8 @@ class Command(NamedTuple):
     help: str
 
 
-# group -> name -> command. Modules are imported lazily so `--help` stays fast.
+# group -> name -> command. The modules named here keep their imports light (heavy work
+# is imported inside the run functions), so building the parser stays fast.
 COMMANDS: dict[str, dict[str, Command]] = {
     "wiki": {
         "build": Command("wiki_sim.cli", "BuildConfig", "run_build", "build a simulator from a corpus"),
