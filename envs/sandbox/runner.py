@@ -1,0 +1,206 @@
+"""Running one piece of Python code in the sandbox: :class:`Sandbox`.
+
+    sandbox = Sandbox(SandboxConfig(wall_seconds=5))
+    sandbox.check()                    # optional: raises SandboxUnavailableError with a fix
+    result = sandbox.run("print(1)")   # ExecutionResult; result.format() for the model
+
+Every execution is independent: a fresh sandbox, a fresh interpreter, an empty /tmp.
+Executions may run concurrently from several threads.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from envs.sandbox.bwrap import (
+    GROUP,
+    PASSWD,
+    SANDBOX_ENV,
+    build_argv,
+    explain_setup_failure,
+    limit_args,
+    locate_bwrap,
+    locate_prlimit,
+)
+from envs.sandbox.capture import drain
+from envs.sandbox.config import SandboxConfig, SandboxUnavailableError
+from envs.sandbox.result import ExecutionResult, limit_notes
+from envs.sandbox.uids import hold_uid
+
+MAX_CODE_BYTES = 1 << 20
+_PROBE_CODE = "import sys; print('sandbox-ok', sys.version_info[0])"
+_probed: set[tuple] = set()
+_probe_lock = threading.Lock()
+
+
+class Sandbox:
+    """Runs Python code under :class:`SandboxConfig`'s isolation and limits."""
+
+    def __init__(self, config: SandboxConfig | None = None) -> None:
+        self.config = config or SandboxConfig()
+
+    def check(self) -> None:
+        """Raise :class:`SandboxUnavailableError` (saying what to install or enable) unless
+        the sandbox works here; the first success is remembered for the process."""
+        cfg = self.config
+        if cfg.mode == "unsafe-local":
+            if not os.access(cfg.python, os.X_OK):
+                raise SandboxUnavailableError(f"SandboxConfig.python {cfg.python!r} is not an executable")
+            locate_prlimit()
+            return
+        bwrap = locate_bwrap(cfg)
+        prlimit = locate_prlimit()
+        key = (bwrap, cfg.python, cfg.ro_paths, os.geteuid() == 0, cfg.uid_base)
+        with _probe_lock:
+            if key in _probed:
+                return
+            result = _run_bwrap(_PROBE_CODE, cfg, bwrap, prlimit)
+            if result.stdout.strip() != "sandbox-ok 3":
+                raise SandboxUnavailableError(explain_setup_failure(result.stderr or result.stdout, cfg))
+            _probed.add(key)
+
+    def run(self, code: str) -> ExecutionResult:
+        """Execute ``code`` as the main module; raises SandboxUnavailableError or ValueError (bad code)."""
+        if not isinstance(code, str):
+            raise ValueError(f"code: expected a string, got {type(code).__name__}")
+        if len(code.encode("utf-8", errors="surrogatepass")) > MAX_CODE_BYTES:
+            raise ValueError(f"code: expected at most {MAX_CODE_BYTES} bytes, got {len(code.encode())}")
+        self.check()
+        if self.config.mode == "unsafe-local":
+            return _run_unsafe_local(code, self.config, locate_prlimit())
+        return _run_bwrap(code, self.config, locate_bwrap(self.config), locate_prlimit())
+
+
+def _memfd(name: str, data: str) -> int:
+    fd = os.memfd_create(name)  # close-on-exec: only the bubblewrap child gets it, via pass_fds
+    os.write(fd, data.encode("utf-8", errors="surrogateescape"))
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
+def _run_bwrap(code: str, cfg: SandboxConfig, bwrap: str, prlimit: str) -> ExecutionResult:
+    fds = {"code": _memfd("code", code), "passwd": _memfd("passwd", PASSWD), "group": _memfd("group", GROUP)}
+    status_r, status_w = os.pipe()
+    fds["status"] = status_w
+    try:
+        uid_context = hold_uid(cfg.uid_base, cfg.uid_count) if os.geteuid() == 0 else contextlib.nullcontext()
+        with uid_context as uid:
+            argv = build_argv(cfg, bwrap, prlimit, fds)
+            as_user = {} if uid is None else {"user": uid, "group": uid, "extra_groups": []}
+            start = time.monotonic()
+            try:
+                proc = subprocess.Popen(
+                    argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                    env={}, cwd="/", pass_fds=tuple(fds.values()), start_new_session=True, **as_user,
+                )
+            except OSError as exc:
+                raise SandboxUnavailableError(
+                    f"could not start bubblewrap as host uid {uid}: {exc}; as root, each execution runs as "
+                    f"an unprivileged uid from SandboxConfig.uid_base ({cfg.uid_base}): choose a range this "
+                    f"host or container maps (see /proc/self/uid_map)"
+                ) from exc
+            finally:
+                for fd in fds.values():
+                    os.close(fd)
+            result = _collect(proc, start, cfg)
+        status = _read_status(status_r)
+    finally:
+        os.close(status_r)
+    if "child-pid" not in status and not result.timed_out:
+        raise SandboxUnavailableError(explain_setup_failure(result.stderr, cfg))
+    return result
+
+
+def _collect(proc: subprocess.Popen, start: float, cfg: SandboxConfig) -> ExecutionResult:
+    """Read the output under the deadline, wait for the end, and describe what happened."""
+    deadline = start + cfg.wall_seconds
+
+    def kill() -> None:
+        # The process group is bubblewrap's; killing it takes the PID namespace's init with it
+        # (--die-with-parent), and the kernel then kills every process left in the namespace.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+
+    drained = drain(proc, deadline, cfg.output_cap_bytes, kill)
+    timed_out = drained.timed_out
+    try:
+        code = proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:  # it closed its output but kept running
+        timed_out = True
+        kill()
+        code = proc.wait()
+    exit_code, signum = _decode_status(code)
+    result = ExecutionResult(
+        stdout=drained.stdout.text(),
+        stderr=drained.stderr.text(),
+        exit_code=None if timed_out or signum is not None else exit_code,
+        signal=None if timed_out else signum,
+        timed_out=timed_out,
+        stdout_bytes=drained.stdout.total,
+        stderr_bytes=drained.stderr.total,
+        truncated=drained.stdout.truncated or drained.stderr.truncated,
+        duration_s=time.monotonic() - start,
+    )
+    result.notes = limit_notes(result, cfg)
+    return result
+
+
+def _decode_status(code: int) -> tuple[int, int | None]:
+    """(exit code, signal): Popen gives -N for a signal; bubblewrap passes on 128 + N."""
+    if code < 0:
+        return code, -code
+    if 128 < code < 128 + 65:
+        return code, code - 128
+    return code, None
+
+
+def _read_status(fd: int) -> dict:
+    """The JSON objects bubblewrap wrote to --json-status-fd, merged."""
+    os.set_blocking(fd, False)
+    data = b""
+    with contextlib.suppress(BlockingIOError):
+        while chunk := os.read(fd, 65536):
+            data += chunk
+    merged: dict = {}
+    decoder = json.JSONDecoder()
+    text, pos = data.decode("utf-8", errors="replace"), 0
+    while pos < len(text):
+        while pos < len(text) and text[pos].isspace():
+            pos += 1
+        if pos >= len(text):
+            break
+        try:
+            obj, pos = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError:
+            break
+        if isinstance(obj, dict):
+            merged.update(obj)
+    return merged
+
+
+def _run_unsafe_local(code: str, cfg: SandboxConfig, prlimit: str) -> ExecutionResult:
+    """No isolation: a child process in a temporary directory, with rlimits and the wall clock.
+
+    Without namespaces there is no per-sandbox process count (RLIMIT_NPROC would count all of
+    the caller's processes, and is not enforced for root), and a daemon that leaves the
+    process group survives the deadline. Trusted code only.
+    """
+    with tempfile.TemporaryDirectory(prefix="websailor-unsafe-") as work:
+        main = Path(work) / "main.py"
+        main.write_text(code, encoding="utf-8", errors="surrogateescape")
+        env = {**SANDBOX_ENV, "HOME": work, "TMPDIR": work}
+        argv = [*limit_args(cfg, prlimit, with_nproc=False), cfg.python, "-I", "-u", str(main)]
+        start = time.monotonic()
+        proc = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            env=env, cwd=work, start_new_session=True,
+        )
+        return _collect(proc, start, cfg)
