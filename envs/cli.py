@@ -1,0 +1,126 @@
+"""``websailor env ...``: run the baseline policies, derive simulator tasks.
+
+Imports stay light here (the dispatcher imports this module to build its parser);
+environments and simulators are imported inside the run functions.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+
+def _check_wiki_dir(wiki_dir: str) -> None:
+    if not (Path(wiki_dir) / "build.json").is_file():
+        raise ValueError(f"{wiki_dir} is not a built simulator (no build.json); build one with `websailor wiki build`")
+
+
+@dataclass
+class BaselineConfig:
+    """Play a baseline policy on every task of a file in the simulator environment
+    (websailor/WikiSim-v0), print its success rate, and write the trajectories."""
+
+    wiki_dir: str
+    """The simulator directory (built by `websailor wiki build`)."""
+    tasks: str
+    """Task JSONL file ({"question", "answer"} per line; optional id, aliases)."""
+    policy: Literal["heuristic", "random"] = "heuristic"
+    """Which baseline to play."""
+    limit: int | None = None
+    """Play only the first N tasks."""
+    out: str | None = None
+    """Write the trajectories (JSONL) here."""
+    seed: int = 0
+    """Seed of the random policy."""
+    max_tool_calls: int = 100
+    """Tool-call budget per episode."""
+    tools: list[str] = field(default_factory=lambda: ["search", "visit", "python"])
+    """Tools offered to the policy (names)."""
+
+    def __post_init__(self) -> None:
+        if self.limit is not None and self.limit < 1:
+            raise ValueError(f"--limit must be >= 1, got {self.limit}")
+        if self.max_tool_calls < 1:
+            raise ValueError(f"--max-tool-calls must be >= 1, got {self.max_tool_calls}")
+        if not Path(self.tasks).is_file():
+            raise ValueError(f"task file not found: {self.tasks}")
+        _check_wiki_dir(self.wiki_dir)
+
+
+def run_baseline(config: BaselineConfig) -> dict:
+    """Play the episodes; returns the summary (also printed, last line as JSON)."""
+    import gymnasium as gym
+
+    import envs  # noqa: F401  (registers the environments)
+    from envs.baselines import make_policy, run_episode
+    from envs.trajectory import TrajectoryWriter, trajectory_record
+
+    env = gym.make("websailor/WikiSim-v0", wiki_dir=config.wiki_dir, tasks=config.tasks, tools=list(config.tools),
+                   max_tool_calls=config.max_tool_calls)
+    tasks = env.unwrapped.tasks[: config.limit]
+    policy = make_policy(config.policy, seed=config.seed)
+    writer = TrajectoryWriter(config.out) if config.out else None
+    correct, tool_calls, terminations = 0, 0, Counter()
+    start = time.perf_counter()
+    try:
+        for index, task in enumerate(tasks):
+            reward, info = run_episode(env, policy, options={"task_index": index})
+            correct += bool(info["is_correct"])
+            tool_calls += info["num_tool_calls"]
+            terminations[info["termination"]] += 1
+            if writer:
+                writer.write(trajectory_record(task, env.unwrapped.messages(), reward, info, policy.name))
+    finally:
+        env.close()
+        if writer:
+            writer.close()
+    elapsed = time.perf_counter() - start
+    summary = {
+        "policy": policy.name, "tasks": config.tasks, "episodes": len(tasks), "correct": correct,
+        "success_rate": correct / len(tasks), "mean_tool_calls": tool_calls / len(tasks),
+        "terminations": dict(terminations), "episodes_per_s": len(tasks) / elapsed if elapsed else 0.0,
+    }
+    print(f"{'policy':<10} {'episodes':>8} {'correct':>8} {'success':>8} {'tool calls':>10} {'ep/s':>7}")
+    print(f"{policy.name:<10} {len(tasks):>8} {correct:>8} {summary['success_rate']:>8.3f} "
+          f"{summary['mean_tool_calls']:>10.2f} {summary['episodes_per_s']:>7.1f}")
+    print("terminations: " + ", ".join(f"{k}={v}" for k, v in sorted(terminations.items())))
+    if writer:
+        print(f"trajectories: {config.out}")
+    print(json.dumps(summary))
+    return summary
+
+
+@dataclass
+class DeriveTasksConfig:
+    """Derive title-lookup tasks from a built simulator (answerable offline), as task JSONL."""
+
+    wiki_dir: str
+    """The simulator directory (built by `websailor wiki build`)."""
+    out: str
+    """Output task JSONL file."""
+    n: int = 200
+    """How many tasks (fewer if the simulator has fewer candidates)."""
+    kind: Literal["description", "lead", "mixed"] = "mixed"
+    """Question kind: unique short description, masked first sentence, or both alternating."""
+    seed: int = 0
+    """Sampling seed."""
+
+    def __post_init__(self) -> None:
+        if self.n < 1:
+            raise ValueError(f"--n must be >= 1, got {self.n}")
+        _check_wiki_dir(self.wiki_dir)
+
+
+def run_derive_tasks(config: DeriveTasksConfig) -> int:
+    from envs.derived_tasks import derive_tasks
+    from envs.tasks import write_jsonl_tasks
+
+    tasks = derive_tasks(config.wiki_dir, config.n, seed=config.seed, kind=config.kind)
+    count = write_jsonl_tasks(config.out, tasks)
+    kinds = Counter(t.metadata["kind"] for t in tasks)
+    print(f"wrote {count} tasks to {config.out} ({', '.join(f'{k}: {v}' for k, v in sorted(kinds.items()))})")
+    return 0

@@ -1,0 +1,270 @@
+"""The turn protocol: parse one assistant turn into a thought, a tool call or an answer.
+
+A strictly well-formed turn (compatible with the open WebSailor / Tongyi DeepResearch
+models) is ``<think>...</think>`` followed by exactly one of::
+
+    <tool_call>
+    {"name": "search", "arguments": {"query": ["q1", "q2"]}}
+    </tool_call>
+
+    <answer>...</answer>
+
+with nothing but whitespace around them. Parsing is lenient, so that a turn a human
+would read as a tool call is run as one: a missing ``</answer>`` or ``</tool_call>`` (a
+stop sequence often eats it), JSON in a code fence, trailing commas, single quotes,
+Python literals (``True``, ``None``), missing closing braces, ``arguments`` given as a
+JSON string, OpenAI's ``{"function": {...}}`` nesting. Every leniency used is listed in
+:attr:`ParsedTurn.problems` and makes :attr:`ParsedTurn.strict` false (the format reward
+reads it). Text from a ``<tool_response>`` the model wrote itself onward is ignored, as
+the reference agent's stop sequence does.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+_THINK = re.compile(r"<think>(.*?)</think>", re.DOTALL)
+_BLOCK = {tag: re.compile(rf"<{tag}>(.*?)</{tag}>", re.DOTALL) for tag in ("tool_call", "answer")}
+_FENCE = re.compile(r"^```[a-zA-Z0-9_-]*\s*\n?(.*?)\n?\s*```$", re.DOTALL)
+TurnKind = Literal["answer", "tool_call", "invalid"]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A tool call the environment can run."""
+
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass
+class ParsedTurn:
+    """What one assistant turn asks for."""
+
+    kind: TurnKind
+    """``answer`` (final), ``tool_call`` (at least one ``<tool_call>`` block) or ``invalid``."""
+    think: str | None = None
+    answer: str | None = None
+    tool_call: ToolCall | None = None
+    """The first tool call, when it could be parsed."""
+    tool_call_error: str | None = None
+    """Why the first ``<tool_call>`` block could not be parsed, when it could not."""
+    num_tool_calls: int = 0
+    """How many ``<tool_call>`` blocks the turn holds (only the first is run)."""
+    problems: list[str] = field(default_factory=list)
+    """Every deviation from the strict format, in words."""
+
+    @property
+    def strict(self) -> bool:
+        """True when the turn is strictly well-formed."""
+        return not self.problems
+
+
+def _blocks(text: str, tag: str) -> tuple[list[str], bool]:
+    """Contents of every closed ``<tag>`` block, plus an unclosed last one (flag True)."""
+    found = _BLOCK[tag].findall(text)
+    last_open = text.rfind(f"<{tag}>")
+    last_close = text.rfind(f"</{tag}>")
+    if last_open > last_close:
+        found.append(text[last_open + len(tag) + 2:])
+        return found, True
+    return found, False
+
+
+def parse_turn(text: str) -> ParsedTurn:
+    """Parse an assistant turn. Never raises."""
+    problems: list[str] = []
+    cut = text.find("<tool_response>")
+    if cut >= 0:
+        problems.append("the turn contains a <tool_response>; tool responses come from the environment")
+        text = text[:cut]
+    think_match = _THINK.search(text)
+    think = think_match.group(1).strip() if think_match else None
+    if think_match is None:
+        problems.append("no <think>...</think> block")
+    answers, answer_unclosed = _blocks(text, "answer")
+    calls, call_unclosed = _blocks(text, "tool_call")
+    if answers:
+        turn = ParsedTurn("answer", think=think, answer=answers[0].strip(), problems=problems)
+        if answer_unclosed:
+            problems.append("<answer> is not closed with </answer>")
+        if len(answers) > 1:
+            problems.append("more than one <answer> block")
+        if calls:
+            problems.append("a turn holds either a tool call or an answer, not both")
+    elif calls:
+        turn = ParsedTurn("tool_call", think=think, num_tool_calls=len(calls), problems=problems)
+        if call_unclosed:
+            problems.append("<tool_call> is not closed with </tool_call>")
+        if len(calls) > 1:
+            problems.append(f"{len(calls)} tool calls in one turn; only the first was run")
+        try:
+            turn.tool_call = parse_tool_call(calls[0], problems)
+        except ValueError as exc:
+            turn.tool_call_error = str(exc)
+            problems.append(str(exc))
+    else:
+        problems.append("neither a <tool_call> nor an <answer> block")
+        return ParsedTurn("invalid", think=think, problems=problems)
+    if not problems and _outside_text(text):
+        problems.append("text outside the <think>, <tool_call> and <answer> blocks")
+    return turn
+
+
+def _outside_text(text: str) -> bool:
+    rest = _THINK.sub("", text, count=1)
+    rest = _BLOCK["answer"].sub("", rest)
+    rest = _BLOCK["tool_call"].sub("", rest)
+    return bool(rest.strip())
+
+
+def parse_tool_call(body: str, problems: list[str] | None = None) -> ToolCall:
+    """The tool call in a ``<tool_call>`` block's body; ``ValueError`` saying what is wrong.
+
+    Leniencies used are appended to ``problems``.
+    """
+    problems = problems if problems is not None else []
+    value, how = loads_lenient(body)
+    if how:
+        problems.append(f"the tool call is not strict JSON ({how})")
+    if not isinstance(value, dict):
+        raise ValueError(f"the tool call must be a JSON object, got {type(value).__name__}")
+    if "function" in value and isinstance(value["function"], dict) and "name" not in value:
+        problems.append('the tool call is nested in "function"')
+        value = value["function"]
+    name = value.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError('the tool call has no "name" string')
+    arguments: Any = value.get("arguments")
+    for alias in ("parameters", "args", "params"):
+        if arguments is None and alias in value:
+            problems.append(f'the tool call uses "{alias}" instead of "arguments"')
+            arguments = value[alias]
+    if arguments is None:
+        problems.append('the tool call has no "arguments"')
+        arguments = {}
+    if isinstance(arguments, str):
+        problems.append('"arguments" is a string, not an object')
+        try:
+            arguments, _ = loads_lenient(arguments)
+        except ValueError:
+            raise ValueError('"arguments" is a string that is not a JSON object') from None
+    if not isinstance(arguments, dict):
+        raise ValueError(f'"arguments" must be a JSON object, got {type(arguments).__name__}')
+    extra = set(value) - {"name", "arguments", "parameters", "args", "params"}
+    if extra:
+        problems.append(f"the tool call has extra keys {sorted(extra)}")
+    return ToolCall(name.strip(), arguments)
+
+
+def loads_lenient(text: str) -> tuple[Any, str]:
+    """Parse JSON, repairing what models commonly get wrong.
+
+    Returns ``(value, how)``: ``how`` is ``""`` for strict JSON, otherwise the repairs
+    used. Raises ``ValueError`` when nothing parses.
+    """
+    stripped = text.strip()
+    try:
+        return json.loads(stripped), ""
+    except (ValueError, RecursionError):
+        pass
+    repairs: list[str] = []
+    fence = _FENCE.match(stripped)
+    if fence:
+        stripped = fence.group(1).strip()
+        repairs.append("code fence")
+    start, end = stripped.find("{"), stripped.rfind("}")
+    if start >= 0 and end > start and (start > 0 or end < len(stripped) - 1):
+        stripped = stripped[start:end + 1]
+        repairs.append("text around the object")
+    for candidate, how in _candidates(stripped):
+        try:
+            return json.loads(candidate), ", ".join(repairs + how)
+        except (ValueError, RecursionError):
+            pass
+        try:
+            value = ast.literal_eval(_python_literals(candidate))
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            continue
+        if isinstance(value, (dict, list, str, int, float, bool)) or value is None:
+            return _jsonable(value), ", ".join(repairs + how + ["Python literal syntax"])
+    raise ValueError("the tool call is not valid JSON")
+
+
+def _candidates(text: str) -> list[tuple[str, list[str]]]:
+    no_commas = _TRAILING_COMMA.sub(r"\1", text)
+    out = [(text, [])]
+    if no_commas != text:
+        out.append((no_commas, ["trailing commas"]))
+    closed, missing = _balance(no_commas)
+    if missing:
+        out.append((closed, (["trailing commas"] if no_commas != text else []) + ["missing closing brackets"]))
+    return out
+
+
+# A comma before a closing bracket; the lookahead-free form is enough because strings that
+# contain ",}" are rare in tool calls, and a wrong repair only means the parse fails.
+_TRAILING_COMMA = re.compile(r",\s*([}\]])")
+
+
+def _balance(text: str) -> tuple[str, str]:
+    """``text`` with its unclosed brackets closed (outside strings), and what was added."""
+    stack: list[str] = []
+    quote = ""
+    escaped = False
+    for ch in text:
+        if quote:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == quote:
+                quote = ""
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "{[":
+            stack.append("}" if ch == "{" else "]")
+        elif ch in "}]" and stack and stack[-1] == ch:
+            stack.pop()
+    added = (quote if quote else "") + "".join(reversed(stack))
+    return text + added, added
+
+
+_JSON_WORDS = re.compile(r"\b(true|false|null)\b")
+
+
+def _python_literals(text: str) -> str:
+    """JSON's ``true``/``false``/``null`` as Python literals, outside quoted strings."""
+    parts = re.split(r"(\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*')", text)
+    for i in range(0, len(parts), 2):
+        parts[i] = _JSON_WORDS.sub(lambda m: {"true": "True", "false": "False", "null": "None"}[m.group(1)], parts[i])
+    return "".join(parts)
+
+
+def _jsonable(value: Any) -> Any:
+    """A Python literal as JSON data (tuples and sets become lists, keys strings)."""
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, (bytes, complex)):
+        return str(value)
+    return value
+
+
+def format_tool_call(name: str, arguments: dict[str, Any]) -> str:
+    """A strictly well-formed ``<tool_call>`` block."""
+    return f"<tool_call>\n{json.dumps({'name': name, 'arguments': arguments}, ensure_ascii=False)}\n</tool_call>"
+
+
+def format_turn(think: str, *, tool_call: tuple[str, dict[str, Any]] | None = None,
+                answer: str | None = None) -> str:
+    """A strictly well-formed assistant turn (used by the scripted policies and tests)."""
+    if (tool_call is None) == (answer is None):
+        raise ValueError("expected exactly one of tool_call and answer")
+    body = format_tool_call(*tool_call) if tool_call is not None else f"<answer>{answer}</answer>"
+    return f"<think>\n{think}\n</think>\n{body}"

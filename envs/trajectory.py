@@ -1,0 +1,84 @@
+"""Trajectory JSONL: one finished episode per line, the format SFT and evaluation read.
+
+``{"id", "task", "messages": [{"role", "content"}], "reward", "is_correct",
+"termination", "num_tool_calls", "policy"}``, ``messages`` in ChatML as the environment
+keeps them (tool responses as ``user`` turns wrapped in ``<tool_response>``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Mapping
+
+from envs.tasks import Task
+
+REQUIRED_KEYS = ("id", "task", "messages", "reward", "is_correct", "termination", "num_tool_calls", "policy")
+
+
+def trajectory_record(task: Task, messages: list[dict[str, str]], reward: float, info: Mapping[str, Any],
+                      policy: str) -> dict[str, Any]:
+    """The record of a finished episode, from its task, transcript and last ``info``."""
+    if not info.get("termination"):
+        raise ValueError("expected the info of an episode's last step (with 'termination'), got an unfinished one")
+    return {
+        "id": task.id,
+        "task": task.to_dict(),
+        "messages": [{"role": m["role"], "content": m["content"]} for m in messages],
+        "reward": float(reward),
+        "is_correct": bool(info.get("is_correct", False)),
+        "termination": str(info["termination"]),
+        "num_tool_calls": int(info.get("num_tool_calls", 0)),
+        "policy": policy,
+    }
+
+
+class TrajectoryWriter:
+    """Appends records to a JSONL file, flushed per line (a crash keeps the finished ones)."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fh = self.path.open("w", encoding="utf-8")
+
+    def write(self, record: Mapping[str, Any]) -> None:
+        missing = [k for k in REQUIRED_KEYS if k not in record]
+        if missing:
+            raise ValueError(f"trajectory record is missing {missing}")
+        self._fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+        self._fh.flush()
+
+    def close(self) -> None:
+        self._fh.close()
+
+    def __enter__(self) -> "TrajectoryWriter":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def read_trajectories(path: str | os.PathLike) -> Iterator[dict[str, Any]]:
+    """Records of a trajectory JSONL file; ``ValueError`` with the line number if one is malformed."""
+    with Path(path).open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from None
+            if not isinstance(record, dict) or not isinstance(record.get("messages"), list):
+                raise ValueError(f"{path}:{lineno}: expected an object with a 'messages' list")
+            yield record
+
+
+def write_trajectories(path: str | os.PathLike, records: Iterable[Mapping[str, Any]]) -> int:
+    """Write all ``records``; returns how many."""
+    count = 0
+    with TrajectoryWriter(path) as writer:
+        for record in records:
+            writer.write(record)
+            count += 1
+    return count
