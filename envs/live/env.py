@@ -1,0 +1,46 @@
+"""``websailor/LiveWeb-v0``: the research environment over the managed live web.
+
+``gym.make("websailor/LiveWeb-v0", tasks=PATH_OR_LIST, config=None, tools=None, **env_kwargs)``:
+``config`` is a :class:`~envs.live.config.LiveConfig`, a mapping of its fields, or a TOML/JSON
+file (None: ``$WEBSAILOR_LIVE_CONFIG`` if set, else defaults and environment variables);
+``base_urls`` may also be given directly. ``tools`` is None (``search``, ``visit``,
+``google_scholar``, ``python``), or a list of tool names and Tool objects. Everything else
+goes to :class:`envs.env.ResearchEnv` (``max_tool_calls``, ``reward_weights``, ``judge``, ...).
+The run statistics are on ``env.unwrapped.live_web.snapshot()``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from envs.live.config import LiveConfig
+from envs.live.manager import LiveWeb
+from envs.live.tools import LiveTools
+
+DEFAULT_TOOLS = ("search", "visit", "google_scholar", "python")
+
+
+def live_tools(web: LiveWeb, tools: Sequence[Any] | None = None) -> list:
+    """Tool objects over ``web``: the defaults, or the given names and objects in order."""
+    names_or_tools = DEFAULT_TOOLS if tools is None else tools
+    if isinstance(names_or_tools, (str, bytes)) or not isinstance(names_or_tools, Sequence):
+        raise ValueError(f"tools: expected a list of tool names or Tool objects, got {names_or_tools!r}")
+    return [LiveTools.make(t, web) if isinstance(t, str) else t for t in names_or_tools]
+
+
+def make_liveweb_env(tasks: str | os.PathLike | Sequence[dict], tools: Sequence[Any] | None = None,
+                     config: LiveConfig | Mapping[str, Any] | str | os.PathLike | None = None,
+                     base_urls: Mapping[str, str] | None = None, **kwargs: Any):
+    """The live-web :class:`envs.env.ResearchEnv` (see the module docstring)."""
+    from envs.env import ResearchEnv
+
+    cfg = LiveConfig.coerce(config)
+    if base_urls:
+        cfg = replace(cfg, base_urls={**cfg.base_urls, **dict(base_urls)})
+    web = LiveWeb(cfg)
+    env = ResearchEnv(live_tools(web, tools), tasks, **kwargs)
+    env.live_web = web
+    return env

@@ -1,0 +1,191 @@
+"""The live tools ``search``, ``google_scholar`` and ``visit``: the simulator's names,
+arguments and output formats, over :class:`~envs.live.manager.LiveWeb`.
+
+A tool never raises: bad arguments, and sources that all fail, become an observation that
+says what went wrong and what to do, with ``ok=False``. ``metadata`` carries the per-call
+metrics (``source``, ``cache_hit``, ``retries``, ``latency_s``, ``degraded``, ...) for ``info``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from typing import Any
+
+from envs.formatting import format_search, format_search_batch
+from envs.live.errors import NotFound
+from envs.live.manager import LiveWeb
+from envs.live.stats import Outcome
+from envs.tool import ToolResult
+from wiki_sim.focus import format_not_found, format_visit
+
+SEPARATOR = "\n=======\n"
+MAX_ITEMS = 10
+
+
+def _string_list(value: Any) -> list[str] | None:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) and v.strip() for v in value):
+        return None
+    return [v.strip() for v in value]
+
+
+def _metadata(tool: str, outcomes: list[Outcome], latency_s: float, degraded: list[str]) -> dict[str, Any]:
+    sources = [o.source for o in outcomes if o.source]
+    return {
+        "tool": tool,
+        "source": Counter(sources).most_common(1)[0][0] if sources else None,
+        "sources": sources,
+        "cache_hit": bool(outcomes) and all(o.ok and o.cache_hit for o in outcomes),
+        "cache_hits": sum(o.ok and o.cache_hit for o in outcomes),
+        "retries": sum(o.retries for o in outcomes),
+        "fallback": any(o.ok and o.errors for o in outcomes),
+        "latency_s": latency_s,
+        "degraded": bool(degraded),
+        "degraded_reasons": degraded,
+        "items": len(outcomes),
+        "failed_items": sum(not o.ok for o in outcomes),
+        "errors": [str(e) for o in outcomes for e in o.errors],
+    }
+
+
+class _LiveTool:
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+    def __init__(self, web: LiveWeb):
+        self.web = web
+
+    def _fail(self, message: str) -> ToolResult:
+        return ToolResult(message, ok=False, metadata={"tool": self.name, "error": "bad_arguments"})
+
+    def close(self) -> None:
+        self.web.close()
+
+
+class LiveSearchTool(_LiveTool):
+    """``search`` (web) or ``google_scholar``: several queries at once, top results each."""
+
+    def __init__(self, web: LiveWeb, scholar: bool = False):
+        super().__init__(web)
+        self.scholar = scholar
+        self.name = "google_scholar" if scholar else "search"
+        self.description = (
+            "Search Google Scholar for academic publications. Accepts multiple queries; returns the top "
+            "results of each." if scholar else
+            "Search the web. Accepts multiple queries; returns the top results (title, URL, snippet) of each.")
+        self.parameters = {
+            "type": "object",
+            "properties": {"query": {"type": "array", "items": {"type": "string"}, "minItems": 1,
+                                     "description": "The search queries; one string is also accepted."}},
+            "required": ["query"],
+        }
+
+    def __call__(self, arguments: dict[str, Any]) -> ToolResult:
+        start = time.time()
+        raw = arguments.get("query", arguments.get("queries")) if isinstance(arguments, dict) else None
+        queries = _string_list(raw)
+        if queries is None:
+            return self._fail(f'{self.name} needs "query": a non-empty list of non-empty strings, '
+                              f'e.g. {{"name": "{self.name}", "arguments": {{"query": ["first query", "second query"]}}}}')
+        if len(queries) > MAX_ITEMS:
+            return self._fail(f"{self.name} takes at most {MAX_ITEMS} queries per call; got {len(queries)}. "
+                              "Split them over several calls.")
+        outcomes = [self.web.search(q, scholar=self.scholar) for q in queries]
+        if all(o.ok for o in outcomes):
+            text = format_search_batch(queries, [o.value for o in outcomes])
+        else:
+            text = SEPARATOR.join(format_search(q, o.value) if o.ok else self._error(q, o)
+                                  for q, o in zip(queries, outcomes))
+        ok = all(o.ok for o in outcomes)
+        latency = time.time() - start
+        self.web.stats.call(self.name, ok, False, latency)
+        return ToolResult(text, ok=ok, metadata=_metadata(self.name, outcomes, latency, []))
+
+    def _error(self, query: str, outcome: Outcome) -> str:
+        return (f"The search for '{query}' failed: no search source could answer ({outcome.reasons()}). "
+                "Try again later, or rephrase the query.")
+
+
+class LiveVisitTool(_LiveTool):
+    """``visit``: read pages and return goal-focused evidence and a summary of each."""
+
+    name = "visit"
+    description = "Visit web pages and return the evidence and a summary relevant to the goal."
+    parameters = {
+        "type": "object",
+        "properties": {
+            "url": {"type": ["string", "array"], "items": {"type": "string"}, "minItems": 1,
+                    "description": "The URL(s) to visit: one string or a list."},
+            "goal": {"type": "string", "description": "What information to look for on the page(s)."},
+        },
+        "required": ["url", "goal"],
+    }
+
+    def __call__(self, arguments: dict[str, Any]) -> ToolResult:
+        start = time.time()
+        urls = _string_list(arguments.get("url", arguments.get("urls")) if isinstance(arguments, dict) else None)
+        goal = arguments.get("goal") if isinstance(arguments, dict) else None
+        if urls is None or not isinstance(goal, str) or not goal.strip():
+            return self._fail('visit needs "url" (a URL or a list of URLs) and "goal" (a non-empty string), e.g. '
+                              '{"name": "visit", "arguments": {"url": ["https://en.wikipedia.org/wiki/Ada_Lovelace"], '
+                              '"goal": "when was she born"}}')
+        if len(urls) > MAX_ITEMS:
+            return self._fail(f"visit takes at most {MAX_ITEMS} URLs per call; got {len(urls)}.")
+        goal = goal.strip()
+        parts, reads, summaries, degraded = [], [], [], []
+        for url in urls:
+            text, read, summary, reason = self._visit(url, goal)
+            parts.append(text)
+            reads.append(read)
+            if summary is not None:
+                summaries.append(summary)
+            if reason:
+                degraded.append(reason)
+        ok = all(o.ok for o in reads)
+        latency = time.time() - start
+        self.web.stats.call(self.name, ok, bool(degraded), latency)
+        metadata = _metadata(self.name, reads, latency, degraded)
+        metadata["retries"] += sum(o.retries for o in summaries)
+        metadata["summarizer"] = "model" if summaries and not degraded else "extractive"
+        metadata["summary_cache_hits"] = sum(o.ok and o.cache_hit for o in summaries)
+        metadata["errors"] += [str(e) for o in summaries for e in o.errors]
+        return ToolResult(SEPARATOR.join(parts), ok=ok, metadata=metadata)
+
+    def _visit(self, url: str, goal: str) -> tuple[str, Outcome, Outcome | None, str]:
+        deadline = time.time() + self.web.config.deadline_s
+        read = self.web.read(url, deadline)
+        if not read.ok:
+            if read.errors and all(isinstance(e, NotFound) for e in read.errors) and \
+                    any(e.status in (404, 410) for e in read.errors):
+                return format_not_found(url), read, None, ""
+            return (f"The useful information in {url} for user goal {goal} could not be extracted: the page "
+                    f"could not be read ({read.reasons()}). Try again later, or find the information on "
+                    "another page.\n\n"), read, None, ""
+        focused, summary = self.web.summarize(read.value, goal, deadline)
+        reason = ""
+        if summary is not None and not summary.ok:
+            reason = f"summarizer failed for {url}; extractive evidence instead ({summary.reasons()})"
+        return format_visit(url, goal, focused), read, summary, reason
+
+
+class LiveTools:
+    """Names -> tool factories over one :class:`LiveWeb`."""
+
+    NAMES = ("search", "visit", "google_scholar", "python")
+
+    @staticmethod
+    def make(name: str, web: LiveWeb):
+        if name == "search":
+            return LiveSearchTool(web)
+        if name == "google_scholar":
+            return LiveSearchTool(web, scholar=True)
+        if name == "visit":
+            return LiveVisitTool(web)
+        if name == "python":
+            from envs.tools.python import PythonTool
+
+            return PythonTool()
+        raise ValueError(f"unknown live tool {name!r}; expected one of {list(LiveTools.NAMES)}")
