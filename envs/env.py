@@ -49,6 +49,7 @@ from envs.tasks import Task, load_tasks, task_from_dict
 from envs.tool import Tool, ToolResult
 
 _ERROR_CHARS = 500  # an exception's message in an observation is cut to this
+_TOOL_TEXT_CHARS = MAX_TEXT_CHARS - 1024  # room for the <tool_response> wrapper and budget notes
 
 
 class ResearchEnv(gym.Env[str, str]):
@@ -166,7 +167,8 @@ class ResearchEnv(gym.Env[str, str]):
             self._format_errors_in_row = 0
             self._num_tool_calls += 1
             info["num_tool_calls"] = self._num_tool_calls
-            content = prompts.tool_response(self._tool_output(turn, info))
+            # Cut the tool's text, not the wrapped message, so </tool_response> and notes survive.
+            content = prompts.tool_response(to_model_text(self._tool_output(turn, info), _TOOL_TEXT_CHARS))
         else:
             self._format_errors_in_row += 1
             if self._format_errors_in_row >= self.max_format_errors:

@@ -181,11 +181,13 @@ def loads_lenient(text: str) -> tuple[Any, str]:
     if start >= 0 and end > start and (start > 0 or end < len(stripped) - 1):
         stripped = stripped[start:end + 1]
         repairs.append("text around the object")
-    for candidate, how in _candidates(stripped):
+    candidates = _candidates(stripped)
+    for candidate, how in candidates:
         try:
             return json.loads(candidate), ", ".join(repairs + how)
         except (ValueError, RecursionError):
             pass
+    for candidate, how in candidates:
         try:
             value = ast.literal_eval(_python_literals(candidate))
         except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):

@@ -67,7 +67,7 @@ def task_from_dict(record: Mapping[str, Any], where: str = "task") -> Task:
     alias_texts = tuple(_scalar_text(a, "each alias", where) for a in aliases)
     task_id = record.get("id")
     if task_id is None or task_id == "":
-        task_id = hashlib.sha1(question.encode("utf-8")).hexdigest()[:16]
+        task_id = hashlib.sha1(question.encode("utf-8", "surrogatepass")).hexdigest()[:16]
     metadata = {k: v for k, v in record.items() if k not in ("id", "question", "answer", "aliases")}
     return Task(id=str(task_id), question=question, answer=answer, aliases=alias_texts, metadata=metadata)
 
