@@ -64,11 +64,11 @@ class Drained:
     timed_out: bool
 
 
-def drain(proc: subprocess.Popen, deadline: float, cap: int, kill) -> Drained:
+def drain(proc: subprocess.Popen, deadline: float, cap: int, exited, kill) -> Drained:
     """Read ``proc``'s stdout and stderr until both close or ``deadline`` (monotonic) passes.
 
-    At the deadline ``kill()`` is called (it must end every process that holds the pipes) and
-    whatever is still buffered is read. Once the child itself has exited the pipes get a short
+    ``exited()`` says whether the child has ended. At the deadline ``kill()`` is called (it
+    must end every process that holds the pipes) and whatever is still buffered is read. Once the child itself has exited the pipes get a short
     grace period only: a leftover grandchild holding them open must not stall the caller.
     """
     out, err = HeadTailBuffer(cap), HeadTailBuffer(cap)
@@ -80,7 +80,7 @@ def drain(proc: subprocess.Popen, deadline: float, cap: int, kill) -> Drained:
     try:
         while sel.get_map():
             now = time.monotonic()
-            if exited_at is None and proc.poll() is not None:
+            if exited_at is None and exited():
                 exited_at = now
             stop = deadline if exited_at is None else min(deadline, exited_at + 0.5)
             if now >= stop:

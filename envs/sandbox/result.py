@@ -32,6 +32,8 @@ class ExecutionResult:
     """True when stdout or stderr was over the cap."""
     duration_s: float = 0.0
     """Wall-clock seconds from start to the end of the execution."""
+    cpu_seconds: float = 0.0
+    """CPU time (user + system) used by all of the execution's processes."""
     notes: list[str] = field(default_factory=list)
     """Clear messages about limits that were reached, already phrased for the model."""
 
@@ -58,6 +60,7 @@ class ExecutionResult:
             "stdout_bytes": self.stdout_bytes,
             "stderr_bytes": self.stderr_bytes,
             "duration_s": round(self.duration_s, 4),
+            "cpu_s": round(self.cpu_seconds, 4),
         }
 
     def format(self) -> str:
@@ -99,7 +102,9 @@ def limit_notes(result: ExecutionResult, config: SandboxConfig) -> list[str]:
             f"and was killed; any output above is what it printed before."
         )
     cpu = math.ceil(config.cpu_seconds)
-    if result.signal in (signal.SIGXCPU, signal.SIGKILL) and not result.timed_out:
+    # SIGKILL comes from the hard CPU limit when SIGXCPU was ignored, but also from elsewhere
+    # (the program's own kill): only blame the limit when that much CPU time was used.
+    if result.signal == signal.SIGXCPU or (result.signal == signal.SIGKILL and result.cpu_seconds >= cpu):
         notes.append(f"[limit] CPU time is limited to {cpu} s per process; the program was killed.")
     tail = result.stderr[-4000:]
     if "MemoryError" in tail or "Cannot allocate memory" in tail or "Unable to allocate" in tail:

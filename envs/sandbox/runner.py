@@ -11,9 +11,7 @@ Executions may run concurrently from several threads.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-import signal
 import subprocess
 import tempfile
 import threading
@@ -30,9 +28,16 @@ from envs.sandbox.bwrap import (
     locate_bwrap,
     locate_prlimit,
 )
-from envs.sandbox.capture import drain
 from envs.sandbox.config import SandboxConfig, SandboxUnavailableError
-from envs.sandbox.result import ExecutionResult, limit_notes
+from envs.sandbox.process import (
+    Reaper,
+    StatusPipe,
+    collect,
+    kill_group,
+    kill_namespace,
+    wait_namespace_gone,
+)
+from envs.sandbox.result import ExecutionResult
 from envs.sandbox.uids import hold_uid
 
 MAX_CODE_BYTES = 1 << 20
@@ -110,80 +115,16 @@ def _run_bwrap(code: str, cfg: SandboxConfig, bwrap: str, prlimit: str) -> Execu
             finally:
                 for fd in fds.values():
                     os.close(fd)
-            result = _collect(proc, start, cfg)
-        status = _read_status(status_r)
+            reaper, status = Reaper(proc), StatusPipe(status_r)
+            result = collect(proc, start, cfg, reaper, lambda: kill_namespace(proc, reaper, status))
+            wait_namespace_gone(status)
+        ran = "exit-code" in status.read()
     finally:
         os.close(status_r)
-    if "child-pid" not in status and not result.timed_out:
+    # Without an exit code the command never ran: bubblewrap itself failed (its stderr says why).
+    if not ran and not result.timed_out and result.signal is None:
         raise SandboxUnavailableError(explain_setup_failure(result.stderr, cfg))
     return result
-
-
-def _collect(proc: subprocess.Popen, start: float, cfg: SandboxConfig) -> ExecutionResult:
-    """Read the output under the deadline, wait for the end, and describe what happened."""
-    deadline = start + cfg.wall_seconds
-
-    def kill() -> None:
-        # The process group is bubblewrap's; killing it takes the PID namespace's init with it
-        # (--die-with-parent), and the kernel then kills every process left in the namespace.
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-
-    drained = drain(proc, deadline, cfg.output_cap_bytes, kill)
-    timed_out = drained.timed_out
-    try:
-        code = proc.wait(timeout=max(0.0, deadline - time.monotonic()))
-    except subprocess.TimeoutExpired:  # it closed its output but kept running
-        timed_out = True
-        kill()
-        code = proc.wait()
-    exit_code, signum = _decode_status(code)
-    result = ExecutionResult(
-        stdout=drained.stdout.text(),
-        stderr=drained.stderr.text(),
-        exit_code=None if timed_out or signum is not None else exit_code,
-        signal=None if timed_out else signum,
-        timed_out=timed_out,
-        stdout_bytes=drained.stdout.total,
-        stderr_bytes=drained.stderr.total,
-        truncated=drained.stdout.truncated or drained.stderr.truncated,
-        duration_s=time.monotonic() - start,
-    )
-    result.notes = limit_notes(result, cfg)
-    return result
-
-
-def _decode_status(code: int) -> tuple[int, int | None]:
-    """(exit code, signal): Popen gives -N for a signal; bubblewrap passes on 128 + N."""
-    if code < 0:
-        return code, -code
-    if 128 < code < 128 + 65:
-        return code, code - 128
-    return code, None
-
-
-def _read_status(fd: int) -> dict:
-    """The JSON objects bubblewrap wrote to --json-status-fd, merged."""
-    os.set_blocking(fd, False)
-    data = b""
-    with contextlib.suppress(BlockingIOError):
-        while chunk := os.read(fd, 65536):
-            data += chunk
-    merged: dict = {}
-    decoder = json.JSONDecoder()
-    text, pos = data.decode("utf-8", errors="replace"), 0
-    while pos < len(text):
-        while pos < len(text) and text[pos].isspace():
-            pos += 1
-        if pos >= len(text):
-            break
-        try:
-            obj, pos = decoder.raw_decode(text, pos)
-        except json.JSONDecodeError:
-            break
-        if isinstance(obj, dict):
-            merged.update(obj)
-    return merged
 
 
 def _run_unsafe_local(code: str, cfg: SandboxConfig, prlimit: str) -> ExecutionResult:
@@ -203,4 +144,5 @@ def _run_unsafe_local(code: str, cfg: SandboxConfig, prlimit: str) -> ExecutionR
             argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             env=env, cwd=work, start_new_session=True,
         )
-        return _collect(proc, start, cfg)
+        reaper = Reaper(proc)
+        return collect(proc, start, cfg, reaper, lambda: kill_group(proc))
