@@ -41,6 +41,17 @@ def make_liveweb_env(tasks: str | os.PathLike | Sequence[dict], tools: Sequence[
     if base_urls:
         cfg = replace(cfg, base_urls={**cfg.base_urls, **dict(base_urls)})
     web = LiveWeb(cfg)
-    env = ResearchEnv(live_tools(web, tools), tasks, **kwargs)
+    try:
+        built = live_tools(web, tools)
+        env = ResearchEnv(built, tasks, **kwargs)
+    except BaseException:
+        web.close()
+        raise
     env.live_web = web
+    # Like envs.wikisim: the environment closes what was built here (the sandbox, the web).
+    owned = [t for t in built if tools is None or t not in tools]
+    for obj in [*owned, web]:
+        close = getattr(obj, "close", None)
+        if callable(close) and close not in env._closers:
+            env._closers.append(close)
     return env

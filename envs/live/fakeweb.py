@@ -180,7 +180,9 @@ class FakeWeb:
         self.keys = dict(keys or {})
         self.retry_after, self.slow_s, self.timeout_s = retry_after, slow_s, timeout_s
         self.faults = FaultPlan(seed)
-        self._log: list[tuple[float, str, str | None]] = []
+        self.canned: dict[str, list[dict]] = {}
+        """Serper ``organic`` lists to answer for given queries instead of the corpus ranking."""
+        self._log: list[tuple[float, str, str | None, str]] = []
         self._log_lock = threading.Lock()
         self.stopping = threading.Event()
         self.server: ThreadingHTTPServer | None = None
@@ -241,12 +243,12 @@ class FakeWeb:
 
     # ------------------------------------------------------------------ request log
 
-    def record(self, provider: str, fault: str | None) -> None:
+    def record(self, provider: str, fault: str | None, detail: str = "") -> None:
         with self._log_lock:
-            self._log.append((time.time(), provider, fault))
+            self._log.append((time.time(), provider, fault, detail))
 
-    def requests(self, provider: str | None = None) -> list[tuple[float, str, str | None]]:
-        """(arrival time, provider, fault) of every request so far (to ``provider``)."""
+    def requests(self, provider: str | None = None) -> list[tuple[float, str, str | None, str]]:
+        """(arrival time, provider, fault, path and body) of every request so far (to ``provider``)."""
         with self._log_lock:
             return [r for r in self._log if provider is None or r[1] == provider]
 
@@ -279,7 +281,7 @@ class _Handler(BaseHTTPRequestHandler):
         if provider is None:
             return self._send(404, b"no such provider", "text/plain")
         fault = self.web.faults.next(provider)
-        self.web.record(provider, fault)
+        self.web.record(provider, fault, f"{self.path} {self.body[:300].decode('utf-8', 'replace')}")
         try:
             if fault and self._fault(provider, fault):
                 return
@@ -373,7 +375,9 @@ class _Handler(BaseHTTPRequestHandler):
         except (ValueError, KeyError):
             return self._json(400, {"message": "Query is required", "statusCode": 400})
         docs = self.web.rank(query, k)
-        if parts.path == "/serper/search":
+        if parts.path == "/serper/search" and query in self.web.canned:
+            organic = self.web.canned[query][:k]
+        elif parts.path == "/serper/search":
             organic = [{"title": d.title, "link": self.web.page_url(d.slug), "snippet": self.web.snippet(d, query),
                         "position": i + 1, **({"date": f"Jan 1, {d.year}"} if i == 0 else {})}
                        for i, d in enumerate(docs)]

@@ -87,18 +87,22 @@ class LiveWeb:
         start = time.time()
         deadline = deadline if deadline is not None else start + self.config.deadline_s
         outcome: Outcome = Outcome(value=None)
+        usable = []
         for adapter in chain:
             if not adapter.available():
                 outcome.skipped.append(f"{adapter.name} (no API key)")
-                continue
-            if self._is_set_aside(adapter.provider):
+            elif self._is_set_aside(adapter.provider):
                 outcome.skipped.append(f"{adapter.name} (set aside after an auth/quota error)")
-                continue
-            if time.time() >= deadline:
+            else:
+                usable.append(adapter)
+        for i, adapter in enumerate(usable):
+            now = time.time()
+            if now >= deadline:
                 outcome.skipped.append(f"{adapter.name} (deadline reached)")
                 continue
             try:
-                reply, retries = self.policy.run(lambda: self._attempt(adapter, call, deadline), deadline=deadline,
+                reply, retries = self.policy.run(lambda: self._attempt(adapter, call, deadline),
+                                                 deadline=self._source_deadline(adapter, now, deadline, len(usable) - i),
                                                  on_rate_limit=lambda e, a=adapter: self._rate_limited(a, e))
             except LiveError as error:
                 outcome.retries += getattr(error, "retries", 0)
@@ -112,6 +116,13 @@ class LiveWeb:
         outcome.latency_s = time.time() - start
         self.stats.item(outcome)
         return outcome
+
+    def _source_deadline(self, adapter: Any, now: float, deadline: float, sources_left: int) -> float:
+        """When to stop retrying ``adapter``: its share of the time left, so a failing source
+        leaves time for the fallbacks after it, but never less than one full request."""
+        share = (deadline - now) / sources_left
+        one_request = self.config.timeouts.get(adapter.provider, 30.0) + self.config.connect_timeout
+        return min(deadline, now + max(share, one_request))
 
     def _attempt(self, adapter: Any, call: Callable[[Any, float], Reply], deadline: float) -> Reply:
         try:

@@ -12,6 +12,7 @@ import time
 from collections import Counter
 from typing import Any
 
+from envs.arguments import ArgumentError, string_arg, string_list
 from envs.formatting import format_search, format_search_batch
 from envs.live.errors import NotFound
 from envs.live.manager import LiveWeb
@@ -20,15 +21,32 @@ from envs.tool import ToolResult
 from wiki_sim.focus import format_not_found, format_visit
 
 SEPARATOR = "\n=======\n"
-MAX_ITEMS = 10
-
-
-def _string_list(value: Any) -> list[str] | None:
-    if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, list) or not value or not all(isinstance(v, str) and v.strip() for v in value):
-        return None
-    return [v.strip() for v in value]
+MAX_QUERIES = 10
+MAX_URLS = 5
+# The simulator's tools (envs.wikisim) describe themselves in these same words and schemas,
+# so a policy sees one system prompt in both environments.
+SEARCH_DESCRIPTION = ("Performs batched web searches: supply an array 'query'; the tool retrieves "
+                      "the top 10 results for each query in one call.")
+SCHOLAR_DESCRIPTION = ("Leverage Google Scholar to retrieve relevant information from academic publications. "
+                       "Accepts multiple queries: supply an array 'query'; the tool retrieves the top 10 results "
+                       "for each query in one call.")
+SEARCH_PARAMETERS = {
+    "type": "object",
+    "properties": {"query": {"type": "array", "items": {"type": "string"},
+                             "description": "Array of query strings. Include multiple complementary search queries "
+                                            "in a single call."}},
+    "required": ["query"],
+}
+VISIT_DESCRIPTION = "Visit webpage(s) and return the summary of the content."
+VISIT_PARAMETERS = {
+    "type": "object",
+    "properties": {
+        "url": {"type": "array", "items": {"type": "string"},
+                "description": "The URL(s) of the webpage(s) to visit. Can be a single URL or an array of URLs."},
+        "goal": {"type": "string", "description": "The specific information goal for visiting webpage(s)."},
+    },
+    "required": ["url", "goal"],
+}
 
 
 def _metadata(tool: str, outcomes: list[Outcome], latency_s: float, degraded: list[str]) -> dict[str, Any]:
@@ -59,10 +77,9 @@ class _LiveTool:
         self.web = web
 
     def _fail(self, message: str) -> ToolResult:
+        self.web.stats.call(self.name, False, False, 0.0)
         return ToolResult(message, ok=False, metadata={"tool": self.name, "error": "bad_arguments"})
 
-    def close(self) -> None:
-        self.web.close()
 
 
 class LiveSearchTool(_LiveTool):
@@ -72,27 +89,17 @@ class LiveSearchTool(_LiveTool):
         super().__init__(web)
         self.scholar = scholar
         self.name = "google_scholar" if scholar else "search"
-        self.description = (
-            "Search Google Scholar for academic publications. Accepts multiple queries; returns the top "
-            "results of each." if scholar else
-            "Search the web. Accepts multiple queries; returns the top results (title, URL, snippet) of each.")
-        self.parameters = {
-            "type": "object",
-            "properties": {"query": {"type": "array", "items": {"type": "string"}, "minItems": 1,
-                                     "description": "The search queries; one string is also accepted."}},
-            "required": ["query"],
-        }
+        self.description = SCHOLAR_DESCRIPTION if scholar else SEARCH_DESCRIPTION
+        self.parameters = SEARCH_PARAMETERS
 
     def __call__(self, arguments: dict[str, Any]) -> ToolResult:
         start = time.time()
-        raw = arguments.get("query", arguments.get("queries")) if isinstance(arguments, dict) else None
-        queries = _string_list(raw)
-        if queries is None:
-            return self._fail(f'{self.name} needs "query": a non-empty list of non-empty strings, '
-                              f'e.g. {{"name": "{self.name}", "arguments": {{"query": ["first query", "second query"]}}}}')
-        if len(queries) > MAX_ITEMS:
-            return self._fail(f"{self.name} takes at most {MAX_ITEMS} queries per call; got {len(queries)}. "
-                              "Split them over several calls.")
+        try:
+            queries = string_list(arguments, "query", tool=self.name, aliases=("queries",),
+                                  max_items=MAX_QUERIES, max_chars=500)
+        except (ArgumentError, AttributeError) as exc:
+            return self._fail(str(exc) if isinstance(exc, ArgumentError) else
+                              f'Error: {self.name} takes a JSON object of arguments, e.g. {{"query": ["..."]}}')
         outcomes = [self.web.search(q, scholar=self.scholar) for q in queries]
         if all(o.ok for o in outcomes):
             text = format_search_batch(queries, [o.value for o in outcomes])
@@ -113,27 +120,19 @@ class LiveVisitTool(_LiveTool):
     """``visit``: read pages and return goal-focused evidence and a summary of each."""
 
     name = "visit"
-    description = "Visit web pages and return the evidence and a summary relevant to the goal."
-    parameters = {
-        "type": "object",
-        "properties": {
-            "url": {"type": ["string", "array"], "items": {"type": "string"}, "minItems": 1,
-                    "description": "The URL(s) to visit: one string or a list."},
-            "goal": {"type": "string", "description": "What information to look for on the page(s)."},
-        },
-        "required": ["url", "goal"],
-    }
+    description = VISIT_DESCRIPTION
+    parameters = VISIT_PARAMETERS
 
     def __call__(self, arguments: dict[str, Any]) -> ToolResult:
         start = time.time()
-        urls = _string_list(arguments.get("url", arguments.get("urls")) if isinstance(arguments, dict) else None)
-        goal = arguments.get("goal") if isinstance(arguments, dict) else None
-        if urls is None or not isinstance(goal, str) or not goal.strip():
-            return self._fail('visit needs "url" (a URL or a list of URLs) and "goal" (a non-empty string), e.g. '
-                              '{"name": "visit", "arguments": {"url": ["https://en.wikipedia.org/wiki/Ada_Lovelace"], '
-                              '"goal": "when was she born"}}')
-        if len(urls) > MAX_ITEMS:
-            return self._fail(f"visit takes at most {MAX_ITEMS} URLs per call; got {len(urls)}.")
+        example = {"url": ["https://en.wikipedia.org/wiki/..."], "goal": "..."}
+        try:
+            urls = string_list(arguments, "url", tool=self.name, aliases=("urls",), max_items=MAX_URLS,
+                               max_chars=2000, example=example)
+            goal = string_arg(arguments, "goal", tool=self.name, example=example)
+        except (ArgumentError, AttributeError) as exc:
+            return self._fail(str(exc) if isinstance(exc, ArgumentError) else
+                              'Error: visit takes a JSON object of arguments, e.g. {"url": ["..."], "goal": "..."}')
         goal = goal.strip()
         parts, reads, summaries, degraded = [], [], [], []
         for url in urls:

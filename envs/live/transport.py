@@ -14,6 +14,7 @@ import math
 import sqlite3
 import threading
 import time
+import urllib.request
 from typing import Any
 
 import requests
@@ -63,7 +64,10 @@ class Transport:
         session = getattr(self._local, "session", None)
         if session is None:
             session = cached_session(self.cache) if self.cache is not None else requests.Session()
-            session.trust_env = self.config.trust_env
+            # requests re-reads the proxy variables (and ~/.netrc) on every request when
+            # trust_env is on: a large share of a cache hit's cost. Without any proxy variable
+            # there is nothing to honour, so it is switched off.
+            session.trust_env = self.config.trust_env and bool(urllib.request.getproxies_environment())
             session.headers["User-Agent"] = self.config.user_agent
             adapter = LimitedAdapter(self.limiter)
             session.mount("http://", adapter)
