@@ -32,8 +32,6 @@ class ExecutionResult:
     """True when stdout or stderr was over the cap."""
     duration_s: float = 0.0
     """Wall-clock seconds from start to the end of the execution."""
-    cpu_seconds: float = 0.0
-    """CPU time (user + system) used by all of the execution's processes."""
     notes: list[str] = field(default_factory=list)
     """Clear messages about limits that were reached, already phrased for the model."""
 
@@ -60,7 +58,6 @@ class ExecutionResult:
             "stdout_bytes": self.stdout_bytes,
             "stderr_bytes": self.stderr_bytes,
             "duration_s": round(self.duration_s, 4),
-            "cpu_s": round(self.cpu_seconds, 4),
         }
 
     def format(self) -> str:
@@ -102,10 +99,13 @@ def limit_notes(result: ExecutionResult, config: SandboxConfig) -> list[str]:
             f"and was killed; any output above is what it printed before."
         )
     cpu = math.ceil(config.cpu_seconds)
-    # SIGKILL comes from the hard CPU limit when SIGXCPU was ignored, but also from elsewhere
-    # (the program's own kill): only blame the limit when that much CPU time was used.
-    if result.signal == signal.SIGXCPU or (result.signal == signal.SIGKILL and result.cpu_seconds >= cpu):
+    if result.signal == signal.SIGXCPU:
         notes.append(f"[limit] CPU time is limited to {cpu} s per process; the program was killed.")
+    elif result.signal == signal.SIGKILL and not result.timed_out:
+        notes.append(
+            f"[signal] SIGKILL comes from the program itself or, when it ignores SIGXCPU, from the "
+            f"CPU time limit ({cpu} s per process, then 1 s more)."
+        )
     tail = result.stderr[-4000:]
     if "MemoryError" in tail or "Cannot allocate memory" in tail or "Unable to allocate" in tail:
         notes.append(f"[limit] Memory is limited to {config.memory_mb} MiB per process.")

@@ -108,9 +108,10 @@ def _run_bwrap(code: str, cfg: SandboxConfig, bwrap: str, prlimit: str) -> Execu
                 )
             except OSError as exc:
                 raise SandboxUnavailableError(
-                    f"could not start bubblewrap as host uid {uid}: {exc}; as root, each execution runs as "
-                    f"an unprivileged uid from SandboxConfig.uid_base ({cfg.uid_base}): choose a range this "
-                    f"host or container maps (see /proc/self/uid_map)"
+                    f"could not start {bwrap} as host uid {uid}: {exc}; as root, each execution starts "
+                    f"bubblewrap as an unprivileged uid from SandboxConfig.uid_base ({cfg.uid_base}), so "
+                    f"bubblewrap must be executable by that uid and the uid must be mapped in this host or "
+                    f"container (see /proc/self/uid_map)"
                 ) from exc
             finally:
                 for fd in fds.values():
