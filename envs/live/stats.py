@@ -95,3 +95,17 @@ class LiveStats:
             sources = {s: dict(c) for s, c in self._sources.items()}
         items["cache_hit_rate"] = items.get("cache_hits", 0) / items["items"] if items.get("items") else 0.0
         return {"calls": calls, "items": items, "sources": sources}
+
+
+def peak_rate(timestamps: list[float], window: int = 10) -> float:
+    """Highest request rate (per second) over any ``window`` consecutive intervals of
+    ``timestamps`` (fewer when there are fewer); 0.0 for fewer than two requests."""
+    ts = sorted(timestamps)
+    if len(ts) < 2:
+        return 0.0
+    window = max(1, min(window, len(ts) - 1))
+    best = 0.0
+    for i in range(len(ts) - window):
+        span = ts[i + window] - ts[i]
+        best = max(best, window / span if span > 0 else float("inf"))
+    return best

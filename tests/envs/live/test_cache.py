@@ -1,0 +1,169 @@
+"""The reply cache: hits within and across processes, keys by body, expiry per source, bad
+replies dropped, and API keys kept out of the cache file, logs, errors and info."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import asdict
+from urllib.parse import quote
+
+import pytest
+import requests_cache
+
+from envs.live.cache import cache_files, cached_session, integrity_check, open_cache
+from envs.live.redact import register_secret
+from envs.live.tools import LiveSearchTool, LiveVisitTool
+from tests.envs.live.support import KEYS, config_for
+from tests.envs.live.workers import run_processes
+
+
+def _db_bytes(path) -> bytes:
+    return b"".join(p.read_bytes() for p in cache_files(path))
+
+
+def _leaks(blob: bytes) -> list[str]:
+    found = []
+    for name, key in KEYS.items():
+        for form in {key, quote(key), key.upper(), key.lower()}:
+            if form.encode() in blob:
+                found.append(name)
+    return found
+
+
+def test_hits_are_served_without_a_request(make_live, fakeweb):
+    live = make_live()
+    tool = LiveSearchTool(live)
+    first = tool({"query": [fakeweb.docs[0].title]})
+    second = tool({"query": [fakeweb.docs[0].title]})
+    assert not first.metadata["cache_hit"] and second.metadata["cache_hit"]
+    assert second.text == first.text and len(fakeweb.requests("serper")) == 1
+
+
+def test_post_bodies_are_part_of_the_key(make_live, fakeweb, tmp_path):
+    live = make_live()
+    for q in (fakeweb.docs[0].title, fakeweb.docs[1].title, fakeweb.docs[0].title):
+        live.search(q)
+    assert len(fakeweb.requests("serper")) == 2  # two bodies, two entries; the third call hit
+    assert live.transport.cache.responses.count() == 2
+
+
+def test_cache_hits_take_no_rate_limit_slot(make_live, fakeweb, tmp_path):
+    live = make_live()
+    live.search(fakeweb.docs[0].title)
+    state = tmp_path / "limits" / "serper.rate"
+    before = state.read_bytes()
+    for _ in range(5):
+        assert live.search(fakeweb.docs[0].title).cache_hit
+    assert state.read_bytes() == before
+
+
+def test_expiry_per_source(make_live, fakeweb):
+    live = make_live(cache_expiry={"serper": 0, "wikipedia": 1})
+    live.search(fakeweb.docs[0].title)
+    assert not live.search(fakeweb.docs[0].title).cache_hit  # 0: never cached
+    assert len(fakeweb.requests("serper")) == 2
+    wiki = make_live(search_sources=("wikipedia",), cache_expiry={"wikipedia": 1})
+    wiki.search(fakeweb.docs[1].title)
+    assert wiki.search(fakeweb.docs[1].title).cache_hit
+    time.sleep(1.2)
+    assert not wiki.search(fakeweb.docs[1].title).cache_hit  # expired after 1 s
+    assert len(fakeweb.requests("wikipedia")) == 2
+
+
+@pytest.mark.parametrize("fault", ["malformed_json", "html_error"])
+def test_unparsable_replies_are_not_kept(make_live, fakeweb, fault):
+    live = make_live()
+    fakeweb.faults.fail_next("serper", fault)
+    assert live.search(fakeweb.docs[0].title).retries == 1  # the retry went to the server, not the cache
+    assert len(fakeweb.requests("serper")) == 2
+    assert live.search(fakeweb.docs[0].title).cache_hit  # and the good reply is what stayed
+
+
+def test_cache_hits_across_processes(fakeweb, tmp_path):
+    fields = asdict(config_for(fakeweb, tmp_path))
+    queries = [d.title for d in fakeweb.docs[:6]]
+    first = run_processes([fields], [queries])[0]
+    second = run_processes([fields], [queries])[0]
+    assert [m["cache_hit"] for m in first] == [False] * 6
+    assert [m["cache_hit"] for m in second] == [True] * 6
+    assert [m["source"] for m in second] == ["serper"] * 6
+    assert len(fakeweb.requests("serper")) == 6
+    assert integrity_check(tmp_path / "cache.sqlite") == "ok"
+
+
+def test_no_key_in_the_cache_file_logs_errors_or_info(make_live, fakeweb, tmp_path, caplog):
+    caplog.set_level(logging.DEBUG)
+    live = make_live(search_sources=("serper", "serpapi", "wikipedia"))
+    search, scholar, visit = LiveSearchTool(live), LiveSearchTool(live, scholar=True), LiveVisitTool(live)
+    results = [search({"query": [fakeweb.docs[0].title]})]
+    fakeweb.faults.fail_next("serper", "auth")  # serper set aside: serpapi (key in the URL) answers
+    results.append(search({"query": [fakeweb.docs[1].title]}))
+    results.append(scholar({"query": [fakeweb.docs[2].title]}))
+    results.append(visit({"url": fakeweb.page_url("doc-3"), "goal": "who founded it"}))  # jina + summarizer keys
+    fakeweb.faults.fail_next("summarizer", "429_retry_after")
+    results.append(visit({"url": fakeweb.page_url("doc-4"), "goal": "founder"}))
+    assert {r.metadata["source"] for r in results} >= {"serper", "serpapi", "serpapi_scholar", "jina"}
+    assert any(r.metadata.get("summarizer") == "model" for r in results)
+    blob = _db_bytes(tmp_path / "cache.sqlite")
+    assert fakeweb.docs[0].title.encode() in blob and b"REDACTED" in blob  # the grep does see the replies
+    assert _leaks(blob) == []
+    assert _leaks(caplog.text.encode()) == [] and "api_key=REDACTED" in caplog.text  # urllib3 logged the URL
+    everything = json.dumps([r.metadata for r in results]) + "".join(r.text for r in results)
+    assert _leaks(everything.encode()) == []
+    assert _leaks(repr(live.config).encode()) == []
+
+
+def test_errors_carry_no_key(make_live, fakeweb):
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}"
+    live = make_live(base_urls={"serpapi": dead, "jina": dead}, search_sources=("serpapi",), reader_sources=("jina",),
+                     deadline_s=1.0)
+    outcome = live.search("anything")
+    read = live.read(fakeweb.page_url("doc-1"))
+    text = outcome.reasons() + read.reasons() + "".join(repr(e) + str(e.__cause__) for e in outcome.errors + read.errors)
+    assert "connection failed" in text and _leaks(text.encode()) == []
+
+
+def test_header_spelling_does_not_decide_redaction(tmp_path):
+    """requests-cache matches ignored header names case-sensitively: with its defaults a key
+    sent as ``x-api-key`` is written to the file. Ours lists every spelling, and scrubs any
+    registered key even under a header name nobody listed."""
+    import http.server
+    import threading
+
+    class Echo(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"ok")
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Echo)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/x"
+    try:
+        plain = requests_cache.CachedSession(str(tmp_path / "plain.sqlite"), backend="sqlite")
+        plain.get(url, headers={"x-api-key": "lowercase-key-123456"})
+        plain.close()
+        assert b"lowercase-key-123456" in _db_bytes(tmp_path / "plain.sqlite")  # the hazard is real
+
+        register_secret("unlisted-header-key-987")
+        ours = cached_session(open_cache(tmp_path / "ours.sqlite"))
+        ours.get(url, headers={"x-api-key": "lowercase-key-123456"})
+        ours.get(url + "?b=1", headers={"X-Goog-Api-Key": "unlisted-header-key-987"})
+        ours.get(url + "?api_key=param-key-555&c=1")
+        ours.close()
+        blob = _db_bytes(tmp_path / "ours.sqlite")
+        assert b"lowercase-key-123456" not in blob and b"unlisted-header-key-987" not in blob
+        assert b"param-key-555" not in blob and blob.count(b"REDACTED") >= 3
+    finally:
+        server.shutdown()
+        server.server_close()
