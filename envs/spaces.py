@@ -9,22 +9,33 @@ planes. Observations are made members of the space by :func:`to_model_text` (cha
 outside the charset become U+FFFD, overlong text is cut with a note); actions may be any
 string at all, in the space or not.
 
-``ModelText`` is a plain ``Text`` in behaviour (``contains``, ``sample``, flattening and
-shared memory for vector environments all come from ``Text``). It only avoids building
-the ~64k-character lookup tables per instance: ``Text.__init__`` takes about 0.6 s and
-10 MiB for this charset, and every environment has two spaces (and vector environments
-deep-copy them). The tables are built once per process and shared read-only.
+``ModelText`` is a plain ``Text`` in behaviour (``contains``, ``sample``, flattening to
+character indices). It differs in cost only: ``Text.__init__`` builds lookup tables for
+the ~66k characters per instance (about 0.6 s and 10 MiB; every environment has two
+spaces and vector environments deep-copy them), so they are built once per process and
+shared read-only; and flattening, which ``Text`` does one character at a time in Python,
+is done with numpy here (same indices, same padding).
+
+Shared memory (``AsyncVectorEnv(shared_memory=True)``, the default of ``make_vec``): for
+``Text``, Gymnasium 1.4 reads the buffer once when the vector environment is built and
+returns that snapshot forever after, so every later observation would read as the first
+buffer content. For ``ModelText`` the read returns :class:`SharedTextBatch`, a live view
+whose deep copy (``AsyncVectorEnv(copy=True)``, the default) is a tuple of strings.
 """
 
 from __future__ import annotations
 
 import copy
 import functools
+import multiprocessing
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from gymnasium import spaces
+from gymnasium.spaces.utils import flatten, unflatten
+from gymnasium.vector.utils import create_shared_memory, read_from_shared_memory
 
 # (first, last) code points, inclusive, in increasing order.
 MODEL_TEXT_RANGES: tuple[tuple[int, int], ...] = (
@@ -51,6 +62,13 @@ def _tables() -> tuple[frozenset[str], tuple[str, ...], dict[str, np.int32], str
     chars = [chr(c) for a, b in MODEL_TEXT_RANGES for c in range(a, b + 1)]  # sorted by code point
     index = dict(zip(chars, np.arange(len(chars), dtype=np.int32)))
     return frozenset(chars), tuple(chars), index, "".join(chars)
+
+
+# Character index <-> code point as arrays, for flattening whole strings at once.
+_CODE_POINTS = np.concatenate([np.arange(a, b + 1, dtype=np.uint32) for a, b in MODEL_TEXT_RANGES])
+_NUM_CHARS = len(_CODE_POINTS)
+_INDEX_OF = np.full(MODEL_TEXT_RANGES[-1][1] + 2, -1, dtype=np.int32)
+_INDEX_OF[_CODE_POINTS] = np.arange(_NUM_CHARS, dtype=np.int32)
 
 
 def model_text_charset() -> frozenset[str]:
@@ -114,3 +132,61 @@ def to_model_text(text: str, max_length: int = MAX_TEXT_CHARS) -> str:
 def without_surrogates(text: str) -> str:
     """``text`` with lone surrogates (which cannot be encoded as UTF-8) replaced by U+FFFD."""
     return re.sub("[\ud800-\udfff]", REPLACEMENT, text)
+
+
+def _flatten_model_text(space: ModelText, x: str) -> np.ndarray:
+    points = np.frombuffer(x.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    if len(points) > space.max_length:
+        raise ValueError(f"text of {len(points)} characters does not fit max_length {space.max_length}")
+    indices = _INDEX_OF[np.minimum(points, len(_INDEX_OF) - 1)]
+    if (indices < 0).any():
+        bad = chr(int(points[np.argmax(indices < 0)]))
+        raise KeyError(f"character {bad!r} is not in the space's charset")
+    out = np.full(space.max_length, _NUM_CHARS, dtype=np.int32)  # Text pads with len(charset)
+    out[: len(indices)] = indices
+    return out
+
+
+def _unflatten_model_text(space: ModelText, x: np.ndarray) -> str:
+    x = np.asarray(x)
+    return _CODE_POINTS[x[(x >= 0) & (x < _NUM_CHARS)]].tobytes().decode("utf-32-le")
+
+
+class SharedTextBatch(Sequence):
+    """The observations of a vector environment's shared memory, read when accessed."""
+
+    def __init__(self, space: ModelText, memory: Any, n: int):
+        self._space, self._memory, self._n = space, memory, n
+
+    def _rows(self) -> np.ndarray:
+        return np.frombuffer(self._memory.get_obj(), dtype=np.int32).reshape((self._n, self._space.max_length))
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return tuple(self)[index]
+        return _unflatten_model_text(self._space, self._rows()[index])
+
+    def __deepcopy__(self, memo: dict) -> tuple[str, ...]:
+        return tuple(self)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and tuple(self) == tuple(other)
+
+    def __repr__(self) -> str:
+        return f"SharedTextBatch({tuple(self)!r})"
+
+
+def _create_model_text_memory(space: ModelText, n: int = 1, ctx: Any = multiprocessing) -> Any:
+    memory = ctx.Array(np.dtype(np.int32).char, n * space.max_length)
+    # Filled with the padding index, so a slot not yet written reads as "" (zeros would read as tabs).
+    np.frombuffer(memory.get_obj(), dtype=np.int32)[:] = _NUM_CHARS
+    return memory
+
+
+flatten.register(ModelText)(_flatten_model_text)
+create_shared_memory.register(ModelText)(_create_model_text_memory)
+unflatten.register(ModelText)(_unflatten_model_text)
+read_from_shared_memory.register(ModelText)(lambda space, memory, n=1: SharedTextBatch(space, memory, n))
