@@ -1,0 +1,168 @@
+"""The research environment's own cost, and episodes per second with the scripted agent.
+
+1. Overhead per step, tool time excluded: ``ResearchEnv.step`` wall time minus the tool's
+   own time (``info["tool_latency_s"]``), over a mix of turns (strict tool calls, lenient
+   tool calls, malformed turns, answers), with trivial in-memory tools, on transcripts
+   growing to 100 tool calls. Target: median < 1 ms.
+2. Episodes per second of the heuristic agent over a task file on the simulator
+   (``websailor/WikiSim-v0``), side by side in one run: one environment played
+   sequentially, a ``SyncVectorEnv`` and an ``AsyncVectorEnv`` of ``--num-envs``.
+
+Usage: ``python -m benchmarks.env_step [--wiki-dir data/wiki] [--tasks FILE] [--episodes 60]``.
+Without ``--tasks``, title-lookup tasks are derived from the simulator. Prints a table,
+then one line of JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+import envs  # noqa: F401  (registers the environments)
+from envs.baselines import HeuristicAgent, run_episode
+from envs.env import ResearchEnv
+from envs.protocol import format_turn
+from envs.tool import ToolResult
+
+SEARCH_TEXT = "\n\n".join(f"{i}. [Title {i}](https://en.wikipedia.org/wiki/Title_{i})\nA snippet of about one "
+                          "hundred characters that stands in for a search result's text here." for i in range(1, 11))
+
+
+class _FixedSearch:
+    """A trivial tool: the same ten-hit result every time (no search cost)."""
+
+    name = "search"
+    description = "Returns fixed results."
+    parameters = {"type": "object", "properties": {"query": {"type": "array", "items": {"type": "string"}}},
+                  "required": ["query"]}
+
+    def __call__(self, arguments: dict[str, Any]) -> ToolResult:
+        return ToolResult(SEARCH_TEXT)
+
+
+def measure_overhead(steps: int) -> dict[str, float]:
+    """Median and 90th percentile of step time minus tool time, in milliseconds, per turn kind."""
+    env = ResearchEnv([_FixedSearch()], [{"question": f"Question {i}?", "answer": "x"} for i in range(50)],
+                      current_date="2025-01-01", max_tool_calls=100)
+    turns = {
+        "tool_call": format_turn("I should search for this.", tool_call=("search", {"query": ["a b", "c d"]})),
+        "lenient_call": "<think>x</think><tool_call>{'name': 'search', 'arguments': {'query': ['a',],},}",
+        "malformed": "I am not sure what to do next.",
+        "answer": format_turn("Done.", answer="x"),
+    }
+    cycle = ["tool_call"] * 6 + ["lenient_call", "malformed"] + ["tool_call"] * 4 + ["answer"]
+    times: dict[str, list[float]] = {k: [] for k in turns}
+    env.reset(seed=0)
+    for i in range(steps):
+        kind = cycle[i % len(cycle)]
+        start = time.perf_counter()
+        _, _, terminated, truncated, info = env.step(turns[kind])
+        elapsed = time.perf_counter() - start - info["tool_latency_s"]
+        times[kind].append(elapsed * 1e3)
+        if terminated or truncated:
+            env.reset()
+    every = [t for ts in times.values() for t in ts]
+    out = {f"{k}_median_ms": statistics.median(v) for k, v in times.items()}
+    out["median_ms"] = statistics.median(every)
+    out["p90_ms"] = float(np.percentile(every, 90))
+    return out
+
+
+def _make(wiki_dir: str, tasks: str):
+    return lambda: gym.make("websailor/WikiSim-v0", wiki_dir=wiki_dir, tasks=tasks, tools=["search", "visit"])
+
+
+def episodes_sequential(wiki_dir: str, tasks: str, episodes: int) -> tuple[float, float]:
+    """(episodes per second, success rate) of one environment played in a loop."""
+    env = _make(wiki_dir, tasks)()
+    n_tasks = len(env.unwrapped.tasks)
+    correct = 0
+    start = time.perf_counter()
+    for i in range(episodes):
+        _, info = run_episode(env, HeuristicAgent(), options={"task_index": i % n_tasks})
+        correct += bool(info["is_correct"])
+    elapsed = time.perf_counter() - start
+    env.close()
+    return episodes / elapsed, correct / episodes
+
+
+def episodes_vector(wiki_dir: str, tasks: str, episodes: int, num_envs: int, mode: str) -> tuple[float, float]:
+    """(episodes per second, success rate) of a vector environment, one agent per sub-environment."""
+    fns = [_make(wiki_dir, tasks)] * num_envs
+    envs_ = gym.vector.SyncVectorEnv(fns) if mode == "sync" else gym.vector.AsyncVectorEnv(fns)
+    agents = [HeuristicAgent() for _ in range(num_envs)]
+    start = time.perf_counter()
+    obs, _ = envs_.reset(seed=list(range(num_envs)))
+    for i, agent in enumerate(agents):
+        agent.reset(obs[i], {})
+    finished, correct = 0, 0
+    restarting = np.zeros(num_envs, dtype=bool)
+    while finished < episodes:
+        actions = tuple(agents[i].act(obs[i], {}) for i in range(num_envs))
+        obs, _, terminated, truncated, info = envs_.step(actions)
+        for i in range(num_envs):
+            if restarting[i]:  # next-step autoreset: obs[i] is a new first prompt
+                agents[i].reset(obs[i], {})
+            elif terminated[i] or truncated[i]:
+                finished += 1
+                correct += bool(info["is_correct"][i])
+        restarting = terminated | truncated
+    elapsed = time.perf_counter() - start
+    envs_.close()
+    return finished / elapsed, correct / finished
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--wiki-dir", default="data/wiki", help="built simulator directory")
+    parser.add_argument("--tasks", default=None, help="task JSONL (default: derived from the simulator)")
+    parser.add_argument("--episodes", type=int, default=60, help="episodes per configuration")
+    parser.add_argument("--num-envs", type=int, default=4, help="sub-environments of the vector environments")
+    parser.add_argument("--steps", type=int, default=5000, help="steps for the overhead measurement")
+    args = parser.parse_args(argv)
+    if not (Path(args.wiki_dir) / "build.json").is_file():
+        raise SystemExit(f"error: {args.wiki_dir} is not a built simulator; run `bash setup_wiki.sh` first")
+
+    overhead = measure_overhead(args.steps)
+    with tempfile.TemporaryDirectory() as tmp:
+        tasks = args.tasks
+        if tasks is None:
+            from envs.derived_tasks import derive_tasks
+            from envs.tasks import write_jsonl_tasks
+
+            tasks = str(Path(tmp) / "tasks.jsonl")
+            write_jsonl_tasks(tasks, derive_tasks(args.wiki_dir, max(args.episodes, 20), seed=0))
+        seq_eps, seq_acc = episodes_sequential(args.wiki_dir, tasks, args.episodes)
+        sync_eps, sync_acc = episodes_vector(args.wiki_dir, tasks, args.episodes, args.num_envs, "sync")
+        async_eps, async_acc = episodes_vector(args.wiki_dir, tasks, args.episodes, args.num_envs, "async")
+
+    print(f"env overhead per step (tool time excluded, {args.steps} steps)")
+    for key in ("tool_call", "lenient_call", "malformed", "answer"):
+        print(f"  {key:<14} median {overhead[key + '_median_ms']:.3f} ms")
+    print(f"  {'all':<14} median {overhead['median_ms']:.3f} ms   p90 {overhead['p90_ms']:.3f} ms")
+    print(f"\nheuristic agent on {tasks if args.tasks else 'derived simulator tasks'}, {args.episodes} episodes each")
+    print(f"  {'mode':<22} {'episodes/s':>10} {'vs sequential':>14} {'success':>8}")
+    for name, eps, acc in [("sequential", seq_eps, seq_acc), (f"SyncVectorEnv x{args.num_envs}", sync_eps, sync_acc),
+                           (f"AsyncVectorEnv x{args.num_envs}", async_eps, async_acc)]:
+        print(f"  {name:<22} {eps:>10.1f} {eps / seq_eps:>13.2f}x {acc:>8.3f}")
+    result = {
+        "benchmark": "env_step", "overhead_median_ms": round(overhead["median_ms"], 4),
+        "overhead_p90_ms": round(overhead["p90_ms"], 4), "episodes": args.episodes, "num_envs": args.num_envs,
+        "sequential_eps": round(seq_eps, 2), "sync_vector_eps": round(sync_eps, 2), "async_vector_eps": round(async_eps, 2),
+        "sync_vs_sequential": round(sync_eps / seq_eps, 3), "async_vs_sequential": round(async_eps / seq_eps, 3),
+        "heuristic_success": round(seq_acc, 3),
+    }
+    print(json.dumps(result))
+    return result
+
+
+if __name__ == "__main__":
+    main()
