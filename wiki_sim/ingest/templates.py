@@ -27,6 +27,7 @@ SKIP_FACT_KEY = re.compile(
     r"child|nocat|bgcolou?r|colou?r|width|upright|size|float|label_position|mapframe\w*|coordinates_footnotes|"
     r"onlysourced|noicon|qid|fetchwikidata|suppressfields)(_|\d| |$)", re.I)
 MAX_FACT_CHARS = 600
+_MEDIA_FILE = re.compile(r"\.(svg|png|jpe?g|gif|tiff?|webp|ogg|oga|ogv|mp3|wav|webm|pdf)$", re.I)
 
 
 class RendererLike(Protocol):
@@ -346,5 +347,5 @@ def infobox_facts(tpl: Template, name: str, r: RendererLike) -> None:
         if not key or key.isdigit() or SKIP_FACT_KEY.search(key):
             continue
         value = r.fact_value(p.value)
-        if value:
+        if value and not _MEDIA_FILE.search(value):
             r.add_fact(key, value[:MAX_FACT_CHARS], source)

@@ -81,9 +81,13 @@ class Renderer:
 
     # -- the RendererLike protocol used by templates.py
     def add_link(self, target: str, anchor: str) -> None:
-        title = normalize_title(target)
-        if title and ":" not in title[:1]:
-            self.links.append((title, _HSPACE.sub(" ", anchor).strip() or title))
+        target, _, shown = target.partition("|")  # a template param holding "Target|text"
+        title = normalize_title(target.lstrip(":"))
+        prefix, sep, _ = title.partition(":")
+        if not title or sep and (prefix.lower() in self.namespaces or prefix.lower() in INTERWIKI
+                                 or _LANG_PREFIX.match(prefix)):
+            return
+        self.links.append((title, _HSPACE.sub(" ", shown or anchor).strip() or title))
 
     def add_fact(self, key: str, value: str, source: str) -> None:
         self.facts.append((key, value, source))
@@ -197,9 +201,13 @@ class Renderer:
                              if isinstance(c, Tag) and str(c.tag).strip().lower() in ("td", "th")])
                 cells = []
             elif name in ("td", "th"):
-                cells.append(self._cell(node))
+                cell = self._cell(node)
+                if node.wiki_markup == "|" and str(node.contents).startswith("+"):
+                    rows.append([cell[1:].strip()])  # "|+ caption": mwparserfromhell reads it as a cell
+                else:
+                    cells.append(cell)
             elif name == "caption":
-                rows.insert(0, [self._cell(node)])
+                rows.append([self._cell(node)])
         if cells:
             rows.append(cells)
         lines = [" | ".join(c for c in row if c) for row in rows]
