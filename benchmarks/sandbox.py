@@ -16,7 +16,6 @@ Prints a table, then one line of JSON last.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import statistics
 import subprocess

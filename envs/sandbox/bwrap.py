@@ -192,6 +192,12 @@ def explain_setup_failure(stderr: str, config: SandboxConfig) -> str:
     """A message for a sandbox that failed before the code started, from bubblewrap's stderr."""
     said = " ".join(stderr.strip().split())[-500:] or "(nothing on stderr)"
     lowered = said.lower()
+    if "can't find source path" in lowered:
+        return (
+            f"a path to bind into the sandbox is missing or unreadable (bwrap said: {said}): every entry of "
+            f"SandboxConfig.ro_paths must exist and, when the caller is root, be readable by an "
+            f"unprivileged uid (the sandbox starts as one), so nothing under a private home directory"
+        )
     if any(s in lowered for s in ("namespace", "uid map", "setting up uid", "operation not permitted",
                                   "permission denied", "no permissions")):
         return f"bubblewrap cannot create its namespaces here (bwrap said: {said}): {NAMESPACE_HINT}"

@@ -92,40 +92,53 @@ def _memfd(name: str, data: str) -> int:
 
 
 def _run_bwrap(code: str, cfg: SandboxConfig, bwrap: str, prlimit: str) -> ExecutionResult:
-    fds = {"code": _memfd("code", code), "passwd": _memfd("passwd", PASSWD), "group": _memfd("group", GROUP)}
-    status_r, status_w = os.pipe()
-    fds["status"] = status_w
+    fds: dict[str, int] = {}
+    status_r = -1
     try:
-        uid_context = hold_uid(cfg.uid_base, cfg.uid_count) if os.geteuid() == 0 else contextlib.nullcontext()
-        with uid_context as uid:
-            argv = build_argv(cfg, bwrap, prlimit, fds)
-            as_user = {} if uid is None else {"user": uid, "group": uid, "extra_groups": []}
-            start = time.monotonic()
-            try:
-                proc = subprocess.Popen(
-                    argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                    env={}, cwd="/", pass_fds=tuple(fds.values()), start_new_session=True, **as_user,
-                )
-            except OSError as exc:
-                raise SandboxUnavailableError(
-                    f"could not start {bwrap} as host uid {uid}: {exc}; as root, each execution starts "
-                    f"bubblewrap as an unprivileged uid from SandboxConfig.uid_base ({cfg.uid_base}), so "
-                    f"bubblewrap must be executable by that uid and the uid must be mapped in this host or "
-                    f"container (see /proc/self/uid_map)"
-                ) from exc
-            finally:
-                for fd in fds.values():
-                    os.close(fd)
+        fds = {"code": _memfd("code", code), "passwd": _memfd("passwd", PASSWD), "group": _memfd("group", GROUP)}
+        status_r, fds["status"] = os.pipe()
+        as_root = os.geteuid() == 0
+        with hold_uid(cfg.uid_base, cfg.uid_count) if as_root else contextlib.nullcontext() as uid:
+            proc, start = _start_bwrap(build_argv(cfg, bwrap, prlimit, fds), fds, uid, cfg, bwrap)
+            for name in list(fds):  # the child has its copies; ours must go, for EOF on the pipes
+                os.close(fds.pop(name))
             reaper, status = Reaper(proc), StatusPipe(status_r)
-            result = collect(proc, start, cfg, reaper, lambda: kill_namespace(proc, reaper, status))
+            try:
+                result = collect(proc, start, cfg, reaper, lambda: kill_namespace(proc, reaper, status))
+            except BaseException:  # interrupted: the sandbox must not run on unattended
+                if not reaper.exited():
+                    kill_namespace(proc, reaper, status)
+                raise
             wait_namespace_gone(status)
         ran = "exit-code" in status.read()
     finally:
-        os.close(status_r)
+        for fd in [*fds.values(), status_r]:
+            if fd >= 0:
+                os.close(fd)
     # Without an exit code the command never ran: bubblewrap itself failed (its stderr says why).
     if not ran and not result.timed_out and result.signal is None:
         raise SandboxUnavailableError(explain_setup_failure(result.stderr, cfg))
     return result
+
+
+def _start_bwrap(
+    argv: list[str], fds: dict[str, int], uid: int | None, cfg: SandboxConfig, bwrap: str
+) -> tuple[subprocess.Popen, float]:
+    as_user = {} if uid is None else {"user": uid, "group": uid, "extra_groups": []}
+    start = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            env={}, cwd="/", pass_fds=tuple(fds.values()), start_new_session=True, **as_user,
+        )
+    except OSError as exc:
+        raise SandboxUnavailableError(
+            f"could not start {bwrap} as host uid {uid}: {exc}; as root, each execution starts "
+            f"bubblewrap as an unprivileged uid from SandboxConfig.uid_base ({cfg.uid_base}), so "
+            f"bubblewrap must be executable by that uid and the uid must be mapped in this host or "
+            f"container (see /proc/self/uid_map)"
+        ) from exc
+    return proc, start
 
 
 def _run_unsafe_local(code: str, cfg: SandboxConfig, prlimit: str) -> ExecutionResult:
@@ -146,4 +159,9 @@ def _run_unsafe_local(code: str, cfg: SandboxConfig, prlimit: str) -> ExecutionR
             env=env, cwd=work, start_new_session=True,
         )
         reaper = Reaper(proc)
-        return collect(proc, start, cfg, reaper, lambda: kill_group(proc))
+        try:
+            return collect(proc, start, cfg, reaper, lambda: kill_group(proc))
+        except BaseException:
+            kill_group(proc)
+            reaper.wait_until(float("inf"))
+            raise

@@ -216,6 +216,10 @@ def test_setup_failure_messages():
     config = SandboxConfig()
     assert "ro_paths" in explain_setup_failure(
         "prlimit: failed to execute /opt/py/bin/python3: No such file or directory", config)
+    assert "must exist" in explain_setup_failure(
+        "bwrap: Can't find source path /root/.pyenv: Permission denied", config)
+    assert "enable unprivileged user namespaces" in explain_setup_failure(
+        "bwrap: setting up uid map: Permission denied", config)
     assert explain_setup_failure("bwrap: something odd", config) == (
         "the sandbox failed to start (bwrap said: bwrap: something odd)")
 
@@ -225,6 +229,12 @@ def test_interpreter_outside_the_sandbox_is_reported():
     sandbox = Sandbox(replace(FAST, python="/opt/not-installed/bin/python3"))
     with pytest.raises(SandboxUnavailableError, match="add its installation directory to ro_paths"):
         sandbox.check()
+
+
+def test_missing_ro_path_is_reported():
+    require_sandbox(FAST)
+    with pytest.raises(SandboxUnavailableError, match="ro_paths must exist"):
+        Sandbox(replace(FAST, ro_paths=("/nonexistent/websailor-dir",))).check()
 
 
 def test_ro_paths_are_visible_and_read_only(world_dir):
