@@ -151,6 +151,36 @@ except OSError as e:
         server.close()
 
 
+def test_no_abstract_unix_sockets_of_the_host(sandbox):
+    # Abstract unix sockets have no file to hide; they belong to the network namespace.
+    name = f"\0websailor-test-{uuid.uuid4().hex}"
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(name)
+    server.listen(1)
+    try:
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        probe.connect(name)  # reachable from the host
+        probe.close()
+        code = f"""
+import socket
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+try:
+    s.connect({name!r})
+    print("CONNECTED")
+except OSError as e:
+    print("refused", type(e).__name__)
+"""
+        result = sandbox.run(code)
+        assert result.stdout.startswith("refused"), result.format()
+    finally:
+        server.close()
+
+
+def test_sees_only_its_own_processes(sandbox):
+    result = sandbox.run("import os\nprint(sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))")
+    assert result.ok and result.stdout.strip() == "[1, 2]", result.format()  # bubblewrap's init, then us
+
+
 def test_fork_bomb_is_contained(sandbox):
     marker = "fb" + uuid.uuid4().hex[:12]
     code = f"""
