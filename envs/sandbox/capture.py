@@ -12,6 +12,7 @@ import selectors
 import subprocess
 import time
 from dataclasses import dataclass
+from typing import Callable
 
 _CHUNK = 65536
 
@@ -64,12 +65,15 @@ class Drained:
     timed_out: bool
 
 
-def drain(proc: subprocess.Popen, deadline: float, cap: int, exited, kill) -> Drained:
+def drain(
+    proc: subprocess.Popen, deadline: float, cap: int, exited: Callable[[], bool], kill: Callable[[], None]
+) -> Drained:
     """Read ``proc``'s stdout and stderr until both close or ``deadline`` (monotonic) passes.
 
     ``exited()`` says whether the child has ended. At the deadline ``kill()`` is called (it
-    must end every process that holds the pipes) and whatever is still buffered is read. Once the child itself has exited the pipes get a short
-    grace period only: a leftover grandchild holding them open must not stall the caller.
+    must end every process that holds the pipes) and whatever is still buffered is read.
+    Once the child itself has exited the pipes get a short grace period only: a leftover
+    grandchild holding them open (possible in unsafe-local mode) must not stall the caller.
     """
     out, err = HeadTailBuffer(cap), HeadTailBuffer(cap)
     sel = selectors.DefaultSelector()
