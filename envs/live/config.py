@@ -119,6 +119,9 @@ class LiveConfig:
     cache_expiry: dict[str, float] = field(default_factory=dict)
     """Seconds a cached reply stays valid, per provider (-1: never expires, 0: not cached);
     merged over the defaults."""
+    memo_items: int = 4096
+    """Answered queries and pages each process also keeps in memory, in front of the SQLite
+    cache (0: none). Only used when ``cache`` is on."""
     limiter_dir: str | None = None
     """Folder of the shared QPS state files; default ``<cache dir>/limits``. Processes that
     share a key must share this folder."""
@@ -201,7 +204,7 @@ class LiveConfig:
         for name, value in positive.items():
             if not value > 0:
                 raise ValueError(f"LiveConfig.{name}: expected > 0, got {value}")
-        nonneg = {"backoff_initial": self.backoff_initial, "backoff_max": self.backoff_max,
+        nonneg = {"memo_items": self.memo_items, "backoff_initial": self.backoff_initial, "backoff_max": self.backoff_max,
                   "backoff_jitter": self.backoff_jitter, "retry_after_max": self.retry_after_max,
                   "exhausted_cooldown_s": self.exhausted_cooldown_s}
         for name, value in nonneg.items():

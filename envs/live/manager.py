@@ -21,6 +21,7 @@ from envs.live.adapters.summarizer import ModelSummarizer
 from envs.live.config import LiveConfig
 from envs.live.errors import AuthOrQuota, BadResponse, LiveError, RateLimited
 from envs.live.limiter import RateLimiter
+from envs.live.memo import Memo
 from envs.live.redact import scrub
 from envs.live.retry import RetryPolicy
 from envs.live.stats import LiveStats, Outcome
@@ -46,6 +47,7 @@ class LiveWeb:
         self.model_summarizer = ModelSummarizer(self.transport, cfg)
         self.extractive = ExtractiveSummarizer(budget=cfg.evidence_chars)
         self.stats = LiveStats()
+        self.memo = Memo(cfg.memo_items if cfg.cache else 0)
         self._set_aside: dict[str, float] = {}
         self._lock = threading.Lock()
 
@@ -55,19 +57,24 @@ class LiveWeb:
         """Top results for ``query`` from the first source of the chain that answers."""
         chain = self.scholar_chain if scholar else self.search_chain
         k = self.config.results_per_query
-        return self._run(chain, lambda a, deadline: a.search(query, k, deadline))
+        key = ("scholar" if scholar else "search", query, k)
+        return self._memoized(key, chain, lambda a, deadline: a.search(query, k, deadline), None,
+                              lambda hits: sum(len(h.title) + len(h.url) + len(h.snippet) + 16 for h in hits))
 
     def read(self, url: str, deadline: float | None = None) -> Outcome[PageText]:
         """The page at ``url`` as text, from the first reader that can read it."""
-        return self._run(self.reader_chain, lambda a, d: a.read(url, d), deadline)
+        return self._memoized(("read", url), self.reader_chain, lambda a, d: a.read(url, d), deadline,
+                              lambda page: len(page.text) + len(page.title) + 64)
 
     def summarize(self, page: PageText, goal: str, deadline: float | None = None) -> tuple[Focused, Outcome | None]:
         """Evidence and summary of ``page`` for ``goal``: by the model when one is configured,
         else (or when it fails: then the outcome carries the errors) by the extractive method."""
         outcome = None
         if self.model_summarizer.available():
-            outcome = self._run([self.model_summarizer], lambda a, d: a.summarize(
-                url=page.url, title=page.title, text=page.text, goal=goal, deadline=d), deadline)
+            outcome = self._memoized(("summary", page.url, goal, hash(page.text)), [self.model_summarizer],
+                                     lambda a, d: a.summarize(url=page.url, title=page.title, text=page.text,
+                                                              goal=goal, deadline=d), deadline,
+                                     lambda f: len(f.evidence) + len(f.summary) + 64)
             if outcome.ok:
                 return outcome.value, outcome
         focused = self.extractive(url=page.url, title=page.title, text=page.text, lead=page.lead, goal=goal)
@@ -82,6 +89,23 @@ class LiveWeb:
         self.limiter.close()
 
     # ------------------------------------------------------------------------ the chain
+
+    def _memoized(self, key: tuple, chain: list, call: Callable[[Any, float], Reply], deadline: float | None,
+                  size: Callable[[Any], int]) -> Outcome:
+        start = time.time()
+        hit = self.memo.get(key)
+        if hit is not None:
+            value, source = hit
+            outcome = Outcome(value=value, source=source, cache_hit=True, latency_s=time.time() - start)
+            self.stats.attempt(source, None, cache_hit=True)
+            self.stats.item(outcome)
+            return outcome
+        outcome = self._run(chain, call, deadline)
+        if outcome.ok:
+            provider = next(a.provider for a in chain if a.name == outcome.source)
+            self.memo.put(key, outcome.value, outcome.source, self.config.cache_expiry.get(provider, -1),
+                          size(outcome.value))
+        return outcome
 
     def _run(self, chain: list, call: Callable[[Any, float], Reply], deadline: float | None = None) -> Outcome:
         start = time.time()

@@ -167,3 +167,35 @@ def test_header_spelling_does_not_decide_redaction(tmp_path):
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_memo_answers_in_front_of_the_sqlite_cache(make_live, fakeweb):
+    live = make_live()
+    live.search(fakeweb.docs[0].title)
+    live.transport.cache.clear()  # the SQLite entry is gone: only the process memo can answer
+    outcome = live.search(fakeweb.docs[0].title)
+    assert outcome.cache_hit and outcome.source == "serper" and len(fakeweb.requests("serper")) == 1
+    no_memo = make_live(memo_items=0)
+    no_memo.search(fakeweb.docs[1].title)
+    assert no_memo.search(fakeweb.docs[1].title).cache_hit  # from SQLite
+    no_memo.transport.cache.clear()
+    assert not no_memo.search(fakeweb.docs[1].title).cache_hit
+    assert len(fakeweb.requests("serper")) == 3
+
+
+def test_memo_bounds_and_expiry():
+    from envs.live.memo import Memo
+
+    memo = Memo(max_items=2, max_chars=400)
+    memo.put("a", 1, "s", -1, 10)
+    memo.put("b", 2, "s", -1, 10)
+    assert memo.get("a") == (1, "s")
+    memo.put("c", 3, "s", -1, 10)  # evicts the least recently used: b
+    assert memo.get("b") is None and memo.get("a") and memo.get("c")
+    memo.put("big", 4, "s", -1, 101)  # over a quarter of the character budget: not kept
+    assert memo.get("big") is None
+    memo.put("gone", 5, "s", 0.05, 1)
+    memo.put("never", 6, "s", 0, 1)
+    assert memo.get("gone") and memo.get("never") is None
+    time.sleep(0.06)
+    assert memo.get("gone") is None
