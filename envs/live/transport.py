@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import email.utils
 import math
+import os
 import sqlite3
 import threading
 import time
@@ -58,9 +59,14 @@ class Transport:
         self.limiter = limiter
         self.cache = open_cache(config.resolved_cache_path()) if config.cache else None
         self._local = threading.local()
+        self._pid = os.getpid()
 
     def session(self) -> requests.Session:
         """This thread's session (requests' sessions are not promised to be thread-safe)."""
+        if self._pid != os.getpid():  # forked: an SQLite connection must not cross a fork
+            self._pid, self._local = os.getpid(), threading.local()
+            if self.cache is not None:
+                self.cache = open_cache(self.config.resolved_cache_path())
         session = getattr(self._local, "session", None)
         if session is None:
             session = cached_session(self.cache) if self.cache is not None else requests.Session()

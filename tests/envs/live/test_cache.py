@@ -199,3 +199,18 @@ def test_memo_bounds_and_expiry():
     assert memo.get("gone") and memo.get("never") is None
     time.sleep(0.06)
     assert memo.get("gone") is None
+
+
+def test_a_forked_child_reopens_the_cache_and_limiter(make_live, fakeweb):
+    import os
+
+    live = make_live(search_sources=("wikipedia",))
+    assert live.search(fakeweb.docs[0].title).ok
+    pid = os.fork()
+    if pid == 0:  # the child: its own SQLite connection and limiter files, then exit at once
+        outcome = live.search(fakeweb.docs[1].title)
+        os._exit(0 if outcome.ok and not outcome.cache_hit else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    live.memo.clear()
+    assert live.search(fakeweb.docs[1].title).cache_hit  # the child's reply is in the shared file
