@@ -63,6 +63,9 @@ _SPACE_BEFORE_PUNCT = re.compile(r"[ \t]+([,.;:!?)\]])")
 _EMPTY_PAREN_LEAD = re.compile(r"([(\[])\s*[;,:]\s*")
 _EMPTY_PARENS = re.compile(r"\(\s*\)|\[\s*\]")
 _HSPACE = re.compile(r"[ \t\u00a0\u2009\u200b]+")
+_TEXT_LINK = re.compile(r"\[\[(?:[^\[\]|]*\|)?([^\[\]]*)\]\]")
+_CELL_SPLIT = re.compile(r"\|\||!!")
+_CELL_ATTRS = re.compile(r"""^\s*(?:[\w-]+\s*=\s*(?:"[^"]*"|'[^']*'|[^\s|"']+)\s*)+$""")
 _JUNK_LINE = re.compile(r"^[-\s•·|,;:*#]*$")
 HEADING_MARK = "\x01"
 _COMMENT_RE = re.compile(r"<!--.*?(?:-->|$)", re.S)
@@ -155,7 +158,8 @@ class Renderer:
         if sep and not colon and (plow in DROP_NAMESPACES or _LANG_PREFIX.match(prefix.strip())):
             return ""  # an image, a category tag, or an interlanguage link: not part of the text
         if link.text is None:
-            anchor = clean_text(self.render(link.title)).lstrip(":").strip()
+            plain = not any(c in raw for c in "{<'&")  # the common case needs no rendering
+            anchor = target if plain else clean_text(self.render(link.title)).lstrip(":").strip()
         else:
             anchor = self.render(link.text).strip()
             if not anchor and not str(link.text):  # the pipe trick: [[Foo (bar)|]] shows "Foo"
@@ -214,28 +218,54 @@ class Renderer:
         return "\n\n" + "\n".join(ln for ln in lines if ln) + "\n\n"
 
     def _cell(self, cell: Tag) -> str:
-        return _HSPACE.sub(" ", clean_text(self._contents(cell)).replace("\n", " ")).strip()
+        # The page's final clean_text tidies the cell; here it only has to fit on one line.
+        # Rows that mwparserfromhell left inside a cell as text lose their markup first.
+        lines = [_table_markup_line(ln.strip()) for ln in self._contents(cell).split("\n")]
+        return _HSPACE.sub(" ", " ".join(ln for ln in lines if ln)).strip()
 
 
 def clean_text(text: str) -> str:
     """Tidy rendered text: stray markup, spaces, empty brackets, junk lines, blank-line runs."""
-    text = _STRAY.sub("", _MAGIC.sub("", text))
     lines = []
-    for line in text.split("\n"):
+    for line in _MAGIC.sub("", text).split("\n"):
         line = _HSPACE.sub(" ", line).strip()
         if line.startswith(HEADING_MARK):
             lines.append(line)
             continue
-        line = _SPACE_BEFORE_PUNCT.sub(r"\1", line)
+        if line[:1] in ("{", "|", "!"):
+            line = _table_markup_line(line)
+        if "[[" in line:  # links mwparserfromhell left as text (inside markup it gave up on)
+            line = _TEXT_LINK.sub(lambda m: "" if _FILE_OPEN.match(m.group(0)) else m.group(1), line)
+        line = _STRAY.sub("", line)
         prev = None
         while prev != line:
             prev = line
-            line = _EMPTY_PARENS.sub("", _EMPTY_PAREN_LEAD.sub(r"\1", line))
+            line = _EMPTY_PARENS.sub("", _EMPTY_PAREN_LEAD.sub(r"\1", _SPACE_BEFORE_PUNCT.sub(r"\1", line)))
         line = _HSPACE.sub(" ", line).strip()
         if line.startswith("#"):
             line = line.lstrip("#").strip()
         lines.append("" if _JUNK_LINE.match(line) else line)
     return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+
+
+def _table_markup_line(line: str) -> str:
+    """A table row mwparserfromhell left as text (it gives up on tables with unbalanced
+    markup in a cell): its cells' text joined by `` | ``, without the cell attributes."""
+    if line[:1] not in ("{", "|", "!"):
+        return line
+    if line.startswith(("{|", "|}", "|-")):
+        return ""
+    if not line.startswith(("|", "!")):
+        return line
+    cells = []
+    for cell in _CELL_SPLIT.split(line.lstrip("|+!")):
+        attrs, bar, content = cell.partition("|")
+        if bar and _CELL_ATTRS.match(attrs) and "[[" not in attrs:
+            cell = content
+        cell = cell.strip()
+        if cell:
+            cells.append(cell)
+    return " | ".join(cells)
 
 
 def preprocess(wikitext: str) -> str:
