@@ -1,0 +1,227 @@
+"""Atomic simulator builds: corpus -> store -> index -> build.json, then swapped into place.
+
+Everything is written into a temporary directory beside ``out`` (``.NAME.building-PID-*``);
+``build.json``, whose presence marks a complete simulator, is written last; then the old
+simulator (if any) is renamed aside, the new one renamed in, and the old one deleted. Any
+error or interrupt removes the temporary directory and leaves an existing simulator at
+``out`` untouched. A build killed outright (SIGKILL, power loss) leaves its temporary
+directory behind; the next build removes it (and puts back an old simulator caught
+between the two renames).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import platform
+import re
+import shutil
+import sqlite3
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from wiki_sim.errors import WikiSimError
+from wiki_sim.index import ALIASES_BOOST, INDEX_DIR, TITLE_BOOST, build_index
+from wiki_sim.records import Page
+from wiki_sim.sim import BUILD_FILE
+from wiki_sim.store import STORE_FILE, StoreWriter
+
+BUILD_FORMAT = 1
+_LEFTOVER = re.compile(r"^\.(?P<name>.+)\.(?P<kind>building|old)-(?P<pid>\d+)-[^/]*$")
+
+
+def build(kind: str, path: str | Path | None = None, out: str | Path = "data/wiki", *, workers: int = 2,
+          page_timeout: float = 10.0, progress: bool = True, cache_dir: str | Path | None = None,
+          reuse: bool = False) -> dict[str, Any]:
+    """Build a simulator from a corpus into ``out`` atomically; return its build.json content.
+
+    ``reuse``: if ``out`` already holds a complete simulator built from the same source
+    (same sha256, or same path, size and modification time) by this package version,
+    keep it and return its build.json (with ``"reused": true``).
+    """
+    from wiki_sim.ingest import open_source
+
+    out = Path(out).expanduser().absolute()
+    check_out_dir(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    clean_leftovers(out)
+    source = open_source(kind, path, workers=workers, page_timeout=page_timeout, progress=progress,
+                         cache_dir=cache_dir)
+    fingerprint = source_fingerprint(source.meta)
+    if reuse:
+        current = _current_build(out)
+        if current and current.get("source_fingerprint") == fingerprint \
+                and current.get("versions", {}).get("websailor-gym") == _package_version():
+            return {**current, "reused": True}
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.building-{os.getpid()}-", dir=out.parent))
+    try:
+        os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes it private; the simulator is not
+        info = _build_into(tmp, source, fingerprint, workers, progress)
+        _write_json(tmp / BUILD_FILE, info)
+        swap_into_place(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return info
+
+
+def _build_into(tmp: Path, source: Any, fingerprint: dict[str, Any], workers: int, progress: bool) -> dict[str, Any]:
+    start = time.perf_counter()
+    writer = StoreWriter(tmp / STORE_FILE)
+    try:
+        for record in source:
+            if isinstance(record, Page):
+                writer.add_page(record)
+            else:
+                writer.add_redirect(record)
+        parsed = time.perf_counter()
+        stats = dict(source.stats)
+        meta = {"source": source.meta, "source_fingerprint": fingerprint, "versions": versions()}
+        counts = writer.finalize(meta)
+    except BaseException:
+        writer.db.conn.close()
+        raise
+    stored = time.perf_counter()
+    if counts["pages"] == 0:
+        raise WikiSimError(f"the corpus {source.meta.get('path', '')} has no pages")
+    index = build_index(tmp / STORE_FILE, tmp / INDEX_DIR, procs=workers, progress=progress)
+    done = time.perf_counter()
+    skipped_titles = stats.pop("skipped_titles", [])
+    return {
+        "format": BUILD_FORMAT,
+        "source": source.meta,
+        "source_fingerprint": fingerprint,
+        "counts": {**counts, "documents_indexed": index["documents"], "index_segments": index["segments"]},
+        "skipped": {"count": stats.get("skipped", 0), "titles": skipped_titles},
+        "source_stats": stats,
+        "index": {"scoring": "BM25F", "field_boosts": {"title": TITLE_BOOST, "aliases": ALIASES_BOOST, "body": 1.0},
+                  "analyzer": "words, lower case, English stopwords removed, Porter stems"},
+        "workers": workers,
+        "versions": versions(),
+        "built_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "durations_s": {
+            "parse_and_store": round(parsed - start, 3),
+            "finalize_store": round(stored - parsed, 3),
+            "index": round(done - stored, 3),
+            "total": round(done - start, 3),
+        },
+    }
+
+
+def check_out_dir(out: Path) -> None:
+    """Refuse an ``out`` that exists and is not (even a half-built) simulator directory."""
+    if not out.exists():
+        return
+    if not out.is_dir():
+        raise WikiSimError(f"--out {out} exists and is not a directory")
+    entries = {p.name for p in out.iterdir()}
+    if entries and not entries & {BUILD_FILE, STORE_FILE, INDEX_DIR}:
+        raise WikiSimError(f"--out {out} is a non-empty directory that is not a simulator; "
+                           "refusing to replace it (choose another --out or remove it)")
+
+
+def swap_into_place(new: Path, out: Path) -> None:
+    """Rename ``new`` to ``out``; an existing ``out`` is renamed aside first, then deleted."""
+    if not (out.exists() or out.is_symlink()):
+        os.rename(new, out)
+        return
+    old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-{os.getpid()}-", dir=out.parent))
+    os.rmdir(old)  # only the unique name was wanted
+    os.rename(out, old)
+    try:
+        os.rename(new, out)
+    except BaseException:
+        os.rename(old, out)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def clean_leftovers(out: Path) -> list[str]:
+    """Remove what killed builds of ``out`` left beside it; return the removed names.
+
+    Temporary directories of builds whose process is still alive are left alone. If
+    ``out`` is missing but a complete old simulator was left renamed aside (the build died
+    between the two renames of the swap), it is put back first.
+    """
+    removed = []
+    if not out.parent.is_dir():
+        return removed
+    for entry in sorted(out.parent.iterdir()):
+        m = _LEFTOVER.match(entry.name)
+        if not m or m["name"] != out.name or _alive(int(m["pid"])):
+            continue
+        if m["kind"] == "old" and not out.exists() and (entry / BUILD_FILE).is_file():
+            os.rename(entry, out)
+            continue
+        shutil.rmtree(entry, ignore_errors=True)
+        removed.append(entry.name)
+    return removed
+
+
+def source_fingerprint(meta: dict[str, Any]) -> dict[str, Any]:
+    """What identifies a build's input: its sha256 where known, else path, size and mtime."""
+    if meta.get("sha256"):
+        return {"kind": meta.get("kind"), "sha256": meta["sha256"]}
+    path = meta.get("path")
+    fp: dict[str, Any] = {"kind": meta.get("kind"), "path": path}
+    if path and os.path.exists(path):
+        st = os.stat(path)
+        fp.update(size=st.st_size, mtime_ns=st.st_mtime_ns)
+    return fp
+
+
+def _current_build(out: Path) -> dict[str, Any] | None:
+    try:
+        info = json.loads((out / BUILD_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return info if isinstance(info, dict) else None
+
+
+def _package_version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("websailor-gym")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def versions() -> dict[str, str]:
+    import mwparserfromhell
+    import whoosh
+
+    return {
+        "python": platform.python_version(),
+        "whoosh": whoosh.versionstring(),
+        "mwparserfromhell": mwparserfromhell.__version__,
+        "sqlite": sqlite3.sqlite_version,
+        "websailor-gym": _package_version(),
+    }
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, path)

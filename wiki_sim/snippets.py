@@ -1,0 +1,84 @@
+"""Search-result snippets: the window of a page holding the most query weight.
+
+Whoosh's highlighter stops looking after 32K characters of a document, so a match deep in
+a long article would give no snippet. Here every word of the page whose index term is a
+query term is located with one regular expression (C speed), and the ``width``-character
+window with the highest weight (idf of the distinct query terms it holds, plus a little per
+repeat) becomes the snippet, wherever it lies in the article.
+"""
+
+from __future__ import annotations
+
+import re
+
+from wiki_sim.analysis import TOKEN_PATTERN, stem_word
+
+_HEADING_MARK = re.compile(r"(?m)^#{1,6}[ \t]*")
+_SPACES = re.compile(r"\s+")
+REPEAT_BONUS = 0.05
+
+
+def find_matches(text: str, weights: dict[str, float]) -> list[tuple[int, int, str]]:
+    """(start, end, term) of every word in ``text`` whose index term is in ``weights``."""
+    if not weights or not text:
+        return []
+    words = {w for w in set(TOKEN_PATTERN.findall(text)) if stem_word(w) in weights}
+    if not words:
+        return []
+    alternatives = "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
+    pattern = re.compile(r"(?<!\w)(?:" + alternatives + r")(?!\w)")
+    return [(m.start(), m.end(), stem_word(m.group())) for m in pattern.finditer(text)]
+
+
+def best_window(matches: list[tuple[int, int, str]], weights: dict[str, float], width: int) -> tuple[int, int]:
+    """The (start, end) span of matches, at most ``width`` long, with the highest weight."""
+    best, span = -1.0, (matches[0][0], matches[0][1])
+    counts: dict[str, int] = {}
+    distinct = 0.0
+    j = 0
+    for i, (start, end, _) in enumerate(matches):
+        if j <= i:  # the window is empty: restart it at match i
+            j = i
+        while j < len(matches) and matches[j][1] - start <= width:
+            term = matches[j][2]
+            counts[term] = counts.get(term, 0) + 1
+            if counts[term] == 1:
+                distinct += weights[term]
+            j += 1
+        if j > i:
+            score = distinct + REPEAT_BONUS * (j - i)
+            if score > best:
+                best, span = score, (start, matches[j - 1][1])
+            term = matches[i][2]
+            counts[term] -= 1
+            if counts[term] == 0:
+                distinct -= weights[term]
+        elif best < 0:  # a single match longer than the window
+            best, span = 0.0, (start, end)
+    return span
+
+
+def clip(text: str, start: int, end: int, width: int) -> str:
+    """``text[start:end]`` widened evenly to about ``width`` characters, cut at spaces,
+    headings' ``#`` marks and line breaks flattened; ``...`` marks a cut."""
+    pad = max(0, width - (end - start))
+    lo = max(0, start - pad // 2)
+    hi = min(len(text), max(end, lo + width))
+    lo = max(0, min(lo, hi - width))
+    if lo > 0:
+        space = text.find(" ", lo, max(lo, start))
+        lo = space + 1 if space != -1 else lo
+    if hi < len(text):
+        space = text.rfind(" ", end, hi)
+        hi = space if space != -1 else hi
+    piece = _SPACES.sub(" ", _HEADING_MARK.sub("", text[lo:hi])).strip()
+    return ("... " if lo > 0 else "") + piece + (" ..." if hi < len(text) else "")
+
+
+def best_snippet(text: str, weights: dict[str, float], width: int = 300) -> str:
+    """About ``width`` characters of ``text`` around its best-matching window for a query
+    whose index terms have ``weights``; the text's beginning when nothing matches."""
+    matches = find_matches(text, weights)
+    if not matches:
+        return clip(text, 0, min(len(text), width), width)
+    return clip(text, *best_window(matches, weights, width), width)
