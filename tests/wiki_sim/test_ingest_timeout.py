@@ -10,7 +10,6 @@ lets the SIGALRM handler run, a parser that raises, a worker that dies.
 from __future__ import annotations
 
 import bz2
-import multiprocessing as mp
 import os
 import re
 import signal
@@ -19,6 +18,7 @@ from xml.sax.saxutils import escape
 
 import pytest
 
+from wiki_sim.errors import WikiSimError
 from wiki_sim.ingest import open_source
 from wiki_sim.ingest.wikitext import parse_page
 from wiki_sim.records import Page
@@ -109,10 +109,31 @@ def test_page_that_breaks_the_parser_or_kills_the_worker_is_skipped(tmp_path, sm
     assert all(isinstance(r, Page) and r.text for r in records)
 
 
+def _worker_pids() -> list[int]:
+    """Live parser workers started by this process (from /proc)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes()
+        except (OSError, ValueError):
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()
+        if int(fields[1]) == os.getpid() and fields[0] != "Z" and b"wiki_sim.ingest.worker" in cmdline:
+            pids.append(int(entry.name))
+    return pids
+
+
 def test_stopping_early_leaves_no_worker_behind(tmp_path, small_articles):
     path, titles = _dump(tmp_path, small_articles)
     it = iter(open_source("dump", path, workers=2, page_timeout=1.0, progress=False))
     assert next(it).title == titles[0]
-    assert any(p.name == "wiki-parse" for p in mp.active_children())
+    assert _worker_pids()  # one chunk here, so one worker
     it.close()
-    assert not any(p.name == "wiki-parse" for p in mp.active_children())
+    assert _worker_pids() == []
+
+
+def test_a_worker_that_cannot_start_is_a_clear_error(tmp_path, small_articles):
+    path, _ = _dump(tmp_path, small_articles)
+    with pytest.raises(WikiSimError, match=r"a parser worker failed to start \(exit code 1\)"):
+        _run(path, f"{HOOKS}:no_such_parser")

@@ -10,27 +10,16 @@ page's sections. Files may be plain, ``.bz2`` or ``.gz`` (detected by magic byte
 
 from __future__ import annotations
 
-import bz2
-import gzip
 import json
 import re
 from pathlib import Path
-from typing import Any, BinaryIO, Iterator
+from typing import Any, Iterator
 
 from wiki_sim.errors import WikiSimError
+from wiki_sim.ingest.compressed import open_compressed
 from wiki_sim.records import Page, normalize_title
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
-
-
-def _open(path: Path) -> BinaryIO:
-    with open(path, "rb") as f:
-        magic = f.read(3)
-    if magic == b"BZh":
-        return bz2.open(path, "rb")  # type: ignore[return-value]
-    if magic[:2] == b"\x1f\x8b":
-        return gzip.open(path, "rb")  # type: ignore[return-value]
-    return open(path, "rb")
 
 
 def split_sections(text: str) -> tuple[str, list[str]]:
@@ -82,9 +71,8 @@ def iter_jsonl(path: Path, stats: dict[str, Any], progress: bool = False) -> Ite
     title: str | None = None
     parts: list[str] = []
     try:
-        with _open(path) as f:
+        with open_compressed(path, bar.update) as f:
             for lineno, line in enumerate(f, 1):
-                bar.update(len(line))
                 if not line.strip():
                     continue
                 stats["lines"] += 1

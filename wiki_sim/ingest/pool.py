@@ -1,104 +1,35 @@
 """Parse pages in worker processes, in order, with a per-page time limit that always holds.
 
-The main process reads the dump and hands chunks of ``(title, wikitext)`` to workers;
-results come back in submission order, so a build is deterministic whatever the number
-of workers. Two guards bound the time spent on one page:
+The main process reads the dump and hands chunks of ``(title, wikitext)`` to workers
+(:mod:`wiki_sim.ingest.worker`, each a fresh interpreter on two pipes); results come back
+in submission order, so a build is deterministic whatever the number of workers. Two
+guards bound the time one page can take:
 
-- in the worker, ``SIGALRM`` (``setitimer``) interrupts a page after ``page_timeout``
-  seconds; the page is reported as skipped and the worker moves on;
-- in the main process, a watchdog reads each worker's shared progress slot (index of the
-  page being parsed, and when it started). A worker still on one page ``hard_grace``
-  seconds after its limit (the parser is stuck in C code that never checks signals, or it
-  ignores them) is killed and replaced; that page is skipped and the rest of its chunk is
-  submitted again. A worker that dies (a crash in C code) is handled the same way.
-
-Workers come from the ``forkserver`` start method: forking the build process itself
-(which may hold threads, e.g. tqdm's monitor) could deadlock a child.
+- in the worker, ``SIGALRM`` interrupts a page after ``page_timeout`` seconds; the page
+  is reported as skipped and the worker moves on;
+- in the main process, a watchdog follows each worker's ``start`` messages (which page,
+  since when). A worker still on one page ``hard_grace`` seconds past its limit (the
+  parser is stuck in C code that never lets the signal handler run) is killed and
+  replaced; that page is skipped and the rest of its chunk is submitted again. A worker
+  that dies (a crash in C code) is handled the same way.
 """
 
 from __future__ import annotations
 
-import gc
-import importlib
-import multiprocessing as mp
-import signal
+import os
+import subprocess
+import sys
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from multiprocessing.connection import Connection, wait
-from typing import Any, Callable, Iterable, Iterator
+from multiprocessing.connection import wait
+from typing import Any, BinaryIO, Iterable, Iterator
 
+from wiki_sim.errors import WikiSimError
+from wiki_sim.ingest.worker import Skip, recv_msg, send_msg
 from wiki_sim.records import Page
 
 DEFAULT_PARSER = "wiki_sim.ingest.wikitext:parse_page"
-_PRELOAD = ["wiki_sim.ingest.wikitext"]
-
-
-@dataclass
-class Skip:
-    """A page that was not parsed, and why (``timeout`` or the error)."""
-
-    title: str
-    reason: str
-    kind: str = "error"
-    """``timeout`` (SIGALRM), ``stuck`` (watchdog killed the worker), ``crash`` or ``error``."""
-
-
-class PageTimeout(Exception):
-    pass
-
-
-def _on_alarm(signum: int, frame: Any) -> None:
-    raise PageTimeout()
-
-
-def resolve_parser(path: str) -> Callable[..., Page]:
-    """``'package.module:function'`` -> the function."""
-    module, _, name = path.partition(":")
-    return getattr(importlib.import_module(module), name)
-
-
-def parse_items(parse: Callable[..., Page], items: list[tuple[str, str]], args: tuple, page_timeout: float,
-                progress: Any = None) -> list[Page | Skip]:
-    """Parse each ``(title, wikitext)`` under the SIGALRM limit; never raises for a bad page."""
-    out: list[Page | Skip] = []
-    for i, (title, text) in enumerate(items):
-        if progress is not None:
-            progress[0] = i
-            progress[1] = time.monotonic()
-        try:
-            try:
-                signal.setitimer(signal.ITIMER_REAL, page_timeout)
-                result: Page | Skip = parse(title, text, *args)
-            finally:
-                signal.setitimer(signal.ITIMER_REAL, 0)
-        except PageTimeout:
-            result = Skip(title, f"timeout after {page_timeout:g}s", "timeout")
-        except RecursionError:
-            result = Skip(title, "RecursionError (markup nested too deeply)", "error")
-        except Exception as exc:  # a page that breaks the parser is skipped, never fatal
-            result = Skip(title, f"{type(exc).__name__}: {exc}"[:300], "error")
-        if progress is not None:
-            progress[1] = 0.0
-        out.append(result)
-    return out
-
-
-def _worker_main(conn: Connection, progress: Any, parser: str, args: tuple, page_timeout: float) -> None:
-    signal.signal(signal.SIGALRM, _on_alarm)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle
-    parse = resolve_parser(parser)
-    # Parse trees hold no reference cycles; the cyclic GC only re-scans them (it doubled parse time).
-    gc.disable()
-    while True:
-        try:
-            msg = conn.recv()
-        except EOFError:
-            return
-        if msg is None:
-            return
-        conn.send(parse_items(parse, msg, args, page_timeout, progress))
-        gc.collect()
 
 
 @dataclass
@@ -111,10 +42,14 @@ class _Task:
 
 @dataclass
 class _Worker:
-    proc: Any
-    conn: Connection
-    progress: Any
+    proc: subprocess.Popen
+    rfd: int
+    out: BinaryIO
+    ready: bool = False
     task: _Task | None = None
+    index: int = 0
+    started: float = 0.0
+    """``time.monotonic()`` when the current page started; 0 between pages."""
 
 
 @dataclass
@@ -133,7 +68,8 @@ class PoolStats:
 class ParsePool:
     """Ordered parallel ``parse(title, wikitext, *parser_args)`` over chunks of pages.
 
-    Use :meth:`imap`; workers start on the first chunk and stop when it ends (or is closed).
+    Use :meth:`imap`; workers start with the first chunk and stop when it ends (or is closed).
+    ``parser`` is ``'module:function'``, imported in the workers; ``parser_args`` are pickled.
     """
 
     def __init__(self, workers: int = 2, page_timeout: float = 10.0, parser: str = DEFAULT_PARSER,
@@ -149,42 +85,64 @@ class ParsePool:
         self.hard_limit = page_timeout + (hard_grace if hard_grace is not None else max(1.0, page_timeout))
         self.max_pending = max_pending or 4 * workers
         self.stats = PoolStats()
-        self._ctx = mp.get_context("forkserver")
-        self._ctx.set_forkserver_preload(_PRELOAD)
         self._pool: list[_Worker] = []
 
-    # -- worker management
+    # -- worker processes
     def _spawn(self) -> _Worker:
-        parent, child = self._ctx.Pipe()
-        progress = self._ctx.Array("d", 2, lock=False)
-        proc = self._ctx.Process(target=_worker_main, daemon=True, name="wiki-parse",
-                                 args=(child, progress, self.parser, self.parser_args, self.page_timeout))
-        proc.start()
-        child.close()
-        return _Worker(proc, parent, progress)
+        to_child_r, to_child_w = os.pipe()
+        from_child_r, from_child_w = os.pipe()
+        # The worker must import what this process can (the package, a test's parser hook).
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+        try:
+            proc = subprocess.Popen([sys.executable, "-m", "wiki_sim.ingest.worker", str(to_child_r),
+                                     str(from_child_w)], pass_fds=(to_child_r, from_child_w),
+                                    stdin=subprocess.DEVNULL, env=env)
+        finally:
+            os.close(to_child_r)
+            os.close(from_child_w)
+        w = _Worker(proc, from_child_r, os.fdopen(to_child_w, "wb"))
+        self._send(w, {"parser": self.parser, "args": self.parser_args, "page_timeout": self.page_timeout})
+        return w
 
-    def _send(self, w: _Worker, task: _Task) -> None:
-        w.task = task
-        w.progress[0], w.progress[1] = 0, 0.0
-        w.conn.send(task.items)
+    def _send(self, w: _Worker, msg: Any) -> None:
+        try:
+            send_msg(w.out, msg)
+        except BrokenPipeError:
+            pass  # the worker died; reading its pipe reports it (EOF)
+
+    def _assign(self, w: _Worker, task: _Task) -> None:
+        w.task, w.index, w.started = task, 0, 0.0
+        self._send(w, task.items)
 
     def _kill(self, w: _Worker) -> None:
-        if w.proc.is_alive():
+        if w.proc.poll() is None:
             w.proc.kill()
-        w.proc.join(5)
-        w.conn.close()
+        w.proc.wait()
+        self._close_pipes(w)
+
+    @staticmethod
+    def _close_pipes(w: _Worker) -> None:
+        try:
+            w.out.close()
+        except OSError:
+            pass
+        try:
+            os.close(w.rfd)
+        except OSError:
+            pass
 
     def close(self) -> None:
+        """Stop idle workers politely, kill busy ones."""
         for w in self._pool:
-            if w.task is None and w.proc.is_alive():
-                try:
-                    w.conn.send(None)
-                except OSError:
-                    pass
+            if w.task is None:
+                self._send(w, None)
         deadline = time.monotonic() + 2
         for w in self._pool:
             if w.task is None:
-                w.proc.join(max(0.0, deadline - time.monotonic()))
+                try:
+                    w.proc.wait(max(0.0, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    pass
             self._kill(w)
         self._pool = []
 
@@ -227,7 +185,7 @@ class ParsePool:
                     if w is None:
                         w = self._spawn()
                         self._pool.append(w)
-                    self._send(w, task)
+                    self._assign(w, task)
                 while yield_seq in pending and pending[yield_seq].remaining == 0:
                     done = pending.pop(yield_seq)
                     yield done.slots, done.extra  # type: ignore[misc]
@@ -250,40 +208,48 @@ class ParsePool:
         busy = [w for w in self._pool if w.task is not None]
         if not busy:
             return
-        ready = set(wait([w.conn for w in busy] + [w.proc.sentinel for w in busy],
-                         timeout=min(0.5, self.hard_limit / 4)))
+        ready = set(wait([w.rfd for w in busy], timeout=min(0.5, self.hard_limit / 4)))
+        for w in busy:
+            while w.rfd in ready and w.task is not None:
+                try:
+                    msg = recv_msg(w.rfd)
+                except (EOFError, OSError):
+                    self._on_death(w, pending, retry)
+                    break
+                self._handle(w, msg, pending)
+                ready = ready if wait([w.rfd], timeout=0) else ready - {w.rfd}
         now = time.monotonic()
         for w in busy:
-            task = w.task
-            assert task is not None
-            if w.conn in ready or w.proc.sentinel in ready:
-                try:
-                    if w.conn.poll():
-                        results = w.conn.recv()
-                        w.task = None
-                        self._fill(pending, task.seq, task.offset, results)
-                        continue
-                except (EOFError, OSError):
-                    pass
-                if not w.proc.is_alive():
-                    self._recover(w, pending, retry, "crash",
-                                  f"parser worker crashed (exit code {w.proc.exitcode})")
-                    continue
-            started = w.progress[1]
-            if started and now - started > self.hard_limit:
+            if w.task is not None and w.started and now - w.started > self.hard_limit:
                 self._recover(w, pending, retry, "stuck",
                               f"parser stuck past {self.hard_limit:g}s (worker killed and replaced)")
+
+    def _handle(self, w: _Worker, msg: tuple, pending: dict[int, _Chunk]) -> None:
+        kind = msg[0]
+        if kind == "ready":
+            w.ready = True
+        elif kind == "start":
+            w.index, w.started = msg[1], msg[2]
+        elif kind == "done":
+            task, w.task, w.started = w.task, None, 0.0
+            assert task is not None
+            self._fill(pending, task.seq, task.offset, msg[1])
+
+    def _on_death(self, w: _Worker, pending: dict[int, _Chunk], retry: deque[_Task]) -> None:
+        code = w.proc.wait()
+        if not w.ready:
+            self._kill(w)
+            raise WikiSimError(f"a parser worker failed to start (exit code {code}); its error is printed above")
+        self._recover(w, pending, retry, "crash", f"parser worker crashed (exit code {code})")
 
     def _recover(self, w: _Worker, pending: dict[int, _Chunk], retry: deque[_Task], kind: str, reason: str) -> None:
         """Replace worker ``w``; skip the page it was on; resubmit the rest of its task."""
         task = w.task
         assert task is not None
-        running = bool(w.progress[1])
-        idx = int(w.progress[0])
+        running, idx = bool(w.started), w.index
         self._kill(w)
         self.stats.restarts += 1
-        fresh = self._spawn()
-        self._pool[self._pool.index(w)] = fresh
+        self._pool[self._pool.index(w)] = self._spawn()
         if running and 0 <= idx < len(task.items):
             self._fill(pending, task.seq, task.offset + idx, [Skip(task.items[idx][0], reason, kind)])
             before = _Task(task.seq, task.offset, task.items[:idx])

@@ -8,16 +8,14 @@ become :class:`Redirect` records (read here) or wikitext sent to the parser pool
 
 from __future__ import annotations
 
-import bz2
-import gzip
 import re
 import xml.etree.ElementTree as ET
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, Iterator
+from typing import Any, Callable, Iterator
 
 from wiki_sim.errors import WikiSimError
+from wiki_sim.ingest.compressed import open_compressed
 from wiki_sim.ingest.pool import DEFAULT_PARSER, ParsePool, Skip
 from wiki_sim.records import Page, Redirect, normalize_title
 
@@ -32,52 +30,6 @@ class RawPage:
     ns: int
     text: str
     redirect: str | None
-
-
-class _CountingReader:
-    """A file wrapper that reports how many (compressed) bytes were read."""
-
-    def __init__(self, f: BinaryIO, on_read: Callable[[int], None] | None):
-        self._f = f
-        self._on_read = on_read
-
-    def read(self, n: int = -1) -> bytes:
-        data = self._f.read(n)
-        if self._on_read is not None and data:
-            self._on_read(len(data))
-        return data
-
-
-
-def _compression(path: Path) -> str:
-    with open(path, "rb") as f:
-        magic = f.read(3)
-    if magic == b"BZh":
-        return "bz2"
-    if magic[:2] == b"\x1f\x8b":
-        return "gzip"
-    if path.suffix.lower() in (".bz2", ".gz"):
-        raise WikiSimError(f"{path} is not a valid {path.suffix} file (bad magic bytes {magic!r})")
-    return "none"
-
-
-@contextmanager
-def open_dump(path: Path, on_read: Callable[[int], None] | None = None) -> Iterator[Any]:
-    """The decompressed byte stream of a dump; ``on_read`` gets compressed byte counts."""
-    with open(path, "rb") as f:
-        raw = _CountingReader(f, on_read)
-        kind = _compression(path)
-        if kind == "bz2":
-            stream: Any = bz2.BZ2File(raw)  # type: ignore[arg-type]
-        elif kind == "gzip":
-            stream = gzip.GzipFile(fileobj=raw)  # type: ignore[arg-type]
-        else:
-            stream = raw
-        try:
-            yield stream
-        finally:
-            if stream is not raw:
-                stream.close()
 
 
 def _read_error(path: Path, exc: BaseException) -> WikiSimError:
@@ -95,7 +47,7 @@ def check_dump(path: Path) -> None:
     if path.stat().st_size == 0:
         raise WikiSimError(f"dump {path} is empty")
     try:
-        with open_dump(path) as f:
+        with open_compressed(path) as f:
             head = f.read(1 << 16)
     except (OSError, EOFError) as exc:
         raise _read_error(path, exc) from None
@@ -114,7 +66,7 @@ def iter_raw_pages(path: Path, on_read: Callable[[int], None] | None = None,
                    namespaces: set[str] | None = None) -> Iterator[RawPage]:
     """Every ``<page>`` of the export, in order; fills ``namespaces`` from ``<siteinfo>``."""
     try:
-        with open_dump(path, on_read) as stream:
+        with open_compressed(path, on_read) as stream:
             context = ET.iterparse(stream, events=("start", "end"))
             _, root = next(context)
             if root.tag.rpartition("}")[2] != "mediawiki":
