@@ -129,32 +129,36 @@ class LinkFinder:
 
     def find(self, text: str, self_title: str = "") -> list[tuple[str, str]]:
         """``(target title, anchor text)`` for the first occurrence of each known title in ``text``."""
-        matches = list(_TOKEN.finditer(text))
-        tokens = [m.group(0) for m in matches]
+        tokens = _TOKEN.findall(text)
+        starts = self.starts
+        # Only tokens that begin some name need work; the scan skips the rest in C.
+        candidates = [i for i, t in enumerate(tokens) if t in starts]
+        if not candidates:
+            return []
+        spans: list[tuple[int, int]] | None = None
         found: list[tuple[str, str]] = []
         seen = {self_title}
-        i, n = 0, len(tokens)
-        while i < n:
-            lengths = self.starts.get(tokens[i])
-            hit = 0
-            for length in lengths or ():
+        n, resume = len(tokens), 0
+        for i in candidates:
+            if i < resume:
+                continue  # inside the previous match
+            for length in starts[tokens[i]]:
                 if i + length > n:
                     continue
                 key = tuple(tokens[i:i + length])
                 target = self.table.get(key)
                 if target is None:
                     continue
-                start, end = matches[i].start(), matches[i + length - 1].end()
-                if _hyphen_glued(text, start, end):
+                if spans is None:
+                    spans = [m.span() for m in _TOKEN.finditer(text)]
+                start, end = spans[i][0], spans[i + length - 1][1]
+                if _hyphen_glued(text, start, end) or key in self.bare and _inside_name(tokens, i):
                     continue
-                if key in self.bare and _inside_name(tokens, i):
-                    continue
-                hit = length
+                resume = i + length
                 if target not in seen:
                     seen.add(target)
                     found.append((target, text[start:end]))
                 break
-            i += hit or 1
         return found
 
 
