@@ -273,7 +273,7 @@ _register("lang,native name,native phrase,script,wikt-lang,langx,audio,sort,lsj,
 _register("tooltip,abbr,abbrlink,visible anchor,vanchor,nts,ntsh,nowrap,nobr,small,smaller,big,larger,nobold,"
           "noitalic,sc,smallcaps,sup,sub,math,mvar,var,tmath,not a typo,proper name,proper noun,nastaliq,iast,"
           "flag,flagcountry,flagu,flag country,unicode,unichar,chem2,nobreak,midsize,serif,sans-serif,mono,code,"
-          "kbd,samp,strong,em,dfn,smallsup,flatlist,plainlist,plain list,sic", _first)
+          "kbd,samp,strong,em,dfn,smallsup,flatlist,plainlist,plain list,sic,large,huge,vr,ipa,ipa symbol", _first)
 _register("transl,transliteration", _last)
 _register("linktext,chem", _join(""))
 _register("keypress", _join("+"))

@@ -62,6 +62,10 @@ _STRAY = re.compile(
 _SPACE_BEFORE_PUNCT = re.compile(r"[ \t]+([,.;:!?)\]])")
 _EMPTY_PAREN_LEAD = re.compile(r"([(\[])\s*[;,:]\s*")
 _EMPTY_PARENS = re.compile(r"\(\s*\)|\[\s*\]")
+# What dropped templates leave behind: "( al-Jaza'ir", "Akhilleus,)", "such as,, or".
+_PAREN_INNER_SPACE = re.compile(r"(\()\s+")
+_REPEATED_SEP = re.compile(r"([,;])(?:\s*[,;])+")
+_PUNCT_BEFORE_CLOSE = re.compile(r"\s*[,;]\s*([.)])")
 _HSPACE = re.compile(r"[ \t\u00a0\u2009\u200b]+")
 _TEXT_LINK = re.compile(r"\[\[(?:[^\[\]|]*\|)?([^\[\]]*)\]\]")
 _CELL_SPLIT = re.compile(r"\|\||!!")
@@ -241,6 +245,7 @@ def clean_text(text: str) -> str:
         while prev != line:
             prev = line
             line = _EMPTY_PARENS.sub("", _EMPTY_PAREN_LEAD.sub(r"\1", _SPACE_BEFORE_PUNCT.sub(r"\1", line)))
+            line = _PUNCT_BEFORE_CLOSE.sub(r"\1", _REPEATED_SEP.sub(r"\1", _PAREN_INNER_SPACE.sub(r"\1", line)))
         line = _HSPACE.sub(" ", line).strip()
         if line.startswith("#"):
             line = line.lstrip("#").strip()
