@@ -4,8 +4,9 @@ Scoring is BM25F over three fields: the title (boosted), the page's aliases (its
 boosted) and the body. Agent queries are long natural-language strings, so the parser joins
 terms with OR (AND would return nothing). Query syntax an agent types by accident is not
 interpreted: ``?`` and ``*`` are not wildcards, ``word:`` is not a field, ``^`` is not a
-boost, quotes are not phrases (the body keeps no positions), an apostrophe is not a quote.
-Parentheses and AND/OR/NOT still work.
+boost, quotes are not phrases (the body keeps no positions), an apostrophe is not a quote,
+and AND/OR/NOT are ordinary words (a stray ``NOT x`` would otherwise return every page
+without ``x``). Every word of the query counts; pages matching more of them rank higher.
 
 Building: the pages are split into ``procs`` contiguous slices; one writer process per
 slice analyzes its pages and writes a segment, and the parent merges the segments into
@@ -47,7 +48,7 @@ ARRAY_MATCHER_MAX_DOCS = 100_000
 # Parser plugins that turn ordinary characters of a natural-language query into syntax.
 _DROPPED_PLUGINS = (
     qparser.WildcardPlugin, qparser.FieldsPlugin, qparser.RangePlugin, qparser.BoostPlugin,
-    qparser.EveryPlugin, qparser.SingleQuotePlugin, qparser.PhrasePlugin,
+    qparser.EveryPlugin, qparser.SingleQuotePlugin, qparser.PhrasePlugin, qparser.OperatorsPlugin,
 )
 
 

@@ -10,24 +10,36 @@ repeat) becomes the snippet, wherever it lies in the article.
 from __future__ import annotations
 
 import re
+from typing import Iterable
 
-from wiki_sim.analysis import TOKEN_PATTERN, stem_word
+from wiki_sim.analysis import stem_word
 
 _HEADING_MARK = re.compile(r"(?m)^#{1,6}[ \t]*")
 _SPACES = re.compile(r"\s+")
 REPEAT_BONUS = 0.05
 
 
+def _candidates(terms: Iterable[str]) -> re.Pattern[str]:
+    """Words that may stem to one of ``terms``: Porter stemming rewrites only a word's
+    ending, and at most the stem's last letter differs from the word (``city`` ->
+    ``citi``), so every word starting with a stem minus its last letter is a candidate.
+    (Over the default corpus and the gensim sample, 9 of 70,000 distinct words break this:
+    a few Porter oddities and words whose lower case gains a letter, like ``İzmir``.)"""
+    prefixes = {t[:-1] if len(t) >= 3 else t for t in terms}
+    alternatives = "|".join(re.escape(p) for p in sorted(prefixes, key=len, reverse=True))
+    return re.compile(r"(?<!\w)(?:" + alternatives + r")\w*", re.IGNORECASE)
+
+
 def find_matches(text: str, weights: dict[str, float]) -> list[tuple[int, int, str]]:
     """(start, end, term) of every word in ``text`` whose index term is in ``weights``."""
     if not weights or not text:
         return []
-    words = {w for w in set(TOKEN_PATTERN.findall(text)) if stem_word(w) in weights}
-    if not words:
-        return []
-    alternatives = "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
-    pattern = re.compile(r"(?<!\w)(?:" + alternatives + r")(?!\w)")
-    return [(m.start(), m.end(), stem_word(m.group())) for m in pattern.finditer(text)]
+    matches = []
+    for m in _candidates(weights).finditer(text):
+        term = stem_word(m.group())
+        if term in weights:
+            matches.append((m.start(), m.end(), term))
+    return matches
 
 
 def best_window(matches: list[tuple[int, int, str]], weights: dict[str, float], width: int) -> tuple[int, int]:

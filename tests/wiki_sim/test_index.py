@@ -1,0 +1,228 @@
+"""The Whoosh index: analysis, parallel build, OR-grouped BM25F search, snippets anywhere in a page."""
+
+from __future__ import annotations
+
+import random
+import shutil
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from whoosh.analysis import StemmingAnalyzer
+from whoosh.highlight import ContextFragmenter, UppercaseFormatter, highlight
+from whoosh.index import open_dir
+
+from tests.wiki_sim.simhelpers import build_jsonl
+from wiki_sim.analysis import WikiAnalyzer, WikiText, analyze, stem_word
+from wiki_sim.index import IndexSearcher, build_index
+from wiki_sim.snippets import best_snippet, best_window, clip, find_matches
+
+WORDS = ("river mountain city empire language music science church war king island bridge railway "
+         "painter novel festival harbour cathedral desert glacier volcano treaty republic dynasty "
+         "orchestra theatre museum university village fortress canal").split()
+
+
+def filler(rng: random.Random, n_words: int) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(n_words)) + "."
+
+
+DEEP = 80_000
+
+
+def corpus() -> list[tuple[str, str]]:
+    rng = random.Random(7)
+    long_text = filler(rng, 3000) + "\n\n## Minerals\n" + filler(rng, 8000)
+    long_text = long_text[:DEEP] + " The rare zanzibarite crystal was described there. " + long_text[DEEP:]
+    pages = [
+        ("Xylophone", "The xylophone is a musical instrument in the percussion family that consists of wooden bars "
+                      "struck by mallets. Percussionists playing it use two or four mallets."),
+        ("Marimba", "The marimba is a percussion instrument with wooden bars and resonators; it is related to "
+                    "the xylophone but has a lower range."),
+        ("Glockenspiel", "A glockenspiel has tuned metal bars. Unlike the marimba, its bars are metal."),
+        ("Long article", long_text),
+        ("Bar (music)", "In musical notation, a bar is a segment of time."),
+    ]
+    pages += [(f"Filler {i}", filler(rng, 80)) for i in range(40)]
+    return pages
+
+
+@pytest.fixture(scope="module")
+def small_wiki(tmp_path_factory):
+    return build_jsonl(tmp_path_factory.mktemp("small"), corpus())
+
+
+@pytest.fixture(scope="module")
+def searcher(small_wiki):
+    s = IndexSearcher(small_wiki / "index")
+    yield s
+    s.close()
+
+
+def titles(searcher, query, k=10):
+    return [t for t, _ in searcher.search(query, k)[0]]
+
+
+# --- analysis ---------------------------------------------------------------------------
+
+REAL_TEXTS = [
+    "İzmir, often still called Smyrna, is the third most populous city in Turkey.",
+    "Running runners ran; the U.S.A. and e.g. 3.14 are tokens. A I x y",
+    "Crème brûlée — naïve café, Straße, ΑΒΓ δέλτα, 東京 2020!",
+]
+
+
+@pytest.mark.parametrize("text", REAL_TEXTS)
+def test_analyzer_gives_the_same_terms_as_whooshs_stemming_analyzer(text):
+    expected = [t.text for t in StemmingAnalyzer()(text)]
+    assert analyze(text) == expected
+    assert [t.text for t in WikiAnalyzer()(text)] == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(blacklist_characters="*", blacklist_categories=("Cs",)), max_size=200))
+def test_analyzer_agrees_with_whoosh_on_any_text(text):
+    assert analyze(text) == [t.text for t in StemmingAnalyzer()(text)]
+
+
+def test_positions_count_kept_tokens_and_chars_point_at_words():
+    text = "The xylophones of the orchestra"
+    tokens = [(t.text, t.pos, text[t.startchar:t.endchar])
+              for t in WikiAnalyzer()(text, positions=True, chars=True)]
+    assert tokens == [("xylophone", 0, "xylophones"), ("orchestra", 1, "orchestra")]
+    whole = [t.text for t in StemmingAnalyzer()("Mallets", tokenize=False)]
+    assert [t.text for t in WikiAnalyzer()("Mallets", tokenize=False)] == whole == ["mallet"]
+    assert list(WikiAnalyzer()("the", tokenize=False)) == []
+
+
+def test_wikitext_field_counts_terms_with_the_field_boost():
+    items = {w: (f, wt) for w, f, wt, _ in WikiText(field_boost=3.0).index("Runs, the run ran; mallets.")}
+    assert items == {b"run": (2, 6.0), b"ran": (1, 3.0), b"mallet": (1, 3.0)}
+
+
+# --- snippets ---------------------------------------------------------------------------
+
+def test_best_window_prefers_distinct_rare_terms():
+    text = "alpha alpha alpha alpha. " + "pad " * 50 + "alpha beta gamma here."
+    weights = {"alpha": 1.0, "beta": 3.0, "gamma": 3.0}
+    matches = find_matches(text, weights)
+    assert [m[2] for m in matches] == ["alpha"] * 5 + ["beta", "gamma"]
+    start, end = best_window(matches, weights, width=40)
+    assert text[start:end] == "alpha beta gamma"
+
+
+@pytest.mark.parametrize("word", ["cities", "ability", "running", "happily", "relational", "organization",
+                                  "hopping", "ponies", "generously", "Sensitivity", "ELECTRICITY", "U.S.A"])
+def test_matches_are_found_through_their_stems(word):
+    text = f"Some filler text, then {word} here, and more filler."
+    term = stem_word(word)
+    matches = find_matches(text, {term: 1.0})
+    assert [(text[s:e], t) for s, e, t in matches] == [(word, term)]
+
+
+def test_clip_widens_to_width_and_marks_cuts():
+    text = "one two three four five six seven eight nine ten eleven twelve"
+    s = clip(text, text.index("six"), text.index("six") + 3, width=20)
+    assert "six" in s and s.startswith("... ") and s.endswith(" ...")
+    assert len(s) <= 20 + 8
+    assert clip("short", 0, 5, 300) == "short"
+    assert clip("## Heading\nBody text", 0, 5, 300) == "Heading Body text"
+
+
+def test_snippet_without_a_match_is_the_beginning():
+    assert best_snippet("First words. Then more.", {"zzz": 1.0}, width=12).startswith("First words.")
+
+
+def test_snippet_finds_a_match_beyond_whooshs_32k_highlight_limit():
+    text = dict(corpus())["Long article"]
+    assert text.index("zanzibarite") > 2 ** 15
+    term = stem_word("zanzibarite")
+    # Whoosh's own highlighter stops at 32K characters and finds nothing ...
+    whoosh_snippet = highlight(text, {term}, WikiAnalyzer(), ContextFragmenter(), UppercaseFormatter())
+    assert "ZANZIBARITE" not in whoosh_snippet
+    # ... the simulator's snippet is the passage around the match.
+    snippet = best_snippet(text, {term: 4.0})
+    assert "zanzibarite crystal" in snippet
+    assert len(snippet) <= 310
+
+
+# --- build and search -------------------------------------------------------------------
+
+def test_index_holds_every_page_in_one_segment_per_writer(small_wiki, tmp_path):
+    ix = open_dir(str(small_wiki / "index"))
+    assert ix.doc_count() == len(corpus())
+    assert len(ix.reader().leaf_readers()) == 2
+    single = tmp_path / "single"
+    info = build_index(small_wiki / "store.sqlite", single, procs=1, progress=False)
+    assert info["documents"] == len(corpus()) and info["segments"] == 1
+
+
+def test_two_writer_processes_rank_exactly_as_one(small_wiki, tmp_path):
+    build_index(small_wiki / "store.sqlite", tmp_path / "one", procs=1, progress=False)
+    one, two = IndexSearcher(tmp_path / "one"), IndexSearcher(small_wiki / "index")
+    for query in ("percussion mallets", "wooden bars resonators", "river cathedral glacier", "zanzibarite"):
+        a, b = one.search(query, 10)[0], two.search(query, 10)[0]
+        assert [t for t, _ in a] == [t for t, _ in b]
+        assert [round(s, 6) for _, s in a] == [round(s, 6) for _, s in b]
+
+
+def test_build_refuses_an_existing_index_dir(small_wiki):
+    with pytest.raises(FileExistsError):
+        build_index(small_wiki / "store.sqlite", small_wiki / "index", procs=1, progress=False)
+
+
+def test_search_by_body_words_with_stemming(searcher):
+    assert titles(searcher, "percussionist plays mallets")[0] == "Xylophone"
+
+
+def test_title_is_boosted(searcher):
+    # "marimba" is the title of one page and in the body of two others.
+    assert titles(searcher, "marimba")[0] == "Marimba"
+
+
+def test_long_queries_use_or_grouping(searcher):
+    query = "which wooden instrument with resonators has a lower range than its cousin in jazz bands of Peru"
+    assert titles(searcher, query)[0] == "Marimba"
+
+
+def test_match_deep_in_a_long_article(searcher):
+    assert titles(searcher, "zanzibarite")[:1] == ["Long article"]
+
+
+@pytest.mark.parametrize("query", [
+    "who invented the xylophone?", "xylophone*", "title:xylophone", "xylophone^3", '"xylophone bars',
+    "(xylophone", "xylophone AND", "NOT xylophone", "xylophone's bars", "[xylophone TO z]", "{xylophone}",
+])
+def test_agent_typed_syntax_is_plain_text(searcher, query):
+    assert "Xylophone" in titles(searcher, query)
+
+
+@pytest.mark.parametrize("query", ["", "   ", "the of and", "???", "*", "()", "AND OR NOT", '"'])
+def test_queries_with_no_terms_return_nothing(searcher, query):
+    assert searcher.search(query, 10)[0] == []
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.text(max_size=120))
+def test_no_query_string_raises(searcher, query):
+    hits, weights = searcher.search(query, 5)
+    assert len(hits) <= 5
+    assert all(isinstance(w, float) for w in weights.values())
+
+
+def test_k_limits_results_and_weights_are_idf(searcher):
+    hits, weights = searcher.search("river mountain city", 3)
+    assert len(hits) == 3
+    assert set(weights) == {"river", "mountain", "citi"}
+    assert all(w > 0 for w in weights.values())
+
+
+def test_missing_index_is_a_clear_error(tmp_path):
+    from wiki_sim.errors import WikiSimError
+
+    with pytest.raises(WikiSimError, match="no search index"):
+        IndexSearcher(tmp_path)
+
+
+def test_copy_of_index_is_usable(small_wiki, tmp_path):
+    shutil.copytree(small_wiki / "index", tmp_path / "index")
+    assert titles(IndexSearcher(tmp_path / "index"), "glockenspiel metal")[0] == "Glockenspiel"

@@ -1,0 +1,165 @@
+"""Model-based visit summaries through an OpenAI-compatible chat-completions endpoint.
+
+:class:`OpenAISummarizer` implements :class:`wiki_sim.focus.Summarizer` the way the paper's
+visit tool does: the page and the user goal go to a language model, which answers with JSON
+``{"rational", "evidence", "summary"}``. Any failure (connection error, timeout, HTTP
+error, an answer that is not that JSON) falls back to the extractive result, marked as
+such in its summary, so the agent always gets an observation.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from wiki_sim.focus import ExtractiveSummarizer, Focused, extract
+
+PROMPT = """Please process the following webpage content and user goal to extract relevant information:
+
+## **Webpage Content**
+{content}
+
+## **User Goal**
+{goal}
+
+## **Task Guidelines**
+1. **Content Scanning for Rational**: Locate the **specific sections/data** directly related to the user's goal within the webpage content.
+2. **Key Extraction for Evidence**: Identify and extract the **most relevant information** from the content; never miss important information; output the **full original context** of the content as far as possible, it can be more than three paragraphs.
+3. **Summary Output for Summary**: Organize into a concise paragraph with logical flow, prioritizing clarity, and judge the contribution of the information to the goal.
+
+**Final Output Format: a JSON object with the fields "rational", "evidence", "summary".**
+"""
+FALLBACK_MARK = "[extractive fallback: {reason}]"
+_FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
+
+
+class SummaryError(ValueError):
+    """The model's answer could not be used (transport failure or not the expected JSON)."""
+
+
+def parse_answer(content: str) -> tuple[str, str]:
+    """``(evidence, summary)`` from a model answer: a JSON object, possibly fenced or
+    surrounded by prose. Raises :class:`SummaryError` otherwise."""
+    if not isinstance(content, str) or not content.strip():
+        raise SummaryError("empty answer")
+    text = content.strip()
+    fenced = _FENCE.match(text)
+    if fenced:
+        text = fenced.group(1)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        start, end = text.find("{"), text.rfind("}")
+        if start == -1 or end <= start:
+            raise SummaryError("answer is not JSON") from None
+        try:
+            data = json.loads(text[start:end + 1])
+        except json.JSONDecodeError as exc:
+            raise SummaryError(f"answer is not valid JSON ({exc.msg})") from None
+    if not isinstance(data, dict):
+        raise SummaryError("answer JSON is not an object")
+    evidence, summary = data.get("evidence"), data.get("summary")
+    if isinstance(evidence, list):
+        evidence = "\n\n".join(str(e) for e in evidence)
+    if not isinstance(evidence, str) or not isinstance(summary, str) or not (evidence.strip() or summary.strip()):
+        raise SummaryError('answer JSON lacks string "evidence" and "summary" fields')
+    return evidence.strip(), summary.strip()
+
+
+@dataclass
+class OpenAISummarizer:
+    """Summarize pages with a model behind an OpenAI-compatible ``/v1/chat/completions``.
+
+    ``base_url`` is the API root including ``/v1`` (``http://127.0.0.1:8000/v1``). Pages
+    longer than ``max_input_chars`` are cut down to their passages most relevant to the
+    goal (the extractive ranking) before they are sent.
+    """
+
+    base_url: str
+    """API root, including the version prefix (``.../v1``)."""
+    model: str
+    """Model name sent in the request."""
+    api_key: str | None = None
+    """Bearer token, if the endpoint wants one."""
+    timeout: float = 60.0
+    """Seconds to wait for one answer."""
+    max_input_chars: int = 24_000
+    """Page characters sent to the model at most."""
+    max_tokens: int = 2048
+    """Answer length limit, in tokens."""
+    temperature: float = 0.0
+    """Sampling temperature."""
+    fallback: ExtractiveSummarizer = field(default_factory=ExtractiveSummarizer)
+    """Used when the model fails."""
+
+    def __post_init__(self) -> None:
+        if not self.base_url.startswith(("http://", "https://")):
+            raise ValueError(f"base_url must be an http(s) URL, got {self.base_url!r}")
+        if not self.model:
+            raise ValueError("model must be a non-empty model name")
+        if not self.timeout > 0:
+            raise ValueError(f"timeout must be > 0 seconds, got {self.timeout!r}")
+        if self.max_input_chars < 1000:
+            raise ValueError(f"max_input_chars must be >= 1000, got {self.max_input_chars}")
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self.calls = 0
+        self.fallbacks = 0
+        self.last_error: str | None = None
+
+    @property
+    def endpoint(self) -> str:
+        return self.base_url.rstrip("/") + "/chat/completions"
+
+    def _session(self) -> Any:
+        import requests
+
+        session = getattr(self._local, "session", None)
+        if session is None:  # requests.Session is not safe to share between threads
+            session = self._local.session = requests.Session()
+        return session
+
+    def page_content(self, text: str, goal: str) -> str:
+        if len(text) <= self.max_input_chars:
+            return text
+        return extract(text, goal, budget=self.max_input_chars, summary_chars=0).evidence
+
+    def request(self, prompt: str) -> str:
+        """Send one user message; the answer's text. Raises :class:`SummaryError`."""
+        import requests
+
+        headers = {"Content-Type": "application/json"}
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        body = {"model": self.model, "messages": [{"role": "user", "content": prompt}],
+                "temperature": self.temperature, "max_tokens": self.max_tokens}
+        try:
+            response = self._session().post(self.endpoint, json=body, headers=headers, timeout=self.timeout)
+        except requests.Timeout:
+            raise SummaryError(f"no answer within {self.timeout:g} s") from None
+        except requests.RequestException as exc:
+            raise SummaryError(f"request failed ({type(exc).__name__})") from None
+        if response.status_code != 200:
+            raise SummaryError(f"HTTP {response.status_code} from {self.endpoint}")
+        try:
+            return response.json()["choices"][0]["message"]["content"]
+        except (ValueError, KeyError, IndexError, TypeError):
+            raise SummaryError("response is not a chat completion") from None
+
+    def __call__(self, *, url: str, title: str, text: str, lead: str, goal: str) -> Focused:
+        with self._lock:
+            self.calls += 1
+        prompt = PROMPT.format(content=f"# {title}\n\n{self.page_content(text, goal)}", goal=goal)
+        try:
+            evidence, summary = parse_answer(self.request(prompt))
+        except SummaryError as exc:
+            with self._lock:
+                self.fallbacks += 1
+                self.last_error = str(exc)
+            result = self.fallback(url=url, title=title, text=text, lead=lead, goal=goal)
+            mark = FALLBACK_MARK.format(reason=exc)
+            return Focused(evidence=result.evidence, summary=f"{mark} {result.summary}".strip())
+        return Focused(evidence=evidence, summary=summary)
