@@ -54,11 +54,11 @@ DEFAULT_USER_AGENT = ("websailor-gym/0.1 (research-agent environment; "
 
 
 def default_cache_dir() -> Path:
-    """``$WEBSAILOR_CACHE_DIR``, else ``$XDG_CACHE_HOME/websailor``, else ``~/.cache/websailor``."""
-    if os.environ.get("WEBSAILOR_CACHE_DIR"):
-        return Path(os.environ["WEBSAILOR_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "websailor"
+    """``<project cache>/live``: the project cache is ``$WEBSAILOR_CACHE``, else
+    ``~/.cache/websailor-gym`` (one place for every cache the project keeps)."""
+    from wiki_sim.sources import cache_dir
+
+    return cache_dir() / "live"
 
 
 @dataclass
