@@ -26,7 +26,12 @@ from wiki_sim.focus import STOPWORDS, tokenize
 _HIT = re.compile(r"^(?P<rank>\d+)\. \[(?P<title>.*)\]\((?P<url>[^()\s]*(?:\([^()\s]*\)[^()\s]*)*)\)\s*$", re.MULTILINE)
 _VISIT_HEAD = re.compile(r"The useful information in (\S+) for user goal")
 _TOOLS = re.compile(r"<tools>\n(.*?)\n</tools>", re.DOTALL)
-_QUOTED = re.compile(r"[\"“'‘]([^\"”'’]{3,120})[\"”'’]")
+# Double quotes, curly quotes, or single quotes that are not apostrophes (not inside a word).
+_QUOTED = re.compile(r"\"([^\"]{3,300})\"|“([^”]{3,300})”|(?<!\w)['‘]([^'’]{3,200})['’](?!\w)")
+_BLANK = re.compile(r"_{2,}")
+# Words about the question's form, not its subject ("Answer with the article's title").
+META_WORDS = frozenset("answer answers article articles title titles wikipedia question name named called known "
+                       "described description".split())
 _CAPITALIZED = re.compile(r"\b[A-Z][\w'’.-]*(?:\s+(?:of|the|de|von|van|and|&)?\s*[A-Z][\w'’.-]*)+")
 
 
@@ -85,29 +90,57 @@ def parse_search_results(text: str) -> list[SearchHit]:
 
 
 def parse_visit_pages(text: str) -> dict[str, str]:
-    """URL -> page text (evidence and summary) of a visit tool response."""
+    """URL -> page text (evidence and summary) of a visit tool response, without the echoed goal."""
     pages: dict[str, str] = {}
     heads = list(_VISIT_HEAD.finditer(text))
     for i, m in enumerate(heads):
         end = heads[i + 1].start() if i + 1 < len(heads) else len(text)
-        pages[m.group(1)] = text[m.end():end]
+        body = text[m.end():end]
+        for marker in ("Evidence in page:", "as follows:", "could not be extracted:"):
+            if marker in body:
+                body = body.split(marker, 1)[1]
+                break
+        pages[m.group(1)] = body.strip()
     return pages
+
+
+def quoted_phrases(question: str, keep_blanks: bool = False) -> list[str]:
+    """Phrases quoted in the question, with blanks (``___``) removed unless ``keep_blanks``."""
+    phrases = []
+    for groups in _QUOTED.findall(question):
+        phrase = next(g for g in groups if g)
+        phrase = " ".join((phrase if keep_blanks else _BLANK.sub(" ", phrase)).split())
+        if len(phrase) >= 3:
+            phrases.append(phrase)
+    return phrases
+
+
+def quote_support(question: str, page_text: str) -> float:
+    """Fraction of the question's quoted pieces (split at blanks) found word for word in the page."""
+    words = " " + " ".join(tokenize(page_text)) + " "
+    pieces = [" ".join(tokenize(piece)) for phrase in quoted_phrases(question, keep_blanks=True)
+              for piece in _BLANK.split(phrase)]
+    pieces = [p for p in pieces if p.count(" ") >= 1]  # two words or more
+    return sum(f" {p} " in words for p in pieces) / len(pieces) if pieces else 0.0
+
+
+def _terms(text: str) -> set[str]:
+    """Content words, cut to 5 characters so that inflections meet (engineer/engineering)."""
+    return {t[:5] for t in tokenize(text) if t not in META_WORDS and t != "_"}
 
 
 def salient_queries(question: str, max_queries: int = 3, max_words: int = 10) -> list[str]:
     """Search queries from a question: quoted phrases, capitalized names, its content words."""
-    queries: list[str] = []
-    for phrase in _QUOTED.findall(question):
-        if phrase.strip() and len(queries) < max_queries - 1:
-            queries.append(phrase.strip())
-    words = [w for w in re.findall(r"[\w'’-]+", question) if w.lower() not in STOPWORDS and len(w) > 1]
+    queries: list[str] = quoted_phrases(question)[: max_queries - 1]
+    words = [w for w in re.findall(r"[\w'’-]+", _BLANK.sub(" ", question))
+             if w.lower() not in STOPWORDS and w.lower() not in META_WORDS and len(w) > 1]
     content = " ".join(sorted(dict.fromkeys(words), key=lambda w: (-w[0].isupper(), -len(w)))[:max_words])
     if content and content not in queries:
         queries.append(content)
     for name in _CAPITALIZED.findall(question):
         if len(queries) >= max_queries:
             break
-        if name not in queries and name.split()[0].lower() not in STOPWORDS:
+        if name not in queries and name.split()[0].lower() not in STOPWORDS | META_WORDS:
             queries.append(name)
     return queries[:max_queries] or [question[:200]]
 
@@ -116,7 +149,7 @@ def salient_queries(question: str, max_queries: int = 3, max_words: int = 10) ->
 class HeuristicAgent:
     """Scripted agent: search the salient words, visit the best hits, answer the best-supported title."""
 
-    visits: int = 3
+    visits: int = 5
     """How many of the best hits to read."""
     name: str = "heuristic"
     _question: str = field(default="", init=False)
@@ -155,10 +188,10 @@ class HeuristicAgent:
         return sorted(best.values(), key=lambda h: -scores.get(h.title, 0.0))
 
     def _search_scores(self) -> dict[str, float]:
-        q_terms = set(tokenize(self._question))
+        q_terms = _terms(self._question)
         scores: Counter[str] = Counter()
         for hit in self._hits:
-            overlap = len(q_terms & set(tokenize(f"{hit.title} {hit.snippet}"))) / (len(q_terms) or 1)
+            overlap = len(q_terms & _terms(f"{hit.title} {hit.snippet}")) / (len(q_terms) or 1)
             scores[hit.title] += 1.0 / hit.rank + overlap
         for title in scores:
             scores[title] -= 2.0 * _named_in_question(title, self._question)
@@ -166,13 +199,15 @@ class HeuristicAgent:
 
     def _answer(self, pages: dict[str, str]) -> str:
         scores = self._search_scores()
-        q_terms = set(tokenize(self._question))
+        q_terms = _terms(self._question)
         url_title = {h.url: h.title for h in self._hits}
         for url, text in pages.items():
             title = url_title.get(url)
             if title is not None:
-                support = len(q_terms & set(tokenize(text))) / (len(q_terms) or 1)
-                scores[title] = scores.get(title, 0.0) + 2.0 * support
+                support = len(q_terms & _terms(text)) / (len(q_terms) or 1)
+                # The page says, word for word, what the question quotes.
+                quoted = quote_support(self._question, text)
+                scores[title] = scores.get(title, 0.0) + 2.0 * support + 3.0 * quoted
         if not scores:
             return format_turn("Nothing found; a guess.", answer="unknown")
         best = max(scores, key=lambda t: (scores[t], t))
@@ -181,8 +216,8 @@ class HeuristicAgent:
 
 def _named_in_question(title: str, question: str) -> float:
     """1 if every word of the title (without a parenthetical) appears in the question."""
-    words = set(tokenize(_display_title(title)))
-    return float(bool(words) and words <= set(tokenize(question)))
+    words = _terms(_display_title(title))
+    return float(bool(words) and words <= _terms(question))
 
 
 def _display_title(title: str) -> str:
