@@ -5,7 +5,8 @@ from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 from gymnasium.wrappers import RecordEpisodeStatistics, TimeLimit
 
 from envs.baselines import (HeuristicAgent, RandomPolicy, make_policy, parse_search_results, parse_visit_pages,
-                            question_of, run_episode, salient_queries, tool_names_of)
+                            question_of, quote_support, run_episode, salient_queries,
+                            tool_names_of)
 from envs.env import ResearchEnv
 from envs.formatting import format_search_batch
 from envs.wikisim import SearchTool, VisitTool
@@ -85,9 +86,12 @@ def test_policy_helpers_read_the_observations():
         ("Santa Claus (horse)", "https://en.wikipedia.org/wiki/Santa_Claus_(horse)", 1),
         ("Paris", "https://en.wikipedia.org/wiki/Paris", 1)]
     assert hits[0].snippet == "A racehorse.\nSecond line."
-    pages = parse_visit_pages(MiniWiki().visit("https://en.wikipedia.org/wiki/Paris", "capital"))
-    assert list(pages) == ["https://en.wikipedia.org/wiki/Paris"] and "capital" in pages[
-        "https://en.wikipedia.org/wiki/Paris"]
+    pages = parse_visit_pages(MiniWiki().visit("https://en.wikipedia.org/wiki/Paris", "capital goalword"))
+    assert list(pages) == ["https://en.wikipedia.org/wiki/Paris"]
+    page = pages["https://en.wikipedia.org/wiki/Paris"]
+    assert "capital" in page and "goalword" not in page  # the echoed goal is not page text
+    assert quote_support('Which city is "the ___ and most populous city of France"?', page) == 1.0
+    assert quote_support('Which city is "the ___ of Spain"?', page) == 0.0
     queries = salient_queries('Which film, called "The Big Sleep" in English, did Howard Hawks direct in 1946?')
     assert queries[0] == "The Big Sleep" and any("Howard Hawks" in q for q in queries)
     assert make_policy("random", seed=1).name == "random"
