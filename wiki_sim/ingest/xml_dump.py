@@ -20,7 +20,7 @@ from wiki_sim.ingest.pool import DEFAULT_PARSER, ParsePool, Skip
 from wiki_sim.records import Page, Redirect, normalize_title
 
 _REDIRECT_TEXT = re.compile(r"^\s*#redirect\s*:?\s*\[\[([^\]|]+)", re.I)
-CHUNK_PAGES = 16
+CHUNK_PAGES = 64
 CHUNK_CHARS = 300_000
 
 
