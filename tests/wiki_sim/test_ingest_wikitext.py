@@ -109,3 +109,12 @@ def test_value_helpers():
     assert V.format_date("1879", "13", "1") == "1879-13-1"
     assert V.age_between(1879, 3, 14, 1955, 3, 13) == 75
     assert V.ordinal(11) == "11th" and V.ordinal(22) == "22nd" and V.ordinal(103) == "103rd"
+
+
+def test_edge_cases_of_trails_and_fact_values():
+    p = page("{{Infobox weather|record_low=-33 °C|months={{ubl|June|July}}}}"
+             "[[Wikipedia:Manual|see]]s also [[#History|below]] and [[foo]]bar.")
+    assert p.facts == [("record_low", "-33 °C", "infobox:infobox weather"),
+                       ("months", "June; July", "infobox:infobox weather")]
+    assert p.links == [("Foo", "foobar")]  # trails only extend a link this link made
+    assert p.text == "sees also below and foobar."

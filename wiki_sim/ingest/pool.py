@@ -96,7 +96,10 @@ class ParsePool:
         try:
             proc = subprocess.Popen([sys.executable, "-m", "wiki_sim.ingest.worker", str(to_child_r),
                                      str(from_child_w)], pass_fds=(to_child_r, from_child_w),
-                                    stdin=subprocess.DEVNULL, env=env)
+                                    stdin=subprocess.DEVNULL, env=env,
+                                    # Ctrl-C is for this process (which then stops the workers);
+                                    # a worker outliving it sees its pipe close and exits.
+                                    start_new_session=True)
         finally:
             os.close(to_child_r)
             os.close(from_child_w)

@@ -70,6 +70,7 @@ _HSPACE = re.compile(r"[ \t\u00a0\u2009\u200b]+")
 _TEXT_LINK = re.compile(r"\[\[(?:[^\[\]|]*\|)?([^\[\]]*)\]\]")
 _CELL_SPLIT = re.compile(r"\|\||!!")
 _CELL_ATTRS = re.compile(r"""^\s*(?:[\w-]+\s*=\s*(?:"[^"]*"|'[^']*'|[^\s|"']+)\s*)+$""")
+_BULLET = re.compile(r"^[-•*]\s+")
 _JUNK_LINE = re.compile(r"^[-\s•·|,;:*#]*$")
 HEADING_MARK = "\x01"
 _COMMENT_RE = re.compile(r"<!--.*?(?:-->|$)", re.S)
@@ -102,7 +103,7 @@ class Renderer:
     def fact_value(self, code: Wikicode) -> str:
         """A field value as one line: list items and line breaks joined with ``; ``."""
         text = clean_text(self.render(code))
-        parts = [ln.strip().lstrip("-•*").strip() for ln in text.splitlines()]
+        parts = [_BULLET.sub("", ln.strip()) for ln in text.splitlines()]
         return "; ".join(p for p in parts if p and not p.startswith(HEADING_MARK)).strip(" ,;")
 
     # -- rendering
@@ -123,11 +124,13 @@ class Renderer:
                     m = _LINK_TRAIL.match(nxt.value)
                     if m:
                         trail = m.group(0)
-                out.append(self._wikilink(node, trail))
+                n_links = len(self.links)
+                out.append(self._wikilink(node))
                 if trail and out[-1]:
                     trail_skip = len(trail)
                     out[-1] += trail
-                    self._extend_last_anchor(trail)
+                    if len(self.links) > n_links:
+                        self._extend_last_anchor(trail)
             else:
                 out.append(self._node(node))
         return "".join(out)
@@ -153,7 +156,7 @@ class Renderer:
             return ""
         return ""
 
-    def _wikilink(self, link: Wikilink, trail: str) -> str:
+    def _wikilink(self, link: Wikilink) -> str:
         raw = html.unescape(str(link.title)).strip()
         colon = raw.startswith(":")
         target = raw.lstrip(":").strip()

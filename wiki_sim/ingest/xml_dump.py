@@ -89,6 +89,10 @@ def iter_raw_pages(path: Path, on_read: Callable[[int], None] | None = None,
         raise _read_error(path, exc) from None
 
 
+_OLD_NS_PREFIXES = {"Talk", "User", "User talk", "Wikipedia", "Wikipedia talk", "File", "Image", "MediaWiki",
+                    "Template", "Help", "Category", "Portal", "Draft", "Module"}
+
+
 def _raw_page(elem: ET.Element, ns: str) -> RawPage:
     title = (elem.findtext(f"{ns}title") or "").strip()
     ns_text = elem.findtext(f"{ns}ns")
@@ -103,10 +107,6 @@ def _raw_page(elem: ET.Element, ns: str) -> RawPage:
         m = _REDIRECT_TEXT.match(text)
         target = m.group(1) if m else None
     return RawPage(title, page_ns, text, target)
-
-
-_OLD_NS_PREFIXES = {"Talk", "User", "User talk", "Wikipedia", "Wikipedia talk", "File", "Image", "MediaWiki",
-                    "Template", "Help", "Category", "Portal", "Draft", "Module"}
 
 
 class DumpReader:
