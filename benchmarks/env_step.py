@@ -6,9 +6,12 @@
    growing to 100 tool calls. Target: median < 1 ms.
 2. Episodes per second of the heuristic agent over a task file on the simulator
    (``websailor/WikiSim-v0``), side by side in one run: one environment played
-   sequentially, a ``SyncVectorEnv`` and an ``AsyncVectorEnv`` of ``--num-envs``.
+   sequentially, a ``SyncVectorEnv`` and an ``AsyncVectorEnv`` of ``--num-envs``. Every
+   mode plays each of ``--episodes`` tasks once (each sub-environment a shard of them), on
+   fresh simulators (their in-process caches start empty); a warm-up pass first fills
+   the operating system's file cache, so no mode pays for a cold disk.
 
-Usage: ``python -m benchmarks.env_step [--wiki-dir data/wiki] [--tasks FILE] [--episodes 60]``.
+Usage: ``python -m benchmarks.env_step [--wiki-dir data/wiki] [--tasks FILE] [--episodes 120]``.
 Without ``--tasks``, title-lookup tasks are derived from the simulator. Prints a table,
 then one line of JSON.
 """
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import tempfile
 import time
@@ -27,6 +31,7 @@ import gymnasium as gym
 import numpy as np
 
 import envs  # noqa: F401  (registers the environments)
+import envs.tasks
 from envs.baselines import HeuristicAgent, run_episode
 from envs.env import ResearchEnv
 from envs.protocol import format_turn
@@ -76,18 +81,34 @@ def measure_overhead(steps: int) -> dict[str, float]:
     return out
 
 
-def _make(wiki_dir: str, tasks: str):
-    return lambda: gym.make("websailor/WikiSim-v0", wiki_dir=wiki_dir, tasks=tasks, tools=["search", "visit"])
+class _InOrder(gym.Wrapper):
+    """Resets to the given task indices in turn (cycling), so every mode plays each task once."""
+
+    def __init__(self, env: gym.Env, indices: list[int]):
+        super().__init__(env)
+        self._indices, self._next = indices, 0
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        index = self._indices[self._next % len(self._indices)]
+        self._next += 1
+        return self.env.reset(seed=seed, options={"task_index": index})
+
+
+def _make(wiki_dir: str, tasks: str, shard: int = 0, shards: int = 1, n_tasks: int = 1):
+    def make() -> gym.Env:
+        env = gym.make("websailor/WikiSim-v0", wiki_dir=wiki_dir, tasks=tasks, tools=["search", "visit"])
+        return _InOrder(env, list(range(shard, n_tasks, shards)))
+
+    return make
 
 
 def episodes_sequential(wiki_dir: str, tasks: str, episodes: int) -> tuple[float, float]:
     """(episodes per second, success rate) of one environment played in a loop."""
-    env = _make(wiki_dir, tasks)()
-    n_tasks = len(env.unwrapped.tasks)
+    env = _make(wiki_dir, tasks, n_tasks=episodes)()
     correct = 0
     start = time.perf_counter()
-    for i in range(episodes):
-        _, info = run_episode(env, HeuristicAgent(), options={"task_index": i % n_tasks})
+    for _ in range(episodes):
+        _, info = run_episode(env, HeuristicAgent())
         correct += bool(info["is_correct"])
     elapsed = time.perf_counter() - start
     env.close()
@@ -95,8 +116,9 @@ def episodes_sequential(wiki_dir: str, tasks: str, episodes: int) -> tuple[float
 
 
 def episodes_vector(wiki_dir: str, tasks: str, episodes: int, num_envs: int, mode: str) -> tuple[float, float]:
-    """(episodes per second, success rate) of a vector environment, one agent per sub-environment."""
-    fns = [_make(wiki_dir, tasks)] * num_envs
+    """(episodes per second, success rate) of a vector environment, one agent per sub-environment;
+    sub-environment i plays tasks i, i + num_envs, ..."""
+    fns = [_make(wiki_dir, tasks, i, num_envs, episodes) for i in range(num_envs)]
     envs_ = gym.vector.SyncVectorEnv(fns) if mode == "sync" else gym.vector.AsyncVectorEnv(fns)
     agents = [HeuristicAgent() for _ in range(num_envs)]
     start = time.perf_counter()
@@ -124,8 +146,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--wiki-dir", default="data/wiki", help="built simulator directory")
     parser.add_argument("--tasks", default=None, help="task JSONL (default: derived from the simulator)")
-    parser.add_argument("--episodes", type=int, default=60, help="episodes per configuration")
-    parser.add_argument("--num-envs", type=int, default=4, help="sub-environments of the vector environments")
+    parser.add_argument("--episodes", type=int, default=120, help="episodes per configuration")
+    parser.add_argument("--num-envs", type=int, default=min(4, os.cpu_count() or 1),
+                        help="sub-environments of the vector environments (default: CPU cores, at most 4)")
     parser.add_argument("--steps", type=int, default=5000, help="steps for the overhead measurement")
     args = parser.parse_args(argv)
     if not (Path(args.wiki_dir) / "build.json").is_file():
@@ -139,7 +162,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             from envs.tasks import write_jsonl_tasks
 
             tasks = str(Path(tmp) / "tasks.jsonl")
-            write_jsonl_tasks(tasks, derive_tasks(args.wiki_dir, max(args.episodes, 20), seed=0))
+            write_jsonl_tasks(tasks, derive_tasks(args.wiki_dir, args.episodes, seed=0))
+        if args.episodes > len(envs.tasks.load_tasks(tasks)):
+            raise SystemExit(f"error: --episodes {args.episodes} is more than the {tasks} tasks")
+        episodes_sequential(args.wiki_dir, tasks, min(args.episodes, 20))  # warm-up, not measured
         seq_eps, seq_acc = episodes_sequential(args.wiki_dir, tasks, args.episodes)
         sync_eps, sync_acc = episodes_vector(args.wiki_dir, tasks, args.episodes, args.num_envs, "sync")
         async_eps, async_acc = episodes_vector(args.wiki_dir, tasks, args.episodes, args.num_envs, "async")
