@@ -182,7 +182,7 @@ class Renderer:
         if name in DROP_TAGS:
             return ""
         if name in RAW_TAGS:
-            return str(tag.contents) if tag.contents is not None else ""
+            return html.unescape(str(tag.contents)) if tag.contents is not None else ""
         if name == "table":
             return self._table(tag)
         if name == "br" or name == "hr":
