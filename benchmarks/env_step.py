@@ -81,6 +81,28 @@ def measure_overhead(steps: int) -> dict[str, float]:
     return out
 
 
+def _trivial_env() -> ResearchEnv:
+    return ResearchEnv([_FixedSearch()], [{"question": "q", "answer": "x"}], current_date="2025-01-01",
+                       max_tool_calls=10**6)
+
+
+def measure_vector_overhead(num_envs: int, steps: int = 300) -> dict[str, float]:
+    """Milliseconds per vector step with the trivial tool: what batching itself costs."""
+    action = format_turn("t", tool_call=("search", {"query": ["a"]}))
+    out = {}
+    for name, make in [("sync", lambda fns: gym.vector.SyncVectorEnv(fns)),
+                       ("async", lambda fns: gym.vector.AsyncVectorEnv(fns)),
+                       ("async_no_shm", lambda fns: gym.vector.AsyncVectorEnv(fns, shared_memory=False))]:
+        vec = make([_trivial_env] * num_envs)
+        vec.reset(seed=list(range(num_envs)))
+        start = time.perf_counter()
+        for _ in range(steps):
+            vec.step((action,) * num_envs)
+        out[name] = (time.perf_counter() - start) / steps * 1e3
+        vec.close()
+    return out
+
+
 class _InOrder(gym.Wrapper):
     """Resets to the given task indices in turn (cycling), so every mode plays each task once."""
 
@@ -142,11 +164,25 @@ def episodes_vector(wiki_dir: str, tasks: str, episodes: int, num_envs: int, mod
     return finished / elapsed, correct / finished
 
 
+def measure_episodes(wiki_dir: str, tasks: str, episodes: int, num_envs: int,
+                     rounds: int) -> dict[str, tuple[float, float]]:
+    """Mode -> (median episodes per second over ``rounds``, success rate); the modes take
+    turns within each round, so a change in the machine's load hits them alike."""
+    runs: dict[str, list[tuple[float, float]]] = {"sequential": [], "sync": [], "async": []}
+    episodes_sequential(wiki_dir, tasks, min(episodes, 20))  # warm-up, not measured
+    for _ in range(rounds):
+        runs["sequential"].append(episodes_sequential(wiki_dir, tasks, episodes))
+        for mode in ("sync", "async"):
+            runs[mode].append(episodes_vector(wiki_dir, tasks, episodes, num_envs, mode))
+    return {mode: (statistics.median(e for e, _ in r), r[0][1]) for mode, r in runs.items()}
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--wiki-dir", default="data/wiki", help="built simulator directory")
     parser.add_argument("--tasks", default=None, help="task JSONL (default: derived from the simulator)")
-    parser.add_argument("--episodes", type=int, default=120, help="episodes per configuration")
+    parser.add_argument("--episodes", type=int, default=120, help="episodes per configuration and round")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds (the median is reported)")
     parser.add_argument("--num-envs", type=int, default=min(4, os.cpu_count() or 1),
                         help="sub-environments of the vector environments (default: CPU cores, at most 4)")
     parser.add_argument("--steps", type=int, default=5000, help="steps for the overhead measurement")
@@ -155,6 +191,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         raise SystemExit(f"error: {args.wiki_dir} is not a built simulator; run `bash setup_wiki.sh` first")
 
     overhead = measure_overhead(args.steps)
+    vector_overhead = measure_vector_overhead(args.num_envs)
     with tempfile.TemporaryDirectory() as tmp:
         tasks = args.tasks
         if tasks is None:
@@ -165,26 +202,31 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             write_jsonl_tasks(tasks, derive_tasks(args.wiki_dir, args.episodes, seed=0))
         if args.episodes > len(envs.tasks.load_tasks(tasks)):
             raise SystemExit(f"error: --episodes {args.episodes} is more than the {tasks} tasks")
-        episodes_sequential(args.wiki_dir, tasks, min(args.episodes, 20))  # warm-up, not measured
-        seq_eps, seq_acc = episodes_sequential(args.wiki_dir, tasks, args.episodes)
-        sync_eps, sync_acc = episodes_vector(args.wiki_dir, tasks, args.episodes, args.num_envs, "sync")
-        async_eps, async_acc = episodes_vector(args.wiki_dir, tasks, args.episodes, args.num_envs, "async")
+        modes = measure_episodes(args.wiki_dir, tasks, args.episodes, args.num_envs, args.rounds)
 
     print(f"env overhead per step (tool time excluded, {args.steps} steps)")
     for key in ("tool_call", "lenient_call", "malformed", "answer"):
         print(f"  {key:<14} median {overhead[key + '_median_ms']:.3f} ms")
     print(f"  {'all':<14} median {overhead['median_ms']:.3f} ms   p90 {overhead['p90_ms']:.3f} ms")
-    print(f"\nheuristic agent on {tasks if args.tasks else 'derived simulator tasks'}, {args.episodes} episodes each")
+    print(f"vector step with the trivial tool, {args.num_envs} sub-environments: " + ", ".join(
+        f"{k} {v:.2f} ms" for k, v in vector_overhead.items()))
+    print(f"\nheuristic agent on {tasks if args.tasks else 'derived simulator tasks'}: {args.episodes} episodes "
+          f"per mode and round, median of {args.rounds} rounds")
     print(f"  {'mode':<22} {'episodes/s':>10} {'vs sequential':>14} {'success':>8}")
-    for name, eps, acc in [("sequential", seq_eps, seq_acc), (f"SyncVectorEnv x{args.num_envs}", sync_eps, sync_acc),
-                           (f"AsyncVectorEnv x{args.num_envs}", async_eps, async_acc)]:
-        print(f"  {name:<22} {eps:>10.1f} {eps / seq_eps:>13.2f}x {acc:>8.3f}")
+    seq_eps = modes["sequential"][0]
+    names = {"sequential": "sequential", "sync": f"SyncVectorEnv x{args.num_envs}",
+             "async": f"AsyncVectorEnv x{args.num_envs}"}
+    for mode, (eps, acc) in modes.items():
+        print(f"  {names[mode]:<22} {eps:>10.1f} {eps / seq_eps:>13.2f}x {acc:>8.3f}")
     result = {
         "benchmark": "env_step", "overhead_median_ms": round(overhead["median_ms"], 4),
-        "overhead_p90_ms": round(overhead["p90_ms"], 4), "episodes": args.episodes, "num_envs": args.num_envs,
-        "sequential_eps": round(seq_eps, 2), "sync_vector_eps": round(sync_eps, 2), "async_vector_eps": round(async_eps, 2),
-        "sync_vs_sequential": round(sync_eps / seq_eps, 3), "async_vs_sequential": round(async_eps / seq_eps, 3),
-        "heuristic_success": round(seq_acc, 3),
+        "overhead_p90_ms": round(overhead["p90_ms"], 4), "episodes": args.episodes, "rounds": args.rounds,
+        "num_envs": args.num_envs, "sequential_eps": round(seq_eps, 2),
+        "sync_vector_eps": round(modes["sync"][0], 2), "async_vector_eps": round(modes["async"][0], 2),
+        "sync_vs_sequential": round(modes["sync"][0] / seq_eps, 3),
+        "async_vs_sequential": round(modes["async"][0] / seq_eps, 3),
+        "heuristic_success": round(modes["sequential"][1], 3), "cpu_count": os.cpu_count(),
+        "vector_step_ms": {k: round(v, 3) for k, v in vector_overhead.items()},
     }
     print(json.dumps(result))
     return result
