@@ -23,7 +23,9 @@ budget is spent or the transcript reaches ``max_context_tokens``, the observatio
 for the answer now (as the reference agent does); a turn without an answer after that
 ends the episode with ``truncated=True``. So does the ``max_format_errors``-th turn in a
 row that holds neither a tool call nor an answer. ``info["termination"]`` says which of
-``answer``, ``max_tool_calls``, ``context_limit``, ``format_error`` ended it.
+``answer``, ``max_tool_calls``, ``context_limit``, ``format_error`` ended it. A turn with a
+``<tool_call>`` block counts against the budget even when the call is malformed or names
+no tool (as the reference agent counts its turns); only its first call is run.
 
 **Reward** (:mod:`envs.rewards`) comes on the last step: ``w_format * format +
 w_answer * answer``; every other step gives 0.
