@@ -2,8 +2,8 @@
 
 Whoosh's ``StemmingAnalyzer`` chains a tokenizer and three filters as generators, one
 Python call per token per stage; over a corpus that is most of the indexing time. The
-:class:`WikiAnalyzer` does the same job (word tokens, lower case, English stopwords and
-one-letter words dropped, Porter stems) in one pass with a stem cache, and
+:class:`WikiAnalyzer` does the same job (word tokens, lower case, English stopwords
+dropped, Porter stems) in one pass with a stem cache, and
 :class:`WikiText` counts a document's terms with it directly instead of through token
 objects. Queries go through the same analyzer, so index and query terms always agree.
 """
@@ -22,7 +22,10 @@ from whoosh.lang.porter import stem as porter_stem
 from whoosh.system import pack_uint
 
 TOKEN_PATTERN = re.compile(r"\w+(?:\.?\w+)*", re.UNICODE)
-_MIN_SIZE = 2
+# Whoosh's English stopwords, plus the tails of contractions and possessives ("Newton's",
+# "don't"): one-character words are kept (``Vitamin C``, ``Type 1``, ``3 million``), these
+# few are not (they would match most pages).
+STOPWORDS = STOP_WORDS | frozenset({"s", "t", "d", "m", "ll", "re", "ve"})
 
 
 @lru_cache(maxsize=500_000)
@@ -31,7 +34,7 @@ def stem_word(word: str) -> str | None:
 
     Tokens are cut before lower-casing: lower-casing can add combining marks (``"İ"``)."""
     word = word.lower()
-    if len(word) < _MIN_SIZE or word in STOP_WORDS:
+    if word in STOPWORDS:
         return None
     return porter_stem(word)
 
@@ -42,10 +45,10 @@ def analyze(text: str) -> list[str]:
 
 
 class WikiAnalyzer(Analyzer):
-    """Word tokens, lower-cased, stopwords and one-letter words removed, Porter-stemmed.
+    """Word tokens, lower-cased, stopwords removed, Porter-stemmed.
 
-    Equivalent to Whoosh's ``StemmingAnalyzer()`` (without its wildcard characters), in
-    one generator. Positions count kept tokens only, as ``StopFilter(renumber=True)`` does.
+    Equivalent to Whoosh's ``StemmingAnalyzer(stoplist=STOPWORDS, minsize=1)`` (without
+    its wildcard characters), in one generator. Positions count kept tokens only, as ``StopFilter(renumber=True)`` does.
     """
 
     def __eq__(self, other):

@@ -13,7 +13,7 @@ from whoosh.highlight import ContextFragmenter, UppercaseFormatter, highlight
 from whoosh.index import open_dir
 
 from tests.wiki_sim.simhelpers import build_jsonl
-from wiki_sim.analysis import WikiAnalyzer, WikiText, analyze, stem_word
+from wiki_sim.analysis import STOPWORDS, WikiAnalyzer, WikiText, analyze, stem_word
 from wiki_sim.index import IndexSearcher, build_index
 from wiki_sim.snippets import best_snippet, best_window, clip, find_matches
 
@@ -71,9 +71,13 @@ REAL_TEXTS = [
 ]
 
 
+def whoosh_analyzer():
+    return StemmingAnalyzer(stoplist=STOPWORDS, minsize=1)
+
+
 @pytest.mark.parametrize("text", REAL_TEXTS)
 def test_analyzer_gives_the_same_terms_as_whooshs_stemming_analyzer(text):
-    expected = [t.text for t in StemmingAnalyzer()(text)]
+    expected = [t.text for t in whoosh_analyzer()(text)]
     assert analyze(text) == expected
     assert [t.text for t in WikiAnalyzer()(text)] == expected
 
@@ -81,7 +85,11 @@ def test_analyzer_gives_the_same_terms_as_whooshs_stemming_analyzer(text):
 @settings(max_examples=300, deadline=None)
 @given(st.text(alphabet=st.characters(blacklist_characters="*", blacklist_categories=("Cs",)), max_size=200))
 def test_analyzer_agrees_with_whoosh_on_any_text(text):
-    assert analyze(text) == [t.text for t in StemmingAnalyzer()(text)]
+    assert analyze(text) == [t.text for t in whoosh_analyzer()(text)]
+
+
+def test_single_characters_count_but_contraction_tails_do_not():
+    assert analyze("Vitamin C, Type 1, Newton's laws, don't") == ["vitamin", "c", "type", "1", "newton", "law", "don"]
 
 
 def test_positions_count_kept_tokens_and_chars_point_at_words():
@@ -89,7 +97,7 @@ def test_positions_count_kept_tokens_and_chars_point_at_words():
     tokens = [(t.text, t.pos, text[t.startchar:t.endchar])
               for t in WikiAnalyzer()(text, positions=True, chars=True)]
     assert tokens == [("xylophone", 0, "xylophones"), ("orchestra", 1, "orchestra")]
-    whole = [t.text for t in StemmingAnalyzer()("Mallets", tokenize=False)]
+    whole = [t.text for t in whoosh_analyzer()("Mallets", tokenize=False)]
     assert [t.text for t in WikiAnalyzer()("Mallets", tokenize=False)] == whole == ["mallet"]
     assert list(WikiAnalyzer()("the", tokenize=False)) == []
 
@@ -163,6 +171,27 @@ def test_two_writer_processes_rank_exactly_as_one(small_wiki, tmp_path):
         a, b = one.search(query, 10)[0], two.search(query, 10)[0]
         assert [t for t, _ in a] == [t for t, _ in b]
         assert [round(s, 6) for _, s in a] == [round(s, 6) for _, s in b]
+
+
+def test_cached_field_lengths_score_exactly_as_whoosh_reads_them(small_wiki):
+    from wiki_sim.index import DocumentIdfBM25F
+
+    cached, plain = IndexSearcher(small_wiki / "index"), IndexSearcher(small_wiki / "index")
+    plain._searcher = plain.ix.searcher(weighting=DocumentIdfBM25F(max_cached_docs=0))
+    for query in ("percussion mallets", "wooden bars resonators marimba", "river cathedral glacier"):
+        assert cached.search(query, 10) == plain.search(query, 10)
+
+
+def test_document_level_idf_for_title_terms(small_wiki):
+    from wiki_sim.index import DocumentIdfBM25F
+
+    from whoosh.scoring import BM25F
+
+    s = IndexSearcher(small_wiki / "index")._searcher
+    model = DocumentIdfBM25F()
+    # "marimba" is in 1 title and 2 bodies: the title term gets the body's (lower) idf.
+    assert model.idf(s, "title", "marimba") == model.idf(s, "body", "marimba") < BM25F().idf(s, "title", "marimba")
+    assert model.idf(s, "body", "marimba") == BM25F().idf(s, "body", "marimba")
 
 
 def test_build_refuses_an_existing_index_dir(small_wiki):
