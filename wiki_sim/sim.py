@@ -156,7 +156,9 @@ class WikiSim:
     def visit(self, url: str, goal: str) -> str:
         """The visit tool's text for ``url``: evidence for ``goal`` and a summary, or a
         "page not found" text for a URL the simulator has no page for."""
-        key = (url, normalize_query(goal))
+        if not isinstance(url, str) or not isinstance(goal, str):
+            raise ValueError(f"url and goal must be strings, got {type(url).__name__} and {type(goal).__name__}")
+        key = (url, goal)
         cached = self._visit_cache.get(key)
         if cached is not None:
             return cached

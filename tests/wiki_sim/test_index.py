@@ -217,6 +217,14 @@ def test_match_deep_in_a_long_article(searcher):
     assert titles(searcher, "zanzibarite")[:1] == ["Long article"]
 
 
+def test_search_hit_snippet_from_beyond_32k(small_wiki):
+    from wiki_sim import WikiSim
+
+    with WikiSim(small_wiki) as sim:
+        [hits] = sim.search(["zanzibarite crystal"])
+    assert hits[0].title == "Long article" and "zanzibarite crystal" in hits[0].snippet
+
+
 @pytest.mark.parametrize("query", [
     "who invented the xylophone?", "xylophone*", "title:xylophone", "xylophone^3", '"xylophone bars',
     "(xylophone", "xylophone AND", "NOT xylophone", "xylophone's bars", "[xylophone TO z]", "{xylophone}",

@@ -103,6 +103,11 @@ def test_visit_is_cached_and_follows_redirects(sim):
     assert sim.read("https://en.m.wikipedia.org/wiki/Ayn_Rand#Life", "x")[0]["title"] == "Ayn Rand"
 
 
+def test_visit_rejects_non_strings(sim):
+    with pytest.raises(ValueError, match="must be strings"):
+        sim.visit(["https://en.wikipedia.org/wiki/Ayn_Rand"], "novels")
+
+
 def test_lookups_for_unknown_titles(sim):
     assert sim.page("No such page") is None
     assert sim.links("No such page") == [] and sim.facts("No such page") == []
