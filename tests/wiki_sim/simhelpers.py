@@ -46,6 +46,34 @@ def group_processes(pgid: int) -> list[int]:
     return pids
 
 
+def _ppids() -> dict[int, int]:
+    out = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] != "Z":
+            out[int(stat.parent.name)] = int(fields[1])
+    return out
+
+
+def descendants(pid: int) -> set[int]:
+    """Live processes below ``pid`` (children in other sessions included)."""
+    ppids = _ppids()
+    found: set[int] = set()
+    frontier = {pid}
+    while frontier:
+        frontier = {p for p, parent in ppids.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
+def alive(pids: set[int]) -> set[int]:
+    """Those of ``pids`` still running (zombies excluded)."""
+    return pids & set(_ppids())
+
+
 def wait_for(predicate, timeout: float, interval: float = 0.005) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.wiki_sim.simhelpers import group_processes, kill_group, leftovers, wait_for, write_jsonl
+from tests.wiki_sim.simhelpers import (alive, descendants, group_processes, kill_group, leftovers, wait_for,
+                                      write_jsonl)
 from websailor.cli import main
 from wiki_sim import WikiSim
 from wiki_sim.cli import BuildConfig, SearchConfig, SourceKind, VisitConfig
@@ -169,15 +170,20 @@ def test_sigkill_midway_keeps_the_old_simulator_and_the_next_build_cleans_up(
     proc = subprocess.Popen([sys.executable, "-m", "websailor.cli", "wiki", "build", "--source", "gensim-sample",
                              "--out", str(out), "--no-progress"], cwd=REPO, start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    workers: set[int] = set()
     try:
         assert wait_for(lambda: _building_dir(tmp_path, marker) is not None, timeout=120), f"never reached {stage}"
+        workers = descendants(proc.pid)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
         assert proc.returncode == -signal.SIGKILL
-        # The build's worker processes notice and exit on their own.
-        assert wait_for(lambda: not group_processes(proc.pid), timeout=60, interval=0.2), group_processes(proc.pid)
+        # The build's worker processes (parsers, index writers) notice and exit on their own.
+        assert wait_for(lambda: not alive(workers) and not group_processes(proc.pid), timeout=60, interval=0.2), \
+            (alive(workers), group_processes(proc.pid))
     finally:
         kill_group(proc.pid)
+        for pid in alive(workers):
+            os.kill(pid, signal.SIGKILL)
     assert (out / "build.json").read_text() == before
     with WikiSim(out) as sim:
         assert sim.search(["photoelectric effect Nobel"])[0][0].title == "Albert Einstein"
