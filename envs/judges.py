@@ -7,16 +7,14 @@ answer followed by its aliases; a prediction is judged against the best-matching
 
 from __future__ import annotations
 
-import json
 import re
 import string
-import time
 import unicodedata
-import urllib.error
-import urllib.request
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, Sequence, runtime_checkable
+
+from wiki_sim.chat import ChatClient, ChatError
 
 
 @dataclass
@@ -162,11 +160,9 @@ class LLMJudge:
     name: str = "llm"
 
     def __post_init__(self) -> None:
-        if not self.base_url.startswith(("http://", "https://")):
-            raise ValueError(f"base_url must start with http:// or https://, got {self.base_url!r}")
-        if self.timeout <= 0 or self.max_retries < 0 or self.backoff < 0:
-            raise ValueError(f"expected timeout > 0, max_retries >= 0, backoff >= 0; got "
-                             f"{self.timeout}, {self.max_retries}, {self.backoff}")
+        # ChatClient validates the URL, timeout and retry settings.
+        self._client = ChatClient(self.base_url, self.model, api_key=self.api_key, timeout=self.timeout,
+                                  max_retries=self.max_retries, backoff=self.backoff)
 
     def __call__(self, question: str, prediction: str, answers: Sequence[str]) -> Judgement:
         if not answers:
@@ -179,32 +175,10 @@ class LLMJudge:
                          details={"extracted_final_answer": extracted, "grader_reply": reply})
 
     def _complete(self, prompt: str) -> str:
-        body = json.dumps({
-            "model": self.model, "temperature": 0.0, "max_tokens": self.max_tokens,
-            "messages": [{"role": "user", "content": prompt}],
-        }).encode()
-        headers = {"Content-Type": "application/json"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
-        url = self.base_url.rstrip("/") + "/chat/completions"
-        error = ""
-        for attempt in range(self.max_retries + 1):
-            if attempt:
-                time.sleep(self.backoff * 2 ** (attempt - 1))
-            request = urllib.request.Request(url, data=body, headers=headers, method="POST")
-            try:
-                with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                    payload = json.loads(response.read().decode("utf-8"))
-                return str(payload["choices"][0]["message"]["content"] or "")
-            except urllib.error.HTTPError as exc:
-                error = f"HTTP {exc.code} from {url}"
-                if exc.code != 429 and exc.code < 500:
-                    break
-            except (urllib.error.URLError, TimeoutError, OSError) as exc:
-                error = f"cannot reach {url}: {exc}"
-            except (ValueError, KeyError, IndexError, TypeError) as exc:
-                raise JudgeError(f"unexpected reply from {url}: {exc!r}") from None
-        raise JudgeError(f"the LLM judge failed after {attempt + 1} attempt(s): {error}")
+        try:
+            return self._client.complete(prompt, temperature=0.0, max_tokens=self.max_tokens)
+        except ChatError as exc:
+            raise JudgeError(f"the LLM judge failed: {exc}") from None
 
 
 JudgeName = Literal["em_f1", "em", "f1"]

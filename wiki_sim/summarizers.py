@@ -13,8 +13,8 @@ import json
 import re
 import threading
 from dataclasses import dataclass, field
-from typing import Any
 
+from wiki_sim.chat import ChatClient, ChatError
 from wiki_sim.focus import ExtractiveSummarizer, Focused, extract
 
 PROMPT = """Please process the following webpage content and user goal to extract relevant information:
@@ -96,15 +96,10 @@ class OpenAISummarizer:
     """Used when the model fails."""
 
     def __post_init__(self) -> None:
-        if not self.base_url.startswith(("http://", "https://")):
-            raise ValueError(f"base_url must be an http(s) URL, got {self.base_url!r}")
-        if not self.model:
-            raise ValueError("model must be a non-empty model name")
-        if not self.timeout > 0:
-            raise ValueError(f"timeout must be > 0 seconds, got {self.timeout!r}")
         if self.max_input_chars < 1000:
             raise ValueError(f"max_input_chars must be >= 1000, got {self.max_input_chars}")
-        self._local = threading.local()
+        # ChatClient validates the URL, model and timeout.
+        self._client = ChatClient(self.base_url, self.model, api_key=self.api_key, timeout=self.timeout)
         self._lock = threading.Lock()
         self.calls = 0
         self.fallbacks = 0
@@ -112,15 +107,7 @@ class OpenAISummarizer:
 
     @property
     def endpoint(self) -> str:
-        return self.base_url.rstrip("/") + "/chat/completions"
-
-    def _session(self) -> Any:
-        import requests
-
-        session = getattr(self._local, "session", None)
-        if session is None:  # requests.Session is not safe to share between threads
-            session = self._local.session = requests.Session()
-        return session
+        return self._client.endpoint
 
     def page_content(self, text: str, goal: str) -> str:
         if len(text) <= self.max_input_chars:
@@ -129,25 +116,10 @@ class OpenAISummarizer:
 
     def request(self, prompt: str) -> str:
         """Send one user message; the answer's text. Raises :class:`SummaryError`."""
-        import requests
-
-        headers = {"Content-Type": "application/json"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
-        body = {"model": self.model, "messages": [{"role": "user", "content": prompt}],
-                "temperature": self.temperature, "max_tokens": self.max_tokens}
         try:
-            response = self._session().post(self.endpoint, json=body, headers=headers, timeout=self.timeout)
-        except requests.Timeout:
-            raise SummaryError(f"no answer within {self.timeout:g} s") from None
-        except requests.RequestException as exc:
-            raise SummaryError(f"request failed ({type(exc).__name__})") from None
-        if response.status_code != 200:
-            raise SummaryError(f"HTTP {response.status_code} from {self.endpoint}")
-        try:
-            return response.json()["choices"][0]["message"]["content"]
-        except (ValueError, KeyError, IndexError, TypeError):
-            raise SummaryError("response is not a chat completion") from None
+            return self._client.complete(prompt, temperature=self.temperature, max_tokens=self.max_tokens)
+        except ChatError as exc:
+            raise SummaryError(str(exc)) from None
 
     def __call__(self, *, url: str, title: str, text: str, lead: str, goal: str) -> Focused:
         with self._lock:
