@@ -33,40 +33,48 @@ PROMPT = """Please process the following webpage content and user goal to extrac
 **Final Output Format: a JSON object with the fields "rational", "evidence", "summary".**
 """
 FALLBACK_MARK = "[extractive fallback: {reason}]"
-_FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
+_THINK = re.compile(r"<think>.*?</think>", re.DOTALL)  # reasoning models' scratchpad precedes the answer
 
 
 class SummaryError(ValueError):
     """The model's answer could not be used (transport failure or not the expected JSON)."""
 
 
-def parse_answer(content: str) -> tuple[str, str]:
-    """``(evidence, summary)`` from a model answer: a JSON object, possibly fenced or
-    surrounded by prose. Raises :class:`SummaryError` otherwise."""
-    if not isinstance(content, str) or not content.strip():
+def parse_answer(content: str | None, *, list_joiner: str = "\n\n") -> tuple[str, str]:
+    """``(evidence, summary)`` from a model answer: a JSON object, possibly fenced, after a
+    ``<think>`` block or surrounded by prose. A list field is joined with ``list_joiner``;
+    one of the two fields may be missing. Raises :class:`SummaryError` otherwise."""
+    if content is not None and not isinstance(content, str):
+        raise SummaryError(f"answer is not text but {type(content).__name__}")
+    text = _THINK.sub("", content or "").strip()
+    if not text:
         raise SummaryError("empty answer")
-    text = content.strip()
-    fenced = _FENCE.match(text)
-    if fenced:
-        text = fenced.group(1)
     try:
         data = json.loads(text)
     except json.JSONDecodeError:
-        start, end = text.find("{"), text.rfind("}")
+        fenced = _FENCE.search(text)
+        candidate = fenced.group(1) if fenced else text
+        start, end = candidate.find("{"), candidate.rfind("}")
         if start == -1 or end <= start:
             raise SummaryError("answer is not JSON") from None
         try:
-            data = json.loads(text[start:end + 1])
+            data = json.loads(candidate[start:end + 1])
         except json.JSONDecodeError as exc:
             raise SummaryError(f"answer is not valid JSON ({exc.msg})") from None
     if not isinstance(data, dict):
         raise SummaryError("answer JSON is not an object")
-    evidence, summary = data.get("evidence"), data.get("summary")
-    if isinstance(evidence, list):
-        evidence = "\n\n".join(str(e) for e in evidence)
-    if not isinstance(evidence, str) or not isinstance(summary, str) or not (evidence.strip() or summary.strip()):
+
+    def text_field(name: str) -> str:
+        value = data.get(name)
+        if isinstance(value, list):
+            value = list_joiner.join(str(v) for v in value)
+        return "" if value is None else str(value).strip()
+
+    evidence, summary = text_field("evidence"), text_field("summary")
+    if not (evidence or summary):
         raise SummaryError('answer JSON lacks string "evidence" and "summary" fields')
-    return evidence.strip(), summary.strip()
+    return evidence, summary
 
 
 @dataclass

@@ -477,8 +477,9 @@ class _Handler(BaseHTTPRequestHandler):
             return
         request = json.loads(self.body or b"{}")
         prompt = request["messages"][-1]["content"]
-        page = prompt.split("## Web page", 1)[-1].split("## User goal", 1)[0]
-        goal = prompt.split("## User goal", 1)[-1].split("## What to do", 1)[0].strip()
+        # The sections of wiki_sim.summarizers.PROMPT.
+        page = prompt.split("## **Webpage Content**", 1)[-1].split("## **User Goal**", 1)[0]
+        goal = prompt.split("## **User Goal**", 1)[-1].split("## **Task Guidelines**", 1)[0].strip()
         words = set(_tokens(goal))
         sentences = [s.strip() for s in re.split(r"(?<=\.)\s+|\n+", page) if s.strip() and not s.startswith("#")]
         evidence = [s for s in sentences if words & set(_tokens(s))] or sentences[:1]

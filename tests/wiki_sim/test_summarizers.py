@@ -159,3 +159,12 @@ def test_parse_answer_rejects_non_objects():
         parse_answer("[1, 2]")
     with pytest.raises(SummaryError):
         parse_answer("no braces at all")
+
+
+def test_parse_answer_accepts_what_either_former_parser_accepted():
+    reply = '<think>maybe {"x": 1}</think>\nHere: ```json\n{"evidence": ["a", "b"], "summary": 3}\n``` done'
+    assert parse_answer(reply) == ("a\n\nb", "3")
+    assert parse_answer(reply, list_joiner="\n") == ("a\nb", "3")
+    assert parse_answer('{"evidence": "only evidence"}') == ("only evidence", "")
+    with pytest.raises(SummaryError, match="empty answer"):
+        parse_answer(None)
