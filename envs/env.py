@@ -189,6 +189,14 @@ class ResearchEnv(gym.Env[str, str]):
             return None
         return prompts.render_chatml(self._messages)
 
+    def add_closer(self, fn: Callable[[], None]) -> None:
+        """Have :meth:`close` call ``fn()`` (in the order added; once, however often it is added):
+        for resources the environment's factory built and the environment now owns."""
+        if not callable(fn):
+            raise ValueError(f"add_closer: expected a callable, got {type(fn).__name__}")
+        if fn not in self._closers:
+            self._closers.append(fn)
+
     def close(self) -> None:
         if self._closed:
             return

@@ -137,7 +137,7 @@ def make_wikisim_env(wiki_dir: str | os.PathLike, tasks: str | os.PathLike | Seq
         raise
     for obj in [*owned, sim]:
         if callable(getattr(obj, "close", None)):
-            env._closers.append(obj.close)
+            env.add_closer(obj.close)
     return env
 
 

@@ -52,6 +52,6 @@ def make_liveweb_env(tasks: str | os.PathLike | Sequence[dict], tools: Sequence[
     owned = [t for t in built if tools is None or t not in tools]
     for obj in [*owned, web]:
         close = getattr(obj, "close", None)
-        if callable(close) and close not in env._closers:
-            env._closers.append(close)
+        if callable(close):
+            env.add_closer(close)
     return env

@@ -257,3 +257,20 @@ def test_system_prompt_override_and_no_tools(make_env):
     obs, *_ = env.step("<think>t</think><tool_call>{\"name\": \"search\", \"arguments\": {}}</tool_call>")
     assert "there is no tool named 'search'. Available tools: (none)" in obs
     assert isinstance(env.task, Task)
+
+
+def test_add_closer_runs_each_closer_once_on_close(make_env):
+    env = make_env()
+    calls = []
+
+    def first():
+        calls.append("first")
+
+    env.add_closer(first)
+    env.add_closer(first)  # already registered: not added twice
+    env.add_closer(lambda: calls.append("second"))
+    with pytest.raises(ValueError, match="callable"):
+        env.add_closer("not a function")
+    env.close()
+    env.close()
+    assert calls == ["first", "second"]
