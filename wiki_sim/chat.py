@@ -12,7 +12,6 @@ import json
 import time
 import urllib.error
 import urllib.request
-from dataclasses import dataclass
 from typing import Sequence
 
 
@@ -20,31 +19,30 @@ class ChatError(RuntimeError):
     """The endpoint gave no usable answer (unreachable, timeout, HTTP error, not a chat completion)."""
 
 
-@dataclass(frozen=True)
 class ChatClient:
-    """Chat completions from ``<base_url>/chat/completions`` with optional retries."""
+    """Chat completions from ``<base_url>/chat/completions`` with optional retries.
 
-    base_url: str
-    """The API root including the version prefix, e.g. ``http://127.0.0.1:8000/v1``."""
-    model: str
-    """Model name sent in each request."""
-    api_key: str | None = None
-    """Sent as a bearer token when given; never part of an error message."""
-    timeout: float = 60.0
-    """Seconds per request."""
-    max_retries: int = 0
-    """Retries on connection errors, timeouts, HTTP 429 and 5xx (exponential backoff)."""
-    backoff: float = 1.0
-    """Seconds before the first retry; doubled each time."""
+    ``base_url`` is the API root including the version prefix (``http://127.0.0.1:8000/v1``);
+    ``api_key``, when given, is sent as a bearer token and shown nowhere else (not in errors,
+    not in ``repr``); ``timeout`` is seconds per request; ``max_retries`` retries connection
+    errors, timeouts, HTTP 429 and 5xx, the first after ``backoff`` seconds, doubling.
+    The callers' config dataclasses (``OpenAISummarizer``, ``LLMJudge``) document the fields.
+    """
 
-    def __post_init__(self) -> None:
-        if not self.base_url.startswith(("http://", "https://")):
-            raise ValueError(f"base_url must be an http(s) URL, got {self.base_url!r}")
-        if not self.model:
+    def __init__(self, base_url: str, model: str, api_key: str | None = None, timeout: float = 60.0,
+                 max_retries: int = 0, backoff: float = 1.0):
+        if not base_url.startswith(("http://", "https://")):
+            raise ValueError(f"base_url must be an http(s) URL, got {base_url!r}")
+        if not model:
             raise ValueError("model must be a non-empty model name")
-        if not self.timeout > 0 or self.max_retries < 0 or self.backoff < 0:
+        if not timeout > 0 or max_retries < 0 or backoff < 0:
             raise ValueError(f"expected timeout > 0, max_retries >= 0, backoff >= 0; got "
-                             f"{self.timeout}, {self.max_retries}, {self.backoff}")
+                             f"{timeout}, {max_retries}, {backoff}")
+        self.base_url, self.model, self.api_key = base_url, model, api_key
+        self.timeout, self.max_retries, self.backoff = timeout, max_retries, backoff
+
+    def __repr__(self) -> str:
+        return f"ChatClient({self.base_url!r}, {self.model!r}, retries={self.max_retries})"
 
     @property
     def endpoint(self) -> str:
