@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+from envs.jsonl import iter_jsonl
+
 
 @dataclass(frozen=True)
 class Task:
@@ -77,16 +79,7 @@ def read_jsonl_tasks(path: str | os.PathLike) -> list[Task]:
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"task file not found: {path}")
-    tasks = []
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from None
-            tasks.append(task_from_dict(record, f"{path}:{lineno}"))
+    tasks = [task_from_dict(record, f"{path}:{lineno}") for lineno, record in iter_jsonl(path)]
     if not tasks:
         raise ValueError(f"{path}: no tasks in the file")
     return tasks

@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
+from envs.jsonl import iter_jsonl
 from envs.tasks import Task
 
 REQUIRED_KEYS = ("id", "task", "messages", "reward", "is_correct", "termination", "num_tool_calls", "policy")
@@ -61,17 +62,10 @@ class TrajectoryWriter:
 
 def read_trajectories(path: str | os.PathLike) -> Iterator[dict[str, Any]]:
     """Records of a trajectory JSONL file; ``ValueError`` with the line number if one is malformed."""
-    with Path(path).open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from None
-            if not isinstance(record, dict) or not isinstance(record.get("messages"), list):
-                raise ValueError(f"{path}:{lineno}: expected an object with a 'messages' list")
-            yield record
+    for lineno, record in iter_jsonl(path):
+        if not isinstance(record, dict) or not isinstance(record.get("messages"), list):
+            raise ValueError(f"{path}:{lineno}: expected an object with a 'messages' list")
+        yield record
 
 
 def write_trajectories(path: str | os.PathLike, records: Iterable[Mapping[str, Any]]) -> int:
