@@ -214,7 +214,7 @@ def main() -> None:
                         cache_path=str(tmp / "cache.sqlite"), limiter_dir=str(tmp / "limits"), qps=dict(QPS),
                         timeouts={p: 0.4 for p in QPS}, connect_timeout=0.5, deadline_s=10.0, max_attempts=6,
                         backoff_initial=0.05, backoff_max=0.4, backoff_jitter=0.05, retry_after_max=1.0,
-                        exhausted_cooldown_s=3600, read_env=False)
+                        exhausted_cooldown_s=3600, read_env=False, allow_private_urls=True)
     fields = asdict(config)
     n_workers = args.processes * args.threads
     plan = make_plan(args.calls, args.seed, len(web.docs))

@@ -292,6 +292,9 @@ class ResearchEnv(gym.Env[str, str]):
             return f"Error: the {tool.name} tool returned no usable output."
         info["tool_ok"] = bool(result.ok)
         info["tool_metadata"] = dict(result.metadata or {})
+        if not result.ok:  # say why in info too, not only to the model
+            reason = getattr(result, "error", "") or str(result.text).strip().split("\n", 1)[0]
+            info["tool_error"] = reason[:_ERROR_CHARS]
         return result.text if isinstance(result.text, str) else str(result.text)
 
     def _apply_budgets(self, content: str, info: dict[str, Any]) -> str:

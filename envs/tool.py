@@ -22,6 +22,9 @@ class ToolResult:
     """False when the call failed (bad arguments, every source down, timeout, ...)."""
     metadata: dict[str, Any] = field(default_factory=dict)
     """Per-call metrics for ``info`` (source used, cache hit, retries, degraded, ...)."""
+    error: str = ""
+    """Why the call failed, in one line, for ``info["tool_error"]`` (when ``ok`` is False;
+    empty: the environment uses the first line of ``text``)."""
 
 
 @runtime_checkable

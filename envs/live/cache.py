@@ -8,15 +8,27 @@ names case-sensitively, so a header sent as ``x-api-key`` would slip past a list
 only ``X-API-KEY``; :func:`envs.live.redact.key_name_variants` lists every spelling, and a
 serializer stage scrubs any registered key from the whole record before it is written, so
 a key echoed in a body or a URL does not reach the file either.
+
+One failed write must not freeze the database for every process on the machine:
+requests-cache rolls a write transaction back only on ``sqlite3.OperationalError``, so any
+other error (``DataError`` for a blob SQLite refuses) left ``BEGIN IMMEDIATE`` open and every
+other writer spinning forever. :class:`SafeSQLiteCache` rolls back on any error, waits a
+bounded time for the write lock, and treats a failed write as "not cached" (the reply is
+still answered). Bodies are capped before they get here (``max_page_bytes``), and anything
+over ``max_body_bytes`` is not written at all.
 """
 
 from __future__ import annotations
 
+import logging
 import pickle
 import sqlite3
+import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from requests_cache import CachedSession, SQLiteCache
+from requests_cache.backends.sqlite import SQLiteDict
 from requests_cache.serializers import SerializerPipeline, Stage
 from requests_cache.serializers.preconf import base_stage
 
@@ -24,6 +36,8 @@ from envs.live.redact import key_name_variants, scrub_value
 
 IGNORED_PARAMETERS = tuple(key_name_variants())
 BUSY_TIMEOUT_MS = 30_000
+LOCK_WAIT_S = 30.0
+log = logging.getLogger("envs.live")
 
 
 def scrubbing_serializer() -> SerializerPipeline:
@@ -32,17 +46,71 @@ def scrubbing_serializer() -> SerializerPipeline:
                               name="websailor-scrubbed-pickle", is_binary=True)
 
 
-def open_cache(path: str | Path) -> SQLiteCache:
+class SafeSQLiteDict(SQLiteDict):
+    """requests-cache's table, with a write transaction that always ends (see the module
+    docstring)."""
+
+    lock_wait_s = LOCK_WAIT_S
+
+    @contextmanager
+    def _acquire_sqlite_lock(self):
+        with self._lock:
+            give_up = time.monotonic() + self.lock_wait_s
+            while True:
+                try:
+                    self._connection.execute("BEGIN IMMEDIATE")
+                    self._active_transaction = True
+                    break
+                except sqlite3.OperationalError:
+                    if time.monotonic() >= give_up:
+                        raise
+                    time.sleep(0.001)
+            try:
+                yield
+                self._connection.commit()
+            except BaseException:
+                try:
+                    self._connection.rollback()
+                except sqlite3.Error:
+                    pass
+                raise
+            finally:
+                self._active_transaction = False
+
+
+class SafeSQLiteCache(SQLiteCache):
+    """The SQLite backend with :class:`SafeSQLiteDict` tables; a write that fails is logged
+    and skipped, and a body over ``max_body_bytes`` is never written."""
+
+    def __init__(self, db_path: str, *, max_body_bytes: int | None = None, **kwargs):
+        super().__init__(db_path, **kwargs)
+        self.responses.__class__ = SafeSQLiteDict  # same state, safer transaction
+        self.redirects.__class__ = SafeSQLiteDict
+        self.max_body_bytes = max_body_bytes
+
+    def save_response(self, response, cache_key=None, expires=None):
+        content = getattr(response, "_content", None)
+        if self.max_body_bytes is not None and isinstance(content, bytes) and len(content) > self.max_body_bytes:
+            return
+        try:
+            super().save_response(response, cache_key, expires)
+        except sqlite3.Error as e:
+            log.warning("live cache: a write failed and was rolled back; the reply is not cached (%s: %s)",
+                        type(e).__name__, e)
+
+
+def open_cache(path: str | Path, max_body_bytes: int | None = None) -> SafeSQLiteCache:
     """The SQLite backend at ``path`` (created with its folder if missing), in WAL mode."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
-        return SQLiteCache(str(path), wal=True, busy_timeout=BUSY_TIMEOUT_MS, serializer=scrubbing_serializer())
+        return SafeSQLiteCache(str(path), max_body_bytes=max_body_bytes, wal=True, busy_timeout=BUSY_TIMEOUT_MS,
+                               serializer=scrubbing_serializer())
     except sqlite3.DatabaseError as e:
         raise ValueError(f"live cache {path}: cannot open the SQLite database: {e}") from None
 
 
-def cached_session(backend: SQLiteCache) -> CachedSession:
+def cached_session(backend: SafeSQLiteCache) -> CachedSession:
     """A session over ``backend`` that caches GET and POST 200s, ignoring server cache
     headers (expiry is ours, per source) and never matching on request headers."""
     return CachedSession(backend=backend, allowable_methods=("GET", "POST"), allowable_codes=(200,),

@@ -130,7 +130,15 @@ class LiveConfig:
     results_per_query: int = 10
     """Search hits per query."""
     max_page_bytes: int = 8_000_000
-    """Largest page (HTML or PDF) a reader downloads; bigger ones are cut."""
+    """Largest reply body, in bytes after decompression, that any request reads (a page,
+    a PDF, a provider's JSON); a bigger one is refused at this size (a decompression bomb
+    stops here) and nothing of it is cached. At most 500,000,000."""
+    allow_private_urls: bool = False
+    """Let ``visit`` reach loopback, private, link-local and other internal addresses. Off:
+    agent-chosen URLs (and every redirect hop) must resolve to public addresses. Tests turn
+    it on for their loopback servers; provider ``base_urls`` are never checked."""
+    max_redirects: int = 5
+    """Redirect hops a page fetch follows (each one checked like the first URL)."""
     summarizer_input_chars: int = 60_000
     """Characters of page text sent to the summarizer model."""
     evidence_chars: int = 3000
@@ -207,6 +215,10 @@ class LiveConfig:
         nonneg = {"memo_items": self.memo_items, "backoff_initial": self.backoff_initial, "backoff_max": self.backoff_max,
                   "backoff_jitter": self.backoff_jitter, "retry_after_max": self.retry_after_max,
                   "exhausted_cooldown_s": self.exhausted_cooldown_s}
+        if self.max_page_bytes > 500_000_000:  # SQLite refuses blobs near 1e9 bytes
+            raise ValueError(f"LiveConfig.max_page_bytes: expected at most 500000000, got {self.max_page_bytes}")
+        if isinstance(self.max_redirects, bool) or not isinstance(self.max_redirects, int) or self.max_redirects < 0:
+            raise ValueError(f"LiveConfig.max_redirects: expected an integer >= 0, got {self.max_redirects!r}")
         for name, value in nonneg.items():
             if value < 0:
                 raise ValueError(f"LiveConfig.{name}: expected >= 0, got {value}")

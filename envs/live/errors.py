@@ -1,6 +1,6 @@
 """The one small error taxonomy every live source maps its failures into.
 
-Adapters translate a provider's status codes, bodies and transport errors into these five
+Adapters translate a provider's status codes, bodies and transport errors into these
 kinds; the retry policy and the fallback chain decide by kind alone:
 
 - :class:`Retryable`: transient (5xx, connection reset, timeout, truncated body); retry.
@@ -9,7 +9,12 @@ kinds; the retry policy and the fallback chain decide by kind alone:
 - :class:`AuthOrQuota`: bad key, spent credits; never retried, and the source is set aside.
 - :class:`NotFound`: the page does not exist (or refuses us); never retried on that source.
 - :class:`BadResponse`: a reply we cannot parse (malformed JSON, an HTML error page); retried,
-  because providers return such pages transiently.
+  because providers return such pages transiently. :class:`TooLarge` (a reply over
+  ``max_page_bytes``, counted after decompression) is one that is not retried.
+- :class:`Blocked`: the network policy refused an agent-chosen URL (not http(s), or an
+  internal address); never retried, and no other source is tried for it.
+- :class:`Unreachable`: the host name does not resolve (no network, no such host); not
+  retried on that source, since a name that fails now fails a second later too.
 
 Every message passes through :func:`envs.live.redact.scrub`, so no API key ever rides along
 in an exception, a log line, ``info`` or a trajectory.
@@ -66,6 +71,20 @@ class BadResponse(LiveError):
     retryable = True
 
 
+class TooLarge(BadResponse):
+    """A reply bigger than the configured cap (after decompression); retrying cannot help."""
+
+    retryable = False
+
+
+class Blocked(LiveError):
+    """The network policy refused the URL (scheme, or an internal address on some hop)."""
+
+
+class Unreachable(LiveError):
+    """The host name did not resolve (no network, no such host, resolver timeout)."""
+
+
 _KIND = {
     LiveError: "error",
     Retryable: "retryable",
@@ -73,4 +92,7 @@ _KIND = {
     AuthOrQuota: "auth_or_quota",
     NotFound: "not_found",
     BadResponse: "bad_response",
+    TooLarge: "too_large",
+    Blocked: "blocked",
+    Unreachable: "unreachable",
 }

@@ -19,9 +19,10 @@ from envs.live.adapters.reader import reader_adapters
 from envs.live.adapters.search import scholar_adapters, search_adapters
 from envs.live.adapters.summarizer import ModelSummarizer
 from envs.live.config import LiveConfig
-from envs.live.errors import AuthOrQuota, BadResponse, LiveError, RateLimited
+from envs.live.errors import AuthOrQuota, BadResponse, Blocked, LiveError, RateLimited, Unreachable
 from envs.live.limiter import RateLimiter
 from envs.live.memo import Memo
+from envs.live.netpolicy import check_url
 from envs.live.redact import scrub
 from envs.live.retry import RetryPolicy
 from envs.live.stats import LiveStats, Outcome
@@ -62,9 +63,29 @@ class LiveWeb:
                               lambda hits: sum(len(h.title) + len(h.url) + len(h.snippet) + 16 for h in hits))
 
     def read(self, url: str, deadline: float | None = None) -> Outcome[PageText]:
-        """The page at ``url`` as text, from the first reader that can read it."""
-        return self._memoized(("read", url), self.reader_chain, lambda a, d: a.read(url, d), deadline,
+        """The page at ``url`` as text, from the first reader that can read it. ``url`` is
+        the agent's: it must pass the network policy (:mod:`envs.live.netpolicy`) first; a
+        refused or unresolvable URL is answered at once, with no reader tried."""
+        key = ("read", url)
+        if self.memo.get(key) is None:
+            refused = self._check_url(url, deadline)
+            if refused is not None:
+                return refused
+        return self._memoized(key, self.reader_chain, lambda a, d: a.read(url, d), deadline,
                               lambda page: len(page.text) + len(page.title) + 64)
+
+    def _check_url(self, url: str, deadline: float | None) -> Outcome | None:
+        start = time.time()
+        deadline = deadline if deadline is not None else start + self.config.deadline_s
+        try:
+            check_url(url.strip(), allow_private=self.config.allow_private_urls,
+                      timeout=max(0.01, min(self.config.connect_timeout, deadline - start)))
+        except (Blocked, Unreachable) as error:
+            outcome = Outcome(value=None, errors=[error], latency_s=time.time() - start)
+            self.stats.attempt("policy", error)
+            self.stats.item(outcome)
+            return outcome
+        return None
 
     def summarize(self, page: PageText, goal: str, deadline: float | None = None) -> tuple[Focused, Outcome | None]:
         """Evidence and summary of ``page`` for ``goal``: by the model when one is configured,

@@ -16,6 +16,7 @@ from envs.arguments import ArgumentError, string_arg, string_list
 from envs.formatting import format_search, format_search_batch
 from envs.live.errors import NotFound
 from envs.live.manager import LiveWeb
+from envs.live.redact import scrub
 from envs.live.stats import Outcome
 from envs.tool import ToolResult
 from wiki_sim.focus import format_not_found, format_visit
@@ -51,6 +52,8 @@ VISIT_PARAMETERS = {
 
 def _metadata(tool: str, outcomes: list[Outcome], latency_s: float, degraded: list[str]) -> dict[str, Any]:
     sources = [o.source for o in outcomes if o.source]
+    failed = [o for o in outcomes if not o.ok]
+    degraded = [f"every source failed: {o.reasons()}" for o in failed] + degraded
     return {
         "tool": tool,
         "source": Counter(sources).most_common(1)[0][0] if sources else None,
@@ -66,6 +69,15 @@ def _metadata(tool: str, outcomes: list[Outcome], latency_s: float, degraded: li
         "failed_items": sum(not o.ok for o in outcomes),
         "errors": [str(e) for o in outcomes for e in o.errors],
     }
+
+
+def _result(text: str, ok: bool, metadata: dict[str, Any]) -> ToolResult:
+    """The tool's result, every API key (in every spelling) scrubbed from what the model and
+    ``info`` see: a provider may echo a request back."""
+    metadata = {k: ([scrub(x) for x in v] if isinstance(v, list) and v and isinstance(v[0], str) else v)
+                for k, v in metadata.items()}
+    error = "" if ok else scrub(metadata["degraded_reasons"][0] if metadata.get("degraded_reasons") else "")
+    return ToolResult(scrub(text), ok=ok, metadata=metadata, error=error)
 
 
 class _LiveTool:
@@ -108,8 +120,8 @@ class LiveSearchTool(_LiveTool):
                                   for q, o in zip(queries, outcomes))
         ok = all(o.ok for o in outcomes)
         latency = time.time() - start
-        self.web.stats.call(self.name, ok, False, latency)
-        return ToolResult(text, ok=ok, metadata=_metadata(self.name, outcomes, latency, []))
+        self.web.stats.call(self.name, ok, not ok, latency)
+        return _result(text, ok, _metadata(self.name, outcomes, latency, []))
 
     def _error(self, query: str, outcome: Outcome) -> str:
         return (f"The search for '{query}' failed: no search source could answer ({outcome.reasons()}). "
@@ -145,13 +157,13 @@ class LiveVisitTool(_LiveTool):
                 degraded.append(reason)
         ok = all(o.ok for o in reads)
         latency = time.time() - start
-        self.web.stats.call(self.name, ok, bool(degraded), latency)
+        self.web.stats.call(self.name, ok, bool(degraded) or not ok, latency)
         metadata = _metadata(self.name, reads, latency, degraded)
         metadata["retries"] += sum(o.retries for o in summaries)
-        metadata["summarizer"] = "model" if summaries and not degraded else "extractive"
+        metadata["summarizer"] = "model" if summaries and not any(not o.ok for o in summaries) else "extractive"
         metadata["summary_cache_hits"] = sum(o.ok and o.cache_hit for o in summaries)
         metadata["errors"] += [str(e) for o in summaries for e in o.errors]
-        return ToolResult(SEPARATOR.join(parts), ok=ok, metadata=metadata)
+        return _result(SEPARATOR.join(parts), ok, metadata)
 
     def _visit(self, url: str, goal: str) -> tuple[str, Outcome, Outcome | None, str]:
         deadline = time.time() + self.web.config.deadline_s

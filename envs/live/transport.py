@@ -1,16 +1,17 @@
 """HTTP for every adapter: the shared cache, the shared rate limiter, and errors mapped.
 
 A request goes through :meth:`Transport.request`: requests-cache answers it from the cache
-when it can; only on a miss does the mounted :class:`LimitedAdapter` take a slot from the
-limiter (so cache hits cost no quota) and send it. Transport errors become the taxonomy of
-:mod:`envs.live.errors`; status codes are mapped by :func:`check_status` (adapters refine it
+when it can; only on a miss does the mounted :class:`envs.live.connection.LimitedAdapter`
+take a slot from the limiter (so cache hits cost no quota) and send it, under a total
+deadline and with a cap on the decompressed body. Agent-chosen URLs (``guarded=True``) go
+through a second session whose connections refuse internal addresses. Transport errors
+become the taxonomy of :mod:`envs.live.errors`; status codes are mapped by :func:`check_status` (adapters refine it
 where a provider uses codes its own way).
 """
 
 from __future__ import annotations
 
 import email.utils
-import math
 import os
 import sqlite3
 import threading
@@ -19,35 +20,17 @@ import urllib.request
 from typing import Any
 
 import requests
-from requests.adapters import HTTPAdapter
+import urllib3.exceptions
 
+from envs.live.body import ACCEPT_ENCODING
 from envs.live.cache import cached_session, open_cache
 from envs.live.config import LiveConfig
-from envs.live.errors import AuthOrQuota, BadResponse, LiveError, NotFound, RateLimited, Retryable
+from envs.live.connection import LimitedAdapter, RequestContext, request_context
+from envs.live.errors import AuthOrQuota, BadResponse, LiveError, NotFound, RateLimited, Retryable, Unreachable
 from envs.live.limiter import RateLimiter
 from envs.live.redact import install_log_filter
 
-SOURCE_HEADER = "X-Websailor-Source"
-DEADLINE_HEADER = "X-Websailor-Deadline"
 DO_NOT_CACHE = 0x0D0E0200020704  # requests-cache's "skip the cache entirely" value
-# Request headers requests-cache adds for its own bookkeeping; the provider need not see them.
-_LOCAL_HEADERS = ("Cache-Control", "X-ACTUAL-NO-CACHE")
-
-
-class LimitedAdapter(HTTPAdapter):
-    """Sends a request only after the limiter grants its source a slot."""
-
-    def __init__(self, limiter: RateLimiter):
-        super().__init__(max_retries=0)  # retries are ours, counted and bounded by the deadline
-        self.limiter = limiter
-
-    def send(self, request, **kwargs):
-        source = request.headers.pop(SOURCE_HEADER, "direct")
-        deadline = float(request.headers.pop(DEADLINE_HEADER, "inf"))
-        for name in _LOCAL_HEADERS:
-            request.headers.pop(name, None)
-        self.limiter.acquire(source, None if math.isinf(deadline) else deadline)
-        return super().send(request, **kwargs)
 
 
 class Transport:
@@ -57,17 +40,20 @@ class Transport:
         install_log_filter()
         self.config = config
         self.limiter = limiter
-        self.cache = open_cache(config.resolved_cache_path()) if config.cache else None
+        self.cache = open_cache(config.resolved_cache_path(), config.max_page_bytes) if config.cache else None
         self._local = threading.local()
         self._pid = os.getpid()
 
-    def session(self) -> requests.Session:
-        """This thread's session (requests' sessions are not promised to be thread-safe)."""
+    def session(self, guarded: bool = False) -> requests.Session:
+        """This thread's session (requests' sessions are not promised to be thread-safe);
+        ``guarded``: the one for agent-chosen URLs, whose connections refuse internal
+        addresses unless ``allow_private_urls``."""
         if self._pid != os.getpid():  # forked: an SQLite connection must not cross a fork
             self._pid, self._local = os.getpid(), threading.local()
             if self.cache is not None:
-                self.cache = open_cache(self.config.resolved_cache_path())
-        session = getattr(self._local, "session", None)
+                self.cache = open_cache(self.config.resolved_cache_path(), self.config.max_page_bytes)
+        name = "page_session" if guarded else "session"
+        session = getattr(self._local, name, None)
         if session is None:
             session = cached_session(self.cache) if self.cache is not None else requests.Session()
             # requests re-reads the proxy variables (and ~/.netrc) on every request when
@@ -75,29 +61,34 @@ class Transport:
             # there is nothing to honour, so it is switched off.
             session.trust_env = self.config.trust_env and bool(urllib.request.getproxies_environment())
             session.headers["User-Agent"] = self.config.user_agent
-            adapter = LimitedAdapter(self.limiter)
+            session.headers["Accept-Encoding"] = ACCEPT_ENCODING  # only what the capped reader inflates
+            adapter = LimitedAdapter(self.limiter, guard=guarded and not self.config.allow_private_urls,
+                                     max_bytes=self.config.max_page_bytes)
             session.mount("http://", adapter)
             session.mount("https://", adapter)
-            self._local.session = session
+            setattr(self._local, name, session)
         return session
 
     def request(self, source: str, method: str, url: str, *, deadline: float, timeout_key: str | None = None,
-                **kwargs: Any) -> requests.Response:
+                guarded: bool = False, **kwargs: Any) -> requests.Response:
         """Send (or answer from the cache) one request for ``source``; raise a LiveError on
-        a transport failure. The status code is not checked here."""
+        a transport failure. The status code is not checked here. ``deadline`` bounds the
+        whole request (connecting, waiting, reading); the body is capped at
+        ``max_page_bytes`` decompressed (TooLarge). ``guarded``: ``url`` is agent-chosen
+        (see :mod:`envs.live.netpolicy`); pass ``allow_redirects=False`` and check each hop."""
         remaining = deadline - time.time()
         if remaining <= 0:
             raise Retryable(source, "deadline reached before the request could be sent")
         read = min(self.config.timeouts.get(timeout_key or source, 30.0), remaining)
         headers = dict(kwargs.pop("headers", None) or {})
-        headers[SOURCE_HEADER] = source
-        headers[DEADLINE_HEADER] = repr(deadline)
         if self.cache is not None:
             expiry = self.config.cache_expiry.get(source, -1)
             kwargs["expire_after"] = DO_NOT_CACHE if expiry == 0 else (-1 if expiry < 0 else int(expiry))
+        context = RequestContext(source=source, deadline=deadline, max_bytes=self.config.max_page_bytes)
         try:
-            return self.session().request(method, url, headers=headers,
-                                          timeout=(min(self.config.connect_timeout, remaining), read), **kwargs)
+            with request_context(context):
+                return self.session(guarded).request(
+                    method, url, headers=headers, timeout=(min(self.config.connect_timeout, remaining), read), **kwargs)
         except LiveError:
             raise
         except requests.Timeout:
@@ -105,6 +96,8 @@ class Transport:
         except (requests.exceptions.ChunkedEncodingError, requests.exceptions.ContentDecodingError):
             raise Retryable(source, "the reply was cut off (truncated body)") from None
         except requests.ConnectionError as e:
+            if _is_name_resolution(e):  # no network or no such host: a retry in a second fails too
+                raise Unreachable(source, f"connection failed ({_reason(e)})") from None
             raise Retryable(source, f"connection failed ({_reason(e)})") from None
         except (requests.exceptions.InvalidURL, requests.exceptions.MissingSchema,
                 requests.exceptions.InvalidSchema) as e:
@@ -124,16 +117,28 @@ class Transport:
                 pass  # it expires on its own; the next miss overwrites it
 
     def close(self) -> None:
-        session = getattr(self._local, "session", None)
-        if session is not None:
-            session.close()
-            self._local.session = None
+        for name in ("session", "page_session"):
+            session = getattr(self._local, name, None)
+            if session is not None:
+                session.close()
+                setattr(self._local, name, None)
+
+
+def _is_name_resolution(error: Exception) -> bool:
+    seen = 0
+    while error is not None and seen < 8:
+        if isinstance(error, urllib3.exceptions.NameResolutionError):
+            return True
+        error = error.args[0] if error.args and isinstance(error.args[0], Exception) else error.__context__
+        seen += 1
+    return False
 
 
 def _reason(error: Exception) -> str:
     text = str(error)
     for marker in ("Connection reset", "Connection refused", "Connection aborted", "RemoteDisconnected",
-                   "Name or service not known", "timed out"):
+                   "Name or service not known", "Temporary failure in name resolution", "No address associated",
+                   "timed out"):
         if marker in text:
             return marker
     return type(error).__name__

@@ -2,24 +2,31 @@
 by pypdf.
 
 Each has ``name``/``provider``, ``available()`` and ``read(url, deadline) -> Reply[PageText]``.
+The URL is the agent's: :meth:`envs.live.manager.LiveWeb.read` checks it against the network
+policy (:mod:`envs.live.netpolicy`) before any reader runs, and the direct reader follows
+redirects itself, checking every hop, over connections that refuse internal addresses.
 """
 
 from __future__ import annotations
 
 import io
 import re
-from urllib.parse import urlsplit
+import time
+from urllib.parse import urljoin, urlsplit
 
 import requests
 
 from envs.live.adapters.base import PageText, Reply, from_cache
 from envs.live.config import LiveConfig
 from envs.live.errors import AuthOrQuota, BadResponse, NotFound, RateLimited, Retryable
+from envs.live.netpolicy import check_url
 from envs.live.transport import Transport, check_status, retry_after
 
 _TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.I | re.S)
 _JINA_HEADER = re.compile(r"^(Title|URL Source|Published Time|Warning):\s*(.*)$")
 _TARGET_ERROR = re.compile(r"Target URL returned error (\d{3})")
+_REDIRECTS = (301, 302, 303, 307, 308)
+INSTALL_HINT = "pip install 'websailor-gym[live]'"
 
 
 def _web_url(source: str, url: str) -> str:
@@ -118,9 +125,7 @@ class DirectReader:
 
     def read(self, url: str, deadline: float) -> Reply[PageText]:
         url = _web_url(self.name, url)
-        response = self.transport.request(
-            self.provider, "GET", url, deadline=deadline,
-            headers={"Accept": "text/html,application/xhtml+xml,application/pdf;q=0.9,text/plain;q=0.8,*/*;q=0.5"})
+        response = self._fetch(url, deadline)
         code = response.status_code
         if code in (401, 403, 451):  # this site refuses us; not a problem with the source as a whole
             raise NotFound(self.name, f"the site refused access (HTTP {code})", status=code)
@@ -133,9 +138,9 @@ class DirectReader:
             if ctype == "application/pdf" or body[:5] == b"%PDF-":
                 title, text = self._pdf(body)
             elif ctype in ("text/html", "application/xhtml+xml") or body.lstrip()[:1] == b"<":
-                title, text = self._html(body[: self.config.max_page_bytes], url)
-            elif ctype.startswith("text/") or ctype in ("application/json", "") :
-                title, text = "", response.text[: self.config.max_page_bytes]
+                title, text = self._html(body, url)
+            elif ctype.startswith("text/") or ctype in ("application/json", ""):
+                title, text = "", response.text
             else:
                 raise _unusable(self.name, f"cannot read content of type {ctype!r}")
         except (BadResponse, NotFound):
@@ -146,8 +151,29 @@ class DirectReader:
             raise _unusable(self.name, "no readable text on the page")
         return Reply(PageText(url, title, text.strip()), from_cache(response))
 
+    def _fetch(self, url: str, deadline: float):
+        """GET ``url``, following up to ``max_redirects`` redirects itself: every hop is
+        checked by the network policy, and connections refuse internal addresses."""
+        headers = {"Accept": "text/html,application/xhtml+xml,application/pdf;q=0.9,text/plain;q=0.8,*/*;q=0.5"}
+        first = True
+        for _ in range(self.config.max_redirects + 1):
+            if not first:  # the first URL was checked by LiveWeb.read
+                check_url(url, allow_private=self.config.allow_private_urls, source=self.name,
+                          timeout=max(0.01, min(self.config.connect_timeout, deadline - time.time())))
+            response = self.transport.request(self.provider, "GET", url, deadline=deadline, headers=headers,
+                                              guarded=True, allow_redirects=False)
+            location = response.headers.get("Location")
+            if response.status_code not in _REDIRECTS or not location:
+                return response
+            url, first = urljoin(url, location.strip()), False
+        raise NotFound(self.name, f"more than {self.config.max_redirects} redirects (max_redirects)")
+
     def _html(self, body: bytes, url: str) -> tuple[str, str]:
-        import trafilatura
+        try:
+            import trafilatura
+        except ImportError:
+            raise _unusable(self.name, "reading HTML pages needs trafilatura, which is not installed: "
+                                       f"pip install trafilatura lxml_html_clean (or {INSTALL_HINT})") from None
 
         html = body.decode("utf-8", errors="replace")
         text = trafilatura.extract(html, url=url, output_format="markdown", include_tables=True,
@@ -157,8 +183,12 @@ class DirectReader:
         return title, text
 
     def _pdf(self, body: bytes) -> tuple[str, str]:
-        from pypdf import PdfReader
-        from pypdf.errors import PyPdfError
+        try:
+            from pypdf import PdfReader
+            from pypdf.errors import PyPdfError
+        except ImportError:
+            raise _unusable(self.name, f"reading PDFs needs pypdf, which is not installed: pip install pypdf "
+                                       f"(or {INSTALL_HINT})") from None
 
         if len(body) > self.config.max_page_bytes:
             raise _unusable(self.name, f"PDF larger than {self.config.max_page_bytes} bytes")

@@ -18,6 +18,6 @@ def config_for(web: FakeWeb, tmp_path, **overrides) -> LiveConfig:
                   limiter_dir=str(tmp_path / "limits"), qps=dict(FAST),
                   timeouts={p: 0.5 for p in FAST}, connect_timeout=0.5, deadline_s=5.0,
                   backoff_initial=0.01, backoff_max=0.05, backoff_jitter=0.01, retry_after_max=2.0,
-                  read_env=False)
+                  read_env=False, allow_private_urls=True)
     fields.update(overrides)
     return LiveConfig(**fields)
