@@ -169,13 +169,15 @@ class LimitedAdapter(HTTPAdapter):
         try:
             response = super().send(request, **kwargs)
             _read_body(response, context)
+            if context.expired:  # the cut socket can look like an orderly end of the headers or body
+                response.close()
+                raise _past_deadline(context)
             return response
         except LiveError:
             raise
         except (requests.RequestException, urllib3.exceptions.HTTPError, OSError) as error:
             if context.expired:
-                raise Retryable(context.source, "no complete reply before the deadline "
-                                                "(the whole request, not one read, is timed)") from None
+                raise _past_deadline(context) from None
             if isinstance(error, requests.RequestException):
                 raise
             if isinstance(error, (urllib3.exceptions.ReadTimeoutError, TimeoutError, socket.timeout)):
@@ -186,6 +188,11 @@ class LimitedAdapter(HTTPAdapter):
                 timer.cancel()
             with context.lock:
                 context.sockets.clear()
+
+
+def _past_deadline(context: RequestContext) -> Retryable:
+    return Retryable(context.source, "no complete reply before the deadline (the whole request is timed, "
+                                     "not each read)")
 
 
 def _read_body(response: requests.Response, context: RequestContext) -> None:

@@ -10,7 +10,11 @@ serves, under path prefixes that are the adapters' base URLs,
 - ``/pages/<slug>`` (HTML), ``/pages/<slug>.pdf``, ``/pages/<slug>.txt`` for direct fetch,
 - ``/openai/v1/chat/completions`` (an extractive "model" that answers in the visit JSON),
 
-over a small deterministic corpus, every provider ranking the same documents the same way.
+over a small deterministic corpus, every provider ranking the same documents the same way,
+and hostile pages under ``/hostile/`` (:mod:`envs.live.hostile`: a decompression bomb, huge
+and dribbling bodies, redirects, a request echo). With ``echo=True`` the search providers
+and the reader echo each request (headers, fully percent-encoded query, a base64 credential)
+in their replies, as a careless provider does.
 Faults are injected per provider, scripted (:meth:`FaultPlan.fail_next`), permanent
 (:meth:`FaultPlan.always`) or random at a rate (:meth:`FaultPlan.random`). Every request is
 logged with its arrival time, so a test can measure request rates at the server.
@@ -18,6 +22,7 @@ logged with its arrival time, so a test can measure request rates at the server.
 
 from __future__ import annotations
 
+import base64
 import json
 import random
 import re
@@ -31,12 +36,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Literal
 from urllib.parse import parse_qs, urlsplit
 
+from envs.live.hostile import HostileRoutes
+
 Fault = Literal["429", "429_retry_after", "500", "503", "reset", "timeout", "slow", "malformed_json",
                 "truncated", "html_error", "auth", "quota"]
 FAULTS: tuple[str, ...] = ("429", "429_retry_after", "500", "503", "reset", "timeout", "slow", "malformed_json",
                            "truncated", "html_error", "auth", "quota")
 PROVIDER_PREFIXES = {"serper": "serper", "serpapi": "serpapi", "wikipedia": "wikipedia", "jina": "jina",
-                     "pages": "direct", "openai": "summarizer"}
+                     "pages": "direct", "openai": "summarizer", "hostile": "hostile"}
 _WORD = re.compile(r"\w+")
 _SYLLABLES = ["var", "nel", "tor", "mi", "sa", "ka", "lin", "dro", "ve", "pha", "qu", "ren", "bo", "zel", "ith", "ora"]
 _KINDS = ["Observatory", "Bridge", "Abbey", "Railway", "Museum", "Lighthouse", "Academy", "Canal"]
@@ -174,12 +181,17 @@ class FakeWeb:
     """The fake providers on ``http://127.0.0.1:<port>``; use as a context manager."""
 
     def __init__(self, corpus: list[FakeDoc] | None = None, keys: dict[str, str] | None = None, *,
-                 retry_after: str = "1", slow_s: float = 0.1, timeout_s: float = 3.0, seed: int = 0):
+                 retry_after: str = "1", slow_s: float = 0.1, timeout_s: float = 3.0, seed: int = 0,
+                 host: str = "127.0.0.1", echo: bool = False):
         self.docs = corpus or default_corpus()
         self.by_slug = {d.slug: d for d in self.docs}
         self.keys = dict(keys or {})
         self.retry_after, self.slow_s, self.timeout_s = retry_after, slow_s, timeout_s
         self.faults = FaultPlan(seed)
+        self.host = host
+        """Loopback address to listen on (``127.0.0.2`` makes a second, "internal" server)."""
+        self.echo = echo
+        """Search providers and the reader echo each request in their replies."""
         self.canned: dict[str, list[dict]] = {}
         """Serper ``organic`` lists to answer for given queries instead of the corpus ranking."""
         self._log: list[tuple[float, str, str | None, str]] = []
@@ -191,7 +203,7 @@ class FakeWeb:
 
     def start(self) -> "FakeWeb":
         handler = type("Handler", (_Handler,), {"web": self})
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.server = ThreadingHTTPServer((self.host, 0), handler)
         self.server.daemon_threads = True
         self.server.request_queue_size = 128
         threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
@@ -212,7 +224,7 @@ class FakeWeb:
     @property
     def url(self) -> str:
         assert self.server is not None, "FakeWeb.start() first"
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
+        return f"http://{self.host}:{self.server.server_address[1]}"
 
     def base_urls(self) -> dict[str, str]:
         """``LiveConfig.base_urls`` pointing every provider here."""
@@ -257,7 +269,7 @@ class FakeWeb:
             self._log.clear()
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(HostileRoutes, BaseHTTPRequestHandler):
     web: FakeWeb
     protocol_version = "HTTP/1.1"
 
@@ -386,6 +398,10 @@ class _Handler(BaseHTTPRequestHandler):
                         "publicationInfo": f"{d.founder} - Journal of {d.title.split()[-1]}s, {d.year}",
                         "snippet": self.web.snippet(d, query), "year": d.year, "citedBy": 3 * i + 1,
                         "pdfUrl": self.web.page_url(d.slug, ".pdf")} for i, d in enumerate(docs)]
+        if self.web.echo:
+            organic = [{"title": "Request echo", "link": f"{self.web.url}/hostile/echo",
+                        "snippet": f"You sent {json.dumps(dict(self.headers))} {self.body.decode('utf-8', 'replace')}"}
+                       ] + organic
         self._json(200, {"searchParameters": {"q": query, "type": parts.path.rsplit("/", 1)[1], "num": k},
                          "organic": organic, "credits": 1})
 
@@ -401,7 +417,10 @@ class _Handler(BaseHTTPRequestHandler):
             return self._json(200, {"search_metadata": {"status": "Success"},
                                     "error": "Google hasn't returned any results for this query."})
         if params["engine"] == "google":
-            results = [{"position": i + 1, "title": d.title, "link": self.web.page_url(d.slug),
+            results = [{"position": 0, "title": "Request echo", "link": f"{self.web.url}/hostile/echo",
+                        "snippet": "You asked for " + "".join(f"%{b:02X}" for b in self.path.encode())}
+                       ] if self.web.echo else []
+            results += [{"position": i + 1, "title": d.title, "link": self.web.page_url(d.slug),
                         "snippet": self.web.snippet(d, query)} for i, d in enumerate(docs)]
         else:
             results = [{"position": i, "title": d.title, "link": self.web.page_url(d.slug),
@@ -452,10 +471,14 @@ class _Handler(BaseHTTPRequestHandler):
         if doc is None:
             return self._json(422, {"data": None, "code": 422, "name": "AssertionFailureError", "status": 42206,
                                     "message": f"Failed to goto {target}: net::ERR_NAME_NOT_RESOLVED"})
+        content = doc.markdown()
+        if self.web.echo:
+            basic = base64.b64encode(f"reader:{auth or ''}".encode()).decode()
+            content += f"\n\nYou sent Authorization: {auth}; forwarded as Proxy-Authorization: Basic {basic}"
         if "application/json" in self.headers.get("Accept", ""):
             return self._json(200, {"code": 200, "status": 20000, "data": {
-                "title": doc.title, "url": target, "content": doc.markdown(), "usage": {"tokens": 120}}})
-        self._send(200, f"Title: {doc.title}\n\nURL Source: {target}\n\nMarkdown Content:\n{doc.markdown()}",
+                "title": doc.title, "url": target, "content": content, "usage": {"tokens": 120}}})
+        self._send(200, f"Title: {doc.title}\n\nURL Source: {target}\n\nMarkdown Content:\n{content}",
                    "text/plain; charset=utf-8")
 
     def _direct(self, method: str, parts) -> None:
