@@ -177,6 +177,14 @@ class FaultPlan:
         return None
 
 
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request, client_address):  # a client that hung up is not news
+        import sys
+
+        if not isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+            super().handle_error(request, client_address)
+
+
 class FakeWeb:
     """The fake providers on ``http://127.0.0.1:<port>``; use as a context manager."""
 
@@ -203,7 +211,7 @@ class FakeWeb:
 
     def start(self) -> "FakeWeb":
         handler = type("Handler", (_Handler,), {"web": self})
-        self.server = ThreadingHTTPServer((self.host, 0), handler)
+        self.server = _QuietServer((self.host, 0), handler)
         self.server.daemon_threads = True
         self.server.request_queue_size = 128
         threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
