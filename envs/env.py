@@ -232,6 +232,7 @@ class ResearchEnv(gym.Env[str, str]):
             "task_id": self._task.id, "turn": self._turns, "num_tool_calls": self._num_tool_calls,
             "format_ok": turn.strict, "format_problems": list(turn.problems),
             "tool_name": "", "tool_ok": False, "tool_latency_s": 0.0, "tool_error": "", "tool_metadata": {},
+            "tool_data": {},
             "is_correct": False, "answer": "", "answer_score": 0.0, "termination": "", "final_turn": False,
             "transcript_tokens": self._tokens, "transcript_messages": len(self._messages),
         }
@@ -292,6 +293,7 @@ class ResearchEnv(gym.Env[str, str]):
             return f"Error: the {tool.name} tool returned no usable output."
         info["tool_ok"] = bool(result.ok)
         info["tool_metadata"] = dict(result.metadata or {})
+        info["tool_data"] = dict(getattr(result, "data", None) or {})  # structured: hits, visited pages
         if not result.ok:  # say why in info too, not only to the model
             reason = getattr(result, "error", "") or str(result.text).strip().split("\n", 1)[0]
             info["tool_error"] = reason[:_ERROR_CHARS]

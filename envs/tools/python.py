@@ -15,7 +15,7 @@ import re
 from typing import Any
 
 from envs.sandbox import Sandbox, SandboxConfig, SandboxUnavailableError
-from envs.tool import ToolResult
+from envs.tools.base import ToolResult
 
 _CODE_TAG = re.compile(r"<code>\s*\n?(.*?)(?:</code>|\Z)", re.DOTALL)
 _FENCE = re.compile(r"\A\s*```[ \t]*(?:python|py|python3)?[ \t]*\n(.*?)\n?```\s*\Z", re.DOTALL | re.IGNORECASE)
@@ -92,10 +92,12 @@ class PythonTool:
             )
         except ValueError as exc:
             return ToolResult(text=f"[python] {exc}", ok=False, metadata={"status": "bad_arguments"})
+        metadata = result.metadata()
         return ToolResult(
             text=result.format(),
             ok=result.ok,
-            metadata={**result.metadata(), "mode": self.config.mode},
+            metadata={**metadata, "mode": self.config.mode},
+            data={k: metadata[k] for k in ("status", "exit_code", "timed_out")},
         )
 
 

@@ -74,7 +74,7 @@ def test_keyless_env_and_tools_by_name(fakeweb, tmp_path):
         assert info["tool_metadata"]["source"] == "wikipedia" and "https://en.wikipedia.org/wiki/" in obs
     finally:
         env.close()
-    with pytest.raises(ValueError, match="unknown live tool 'browse'"):
+    with pytest.raises(ValueError, match="unknown tool name 'browse'"):
         gym.make("websailor/LiveWeb-v0", tasks=_tasks(fakeweb), config=cfg, tools=["browse"])
 
 
