@@ -45,6 +45,10 @@ COMMANDS: dict[str, dict[str, Command]] = {
         "derive-tasks": Command("envs.cli", "DeriveTasksConfig", "run_derive_tasks",
                                 "derive title-lookup tasks from a built simulator"),
     },
+    "eval": {
+        "run": Command("trainers.eval", "EvalConfig", "run_eval",
+                       "pass@1/pass@k of a policy on a task file, per-task results, optional budget sweep (PNG)"),
+    },
 }
 
 
