@@ -1,7 +1,8 @@
 """The HTTP adapter under every live request: a limiter slot, a total deadline, a capped body,
 and (for agent-chosen URLs) connections that refuse internal addresses.
 
-- **Deadline**: a timer shuts the request's socket down when the request's deadline passes,
+- **Deadline**: a watchdog (one thread per process, :class:`Watchdog`) shuts the request's
+  socket down when the request's deadline passes,
   whatever phase it is in (connecting, waiting for headers, a body dribbled a byte at a time);
   a socket timeout alone bounds only each read.
 - **Capped body**: the body is read here, before requests or requests-cache can see it, with
@@ -19,7 +20,10 @@ itself keep them.
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import math
+import os
 import socket
 import threading
 import time
@@ -72,6 +76,57 @@ class RequestContext:
             expired = self.expired
         if expired:
             self.expire()
+
+
+class Watchdog:
+    """Expires request contexts at their deadlines, from one daemon thread per process (a
+    timer thread per request would cost a thread start on every network request)."""
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[float, int, RequestContext]] = []
+        self._live: set[int] = set()
+        self._ids = itertools.count()
+        self._cond = threading.Condition()
+        self._pid: int | None = None
+
+    def watch(self, context: RequestContext) -> int:
+        """Expire ``context`` at its deadline unless :meth:`cancel` comes first."""
+        with self._cond:
+            if self._pid != os.getpid():  # first use, or a forked child: threads do not survive a fork
+                self._pid, self._heap, self._live = os.getpid(), [], set()
+                threading.Thread(target=self._run, name="websailor-http-watchdog", daemon=True).start()
+            token = next(self._ids)
+            heapq.heappush(self._heap, (context.deadline, token, context))
+            self._live.add(token)
+            self._cond.notify()
+        return token
+
+    def cancel(self, token: int) -> None:
+        with self._cond:
+            self._live.discard(token)
+
+    def _run(self) -> None:
+        pid = os.getpid()
+        while True:
+            with self._cond:
+                if self._pid != pid:
+                    return
+                while self._heap and self._heap[0][1] not in self._live:
+                    heapq.heappop(self._heap)  # finished in time
+                if not self._heap:
+                    self._cond.wait()
+                    continue
+                deadline, token, context = self._heap[0]
+                wait = deadline - time.time()
+                if wait > 0:
+                    self._cond.wait(wait)
+                    continue
+                heapq.heappop(self._heap)
+                self._live.discard(token)
+            context.expire()
+
+
+WATCHDOG = Watchdog()
 
 
 @contextmanager
@@ -161,11 +216,7 @@ class LimitedAdapter(HTTPAdapter):
         for name in _LOCAL_HEADERS:
             request.headers.pop(name, None)
         self.limiter.acquire(context.source, None if math.isinf(context.deadline) else context.deadline)
-        timer = None
-        if not math.isinf(context.deadline):
-            timer = threading.Timer(max(0.0, context.deadline - time.time()), context.expire)
-            timer.daemon = True
-            timer.start()
+        token = None if math.isinf(context.deadline) else WATCHDOG.watch(context)
         try:
             response = super().send(request, **kwargs)
             _read_body(response, context)
@@ -184,8 +235,8 @@ class LimitedAdapter(HTTPAdapter):
                 raise Retryable(context.source, "timed out reading the reply") from None
             raise Retryable(context.source, f"the reply was cut off ({type(error).__name__})") from None
         finally:
-            if timer is not None:
-                timer.cancel()
+            if token is not None:
+                WATCHDOG.cancel(token)
             with context.lock:
                 context.sockets.clear()
 
