@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import json
 import multiprocessing as mp
-import sqlite3
 import tempfile
 import time
 from pathlib import Path

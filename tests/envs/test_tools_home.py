@@ -11,8 +11,15 @@ from envs.tools import build_tools, make_tool, tool_schema
 from envs.tools.search import SEARCH_PARAMETERS
 from envs.tools.visit import VISIT_PARAMETERS
 from tests.envs.conftest import TASKS
-from tests.envs.live.conftest import fakeweb  # noqa: F401  (the fake providers on loopback)
-from tests.envs.live.support import config_for
+from envs.live.fakeweb import FakeWeb
+from tests.envs.live.support import KEYS, config_for
+
+
+@pytest.fixture
+def fakeweb():
+    """The fake live providers on loopback."""
+    with FakeWeb(keys=KEYS) as web:
+        yield web
 
 
 def test_both_environments_describe_each_tool_identically(mini_wiki, fakeweb, tmp_path):
