@@ -9,10 +9,11 @@ A key travels in more than one spelling, and a provider that echoes its request 
 them all: literally (a header), percent-encoded, wholly or in part, once or twice (a query
 parameter; ``%2D`` for ``-`` is as valid as ``-``), and base64-encoded inside an
 ``Authorization: Basic`` value (``base64("user:KEY")``, where the key starts at any byte
-offset). :func:`secret_patterns` matches every one of these: the key with each character
-optionally percent-encoded, and the stable middle of its base64 encoding at each of the
-three alignments (standard and URL-safe alphabets), so the key is found inside any base64
-blob.
+offset). :func:`secret_spellings` lists what is looked for: the key itself and the stable
+middle of its base64 encoding at each of the three alignments (standard and URL-safe
+alphabets), replaced as plain substrings, so the key is found inside any base64 blob; and
+one regular expression with each character of the key optionally percent-encoded, run only
+on text that holds a ``%`` (so scrubbing stays a few plain substring searches).
 """
 
 from __future__ import annotations
@@ -32,8 +33,10 @@ _BEARER = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]+")
 
 _lock = threading.Lock()
 _secrets: tuple[str, ...] = ()
-_patterns: tuple[re.Pattern, ...] = ()
-_byte_patterns: tuple[re.Pattern, ...] = ()
+_literals: tuple[str, ...] = ()
+_byte_literals: tuple[bytes, ...] = ()
+_percent: re.Pattern | None = None
+_byte_percent: re.Pattern | None = None
 
 
 def _hex(byte: int) -> str:
@@ -61,29 +64,35 @@ def _base64_cores(secret: str) -> list[str]:
     return cores
 
 
-def secret_patterns(secret: str) -> list[str]:
-    """Regular expressions (text) matching ``secret`` in every spelling named above."""
-    patterns = [_percent_pattern(secret)]
+def secret_spellings(secret: str) -> tuple[list[str], str]:
+    """The plain spellings of ``secret`` (itself, its base64 cores) and the regular
+    expression of its percent-encoded spellings."""
+    literals = [secret]
     for core in _base64_cores(secret):
-        patterns.append(re.escape(core))
+        literals.append(core)
         urlsafe = core.replace("+", "-").replace("/", "_")
         if urlsafe != core:
-            patterns.append(re.escape(urlsafe))
-    return patterns
+            literals.append(urlsafe)
+    return literals, _percent_pattern(secret)
 
 
 def register_secret(value: str | None) -> None:
     """Remember ``value`` as a secret to scrub everywhere (ignored if empty or very short)."""
-    global _secrets, _patterns, _byte_patterns
+    global _secrets, _literals, _byte_literals, _percent, _byte_percent
     if not value or len(value) < 4:
         return
     with _lock:
         if value not in _secrets:
             # Longest first, so a key that contains another is replaced whole.
             _secrets = tuple(sorted({*_secrets, value}, key=len, reverse=True))
-            texts = [p for secret in _secrets for p in secret_patterns(secret)]
-            _patterns = tuple(re.compile(t) for t in texts)
-            _byte_patterns = tuple(re.compile(t.encode()) for t in texts)
+            spellings = [secret_spellings(secret) for secret in _secrets]
+            literals = sorted({lit for lits, _ in spellings for lit in lits}, key=len, reverse=True)
+            # The lookahead lets the engine skip, in one set test, every position where no key
+            # (or percent-escape) can start: about 3x faster than the bare alternation.
+            starts = "".join(sorted({re.escape(secret[0]) for secret in _secrets}))
+            percent = f"(?=[{starts}%])(?:" + "|".join(pattern for _, pattern in spellings) + ")"
+            _literals, _byte_literals = tuple(literals), tuple(lit.encode() for lit in literals)
+            _percent, _byte_percent = re.compile(percent), re.compile(percent.encode())
 
 
 def secrets() -> tuple[str, ...]:
@@ -117,9 +126,13 @@ def scrub_value(value: Any) -> Any:
     if isinstance(value, str):
         return _scrub_str(value)
     if isinstance(value, (bytes, bytearray)):
-        for pattern in _byte_patterns:
-            value = pattern.sub(REDACTED.encode(), value)
-        return bytes(value)
+        value = bytes(value)
+        for literal in _byte_literals:
+            if literal in value:
+                value = value.replace(literal, REDACTED.encode())
+        if _byte_percent is not None and b"%" in value:
+            value = _byte_percent.sub(REDACTED.encode(), value)
+        return value
     if isinstance(value, dict):
         return {k: scrub_value(v) for k, v in value.items()}
     if isinstance(value, list):
@@ -130,8 +143,11 @@ def scrub_value(value: Any) -> Any:
 
 
 def _scrub_str(text: str) -> str:
-    for pattern in _patterns:
-        text = pattern.sub(REDACTED, text)
+    for literal in _literals:
+        if literal in text:
+            text = text.replace(literal, REDACTED)
+    if _percent is not None and "%" in text:
+        text = _percent.sub(REDACTED, text)
     return text
 
 
