@@ -21,7 +21,6 @@ user namespace).
 
 from __future__ import annotations
 
-import errno
 import functools
 import math
 import os
@@ -31,7 +30,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from envs.sandbox.config import SandboxConfig, SandboxUnavailableError
+from envs.sandbox.config import SandboxConfig, SandboxUnavailableError, descriptor_advice, out_of_descriptors
 from envs.sandbox.paths import interpreter_binds
 
 MIN_BWRAP_VERSION = (0, 8, 0)  # --disable-userns (0.8.0) and --size (0.7.0)
@@ -97,11 +96,8 @@ def bwrap_version(path: str) -> tuple[int, ...]:
     try:
         out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=10, env={}).stdout
     except OSError as exc:
-        if exc.errno in (errno.EMFILE, errno.ENFILE):  # not an old bubblewrap: say what is wrong
-            raise SandboxUnavailableError(
-                f"could not run {path}: {exc.strerror} (this process may open "
-                f"{resource.getrlimit(resource.RLIMIT_NOFILE)[0]} files): raise the limit (`ulimit -n`) "
-                f"or close descriptors") from exc
+        if out_of_descriptors(exc):  # not an old bubblewrap: say what is wrong
+            raise SandboxUnavailableError(descriptor_advice(f"could not run {path}", exc)) from exc
         return (0,)
     except subprocess.SubprocessError:
         return (0,)

@@ -10,6 +10,8 @@ trusted code on machines without user namespaces, and is only ever used when nam
 
 from __future__ import annotations
 
+import errno
+import resource
 from dataclasses import dataclass
 from typing import Literal
 
@@ -22,6 +24,17 @@ class SandboxUnavailableError(OSError):
 
     The message says what to install or enable.
     """
+
+
+def out_of_descriptors(exc: OSError) -> bool:
+    return exc.errno in (errno.EMFILE, errno.ENFILE)
+
+
+def descriptor_advice(what: str, exc: OSError) -> str:
+    """What to say when the sandbox cannot start for lack of file descriptors (not namespaces)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return (f"{what}: {exc.strerror} (this process may open {soft} files, at most {hard}): raise the "
+            f"limit (`ulimit -n`) or close descriptors; user namespaces are not the problem")
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ import struct
 import subprocess
 from pathlib import Path
 
-from envs.sandbox.config import SandboxUnavailableError
+from envs.sandbox.config import SandboxUnavailableError, descriptor_advice, out_of_descriptors
 
 _PROBE = r"""
 import importlib, json, os, sys
@@ -91,7 +91,14 @@ def interpreter_binds(python: str, prlimit: str) -> tuple[tuple[str, str], ...]:
         done = subprocess.run([python, "-I", "-c", _PROBE], capture_output=True, text=True, timeout=60,
                               env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"})
         info = json.loads(done.stdout)
-    except (OSError, subprocess.SubprocessError, ValueError) as exc:
+    except OSError as exc:
+        if out_of_descriptors(exc):
+            raise SandboxUnavailableError(descriptor_advice(f"could not run {python}", exc)) from None
+        raise SandboxUnavailableError(
+            f"could not ask the sandbox's interpreter {python} for its paths ({exc}): SandboxConfig.python must "
+            f"be a working Python 3 on this host (`apt-get install python3`)"
+        ) from None
+    except (subprocess.SubprocessError, ValueError) as exc:
         raise SandboxUnavailableError(
             f"could not ask the sandbox's interpreter {python} for its paths ({exc}): SandboxConfig.python must "
             f"be a working Python 3 on this host (`apt-get install python3`)"

@@ -11,9 +11,7 @@ Executions may run concurrently from several threads.
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
-import resource
 import re
 import subprocess
 import tempfile
@@ -31,7 +29,7 @@ from envs.sandbox.bwrap import (
     locate_bwrap,
     locate_prlimit,
 )
-from envs.sandbox.config import SandboxConfig, SandboxUnavailableError
+from envs.sandbox.config import SandboxConfig, SandboxUnavailableError, descriptor_advice, out_of_descriptors
 from envs.sandbox.process import (
     Reaper,
     StatusPipe,
@@ -120,8 +118,8 @@ def _run_bwrap(code: str, cfg: SandboxConfig, bwrap: str, prlimit: str) -> Execu
                 _memfd(name, data, fds)
             status_r, fds["status"] = os.pipe()
         except OSError as exc:
-            if exc.errno in (errno.EMFILE, errno.ENFILE):
-                raise SandboxUnavailableError(_fd_advice(exc)) from exc
+            if out_of_descriptors(exc):
+                raise SandboxUnavailableError(descriptor_advice("the sandbox could not start", exc)) from exc
             raise
         guard = make_guard(cfg)
         as_root = os.geteuid() == 0
@@ -153,12 +151,6 @@ def _run_bwrap(code: str, cfg: SandboxConfig, bwrap: str, prlimit: str) -> Execu
     return result
 
 
-def _fd_advice(exc: OSError) -> str:
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    return (f"the sandbox could not start: {exc.strerror} (this process may open {soft} files, at most {hard}): "
-            f"raise the limit (`ulimit -n`) or close descriptors; user namespaces are not the problem")
-
-
 def _start_bwrap(
     argv: list[str], fds: dict[str, int], uid: int | None, cfg: SandboxConfig, bwrap: str, guard: MemoryGuard
 ) -> tuple[subprocess.Popen, float]:
@@ -173,8 +165,8 @@ def _start_bwrap(
             stderr=subprocess.PIPE, env={}, cwd="/", pass_fds=tuple(fds.values()), start_new_session=True, **as_user,
         )
     except OSError as exc:
-        if exc.errno in (errno.EMFILE, errno.ENFILE):
-            raise SandboxUnavailableError(_fd_advice(exc)) from exc
+        if out_of_descriptors(exc):
+            raise SandboxUnavailableError(descriptor_advice(f"could not start {bwrap}", exc)) from exc
         raise SandboxUnavailableError(
             f"could not start {bwrap} as host uid {uid}: {exc}; as root, each execution starts "
             f"bubblewrap as an unprivileged uid from SandboxConfig.uid_base ({cfg.uid_base}), so "
