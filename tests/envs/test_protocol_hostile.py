@@ -93,3 +93,12 @@ def test_tongyi_python_call_runs_the_python_tool(make_env):
     obs, *_, info = env.step(TONGYI)
     assert 'ran: x = {"a": 1}' in obs and info["tool_name"] == "python" and info["tool_ok"]
     assert isinstance(env, ResearchEnv)
+
+
+@pytest.mark.timeout(30)
+def test_grader_reply_with_a_long_run_of_blanks_parses_in_linear_time():
+    from envs.judges import JudgeError, parse_grader_reply
+
+    with pytest.raises(JudgeError):
+        parse_grader_reply("correct:" + " " * (4 << 20) + "maybe")  # two overlapping blank runs: hours
+    assert parse_grader_reply("extracted_final_answer: Paris\ncorrect: ** yes**") == (True, "Paris")
