@@ -211,7 +211,7 @@ class PollGuard(MemoryGuard):
         self.cap = cap_bytes
         self.tmpfs_bytes = tmpfs_bytes
         self.interval = interval
-        self.peak_bytes = 0
+        self.peak_bytes = None  # stays None when the namespace could not be observed at all
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -235,7 +235,7 @@ class PollGuard(MemoryGuard):
             total = self._usage(init, namespace)
             if total is None:
                 return  # the namespace is gone
-            self.peak_bytes = max(self.peak_bytes, total)
+            self.peak_bytes = max(self.peak_bytes or 0, total)
             if total > self.cap:
                 self.exceeded = True
                 _kill_if_child(init, bwrap_pid)

@@ -102,3 +102,30 @@ def test_grader_reply_with_a_long_run_of_blanks_parses_in_linear_time():
     with pytest.raises(JudgeError):
         parse_grader_reply("correct:" + " " * (4 << 20) + "maybe")  # two overlapping blank runs: hours
     assert parse_grader_reply("extracted_final_answer: Paris\ncorrect: ** yes**") == (True, "Paris")
+
+
+def _regex_reference():
+    import re
+
+    return {tag: re.compile(rf"<{tag}>(.*?)</{tag}>", re.DOTALL) for tag in ("think", "tool_call", "answer")}
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+PIECES = st.sampled_from(["<think>", "</think>", "<tool_call>", "</tool_call>", "<answer>", "</answer>", "x", " ",
+                          "{", "}", "'", '"', "\\", "<", ">", "\n"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(PIECES, max_size=30).map("".join))
+def test_block_scanning_matches_the_non_greedy_regex(text):
+    from envs.protocol import _contents, _split_quoted, _spans, _without
+
+    for tag, pattern in _regex_reference().items():
+        spans = _spans(text, tag)
+        assert _contents(text, tag, spans) == pattern.findall(text)
+        assert _without(text, spans) == pattern.sub("", text)
+    import re
+    reference = re.split(r"(\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*')", text.replace("\n", " "))
+    assert _split_quoted(text.replace("\n", " ")) == reference
