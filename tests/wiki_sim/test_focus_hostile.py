@@ -52,3 +52,26 @@ def test_a_huge_page_is_read_up_to_the_cap():
     assert "Zanzibar" not in focused.evidence  # beyond the cap: never read
     near = extract("Intro.\n\nThe secret answer is Zanzibar.\n\n" + filler, "secret answer")
     assert "Zanzibar" in near.evidence
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("reply", ["<think>" * (1 << 20), "```" * (1 << 20), "```json" + " " * (8 << 20) + "{"])
+def test_model_replies_of_unclosed_tags_and_fences_parse_in_linear_time(reply):
+    from wiki_sim.summarizers import SummaryError, parse_answer
+
+    with pytest.raises(SummaryError):
+        parse_answer(reply)
+
+
+def test_reply_parsing_matches_the_regexes_it_replaces():
+    import re
+
+    from wiki_sim.summarizers import _fenced, _without_think
+
+    fence = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
+    think = re.compile(r"<think>.*?</think>", re.DOTALL)
+    for text in ["a```json\n {\"x\": 1}```b```", "````", "``````", "```json```", "x<think>a</think>y<think>b", "```js\n1```",
+                 "<think><think></think></think>", "no fence", "```\n\n```", "``` json {} ```"]:
+        m = fence.search(text)
+        assert _fenced(text) == (m.group(1) if m else None), text
+        assert _without_think(text) == think.sub("", text), text
