@@ -163,7 +163,10 @@ class CgroupGuard(MemoryGuard):
 @functools.lru_cache(maxsize=1)
 def cgroup_support() -> tuple[tuple[int, Path] | None, str]:
     """(where execution cgroups can be made, or None; why not), probed once per process."""
-    where = _own_cgroup()
+    try:
+        where = _own_cgroup()
+    except (OSError, ValueError) as exc:  # a cgroup path that is not there (another cgroup namespace)
+        return None, f"this process's cgroup cannot be read ({exc})"
     if where is None:
         return None, "no cgroup memory controller is mounted for this process"
     try:

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -127,7 +128,7 @@ def test_low_open_files_hard_limit_gets_the_right_advice():
     code = ("from envs.tools.python import PythonTool; from tests.envs.sandbox_support import FAST; "
             "r = PythonTool(FAST)({'code': 'import resource; print(resource.getrlimit(resource.RLIMIT_NOFILE))'}); "
             "print(r.text)")
-    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     for limit in (64, 9):
         out = subprocess.run(["prlimit", f"--nofile={limit}:{limit}", sys.executable, "-c", code],
                              capture_output=True, text=True, timeout=60, env=env).stdout
