@@ -135,6 +135,6 @@ def test_block_scanning_matches_the_non_greedy_regex(text):
 def test_heuristic_policy_reads_a_question_with_long_blank_runs_in_linear_time():
     from envs.baselines import _CAPITALIZED
 
-    assert _CAPITALIZED.findall("A" + " " * (4 << 20)) == ["A"]  # two adjacent blank runs: hours
+    assert _CAPITALIZED.findall("A" + " " * (4 << 20)) == []  # two adjacent blank runs: hours
     assert _CAPITALIZED.findall("Which Bank of America branch met the Duke of Wellington?") == [
         "Which Bank of America", "Duke of Wellington"]
