@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -73,8 +74,9 @@ def test_abandoned_calls_are_bounded_then_refused_without_a_new_thread():
         assert tool.started == MAX_ABANDONED_TOOL_CALLS  # refused calls never reached the tool
         assert threading.active_count() <= threads_before
         tool.release.set()
-        for thread in [t for t in threading.enumerate() if t.name.startswith("tool-call-")]:
-            thread.join(5)
+        deadline = time.monotonic() + 10
+        while env.unwrapped._tool_runner.abandoned() and time.monotonic() < deadline:
+            time.sleep(0.01)
         obs, *_, info = env.step(call("slow", fast=True))  # the finished calls free their places
         assert "quick" in obs
     finally:
@@ -98,8 +100,9 @@ def test_calls_in_time_reuse_one_worker_thread_and_keep_exceptions():
     with pytest.raises(ToolBusy):
         runner.run(lambda: 1, 5)
     gate.set()
-    for thread in [t for t in threading.enumerate() if t.name == "tool-call"]:
-        thread.join(5)
+    deadline = time.monotonic() + 10
+    while runner.abandoned() and time.monotonic() < deadline:
+        time.sleep(0.01)
     assert runner.run(lambda: 2, 5) == 2
     runner.close()
     with pytest.raises(RuntimeError):
