@@ -9,6 +9,12 @@
    ratio, added ms.
 2. Throughput with N concurrent callers (threads), tool against plain subprocess, in
    alternated rounds (median).
+3. The whole-execution memory cap: a fork bomb of allocators (6 children of 150 MiB, each
+   within the 256 MiB per-process limit) plus 40 MiB in /tmp and 40 MiB in /dev/shm, under
+   ``memory_mb=256``: peak memory of the execution and whether it was stopped, for the
+   kernel-enforced cgroup (when this machine allows one), the polling supervisor, and the
+   baseline the sandbox had before, per-process RLIMIT_AS only (its peak measured by the
+   supervisor with no cap).
 
 Prints a table, then one line of JSON last.
 """
@@ -24,7 +30,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from envs.sandbox import SandboxConfig
+from envs.sandbox import Sandbox, SandboxConfig
+from envs.sandbox import memory as sandbox_memory
+from envs.sandbox import runner as sandbox_runner
 from envs.tools.python import PythonTool
 from websailor.config_cli import add_dataclass_arguments, config_from_args
 
@@ -78,6 +86,51 @@ def _throughput(fn, callers: int, per_caller: int) -> float:
     return callers * per_caller / (time.perf_counter() - start)
 
 
+BOMB = """
+import os, time
+for path in ("/tmp/a", "/dev/shm/b"):
+    with open(path, "wb") as f:
+        for _ in range(40):
+            f.write(b"x" * (1 << 20))
+children = []
+for i in range(6):
+    pid = os.fork()
+    if pid == 0:
+        hog = bytearray(150 << 20)
+        time.sleep(1.5)
+        os._exit(0)
+    children.append(pid)
+print("exits", [os.waitpid(pid, 0)[1] for pid in children])
+"""
+BOMB_CAP_MB = 256
+
+
+def _bomb(mode: str, python: str) -> dict:
+    cfg = SandboxConfig(python=python, memory_mb=BOMB_CAP_MB, tmpfs_mb=64, file_size_mb=64, wall_seconds=20,
+                        memory_limit="poll" if mode == "per-process" else mode)
+    if mode == "per-process":  # the supervisor as a meter only: nothing enforces the sum
+        original = sandbox_runner.make_guard
+        sandbox_runner.make_guard = lambda c: sandbox_memory.PollGuard(1 << 62, c.tmpfs_mb << 20)
+    try:
+        start = time.perf_counter()
+        result = Sandbox(cfg).run(BOMB)
+        elapsed = time.perf_counter() - start
+    finally:
+        if mode == "per-process":
+            sandbox_runner.make_guard = original
+    peak = result.peak_memory_bytes or 0
+    return {"mode": mode, "peak_mib": round(peak / (1 << 20), 1), "cap_mib": BOMB_CAP_MB,
+            "over_cap_mib": round(max(0, peak / (1 << 20) - BOMB_CAP_MB), 1),
+            "stopped": bool(result.memory_exceeded), "seconds": round(elapsed, 2), "status": result.status}
+
+
+def memory_cap(python: str) -> list[dict]:
+    modes = ["per-process", "poll"]
+    if sandbox_memory.cgroup_support()[0] is not None:
+        modes.append("cgroup")
+    return [_bomb(mode, python) for mode in modes]
+
+
 def run(cfg: BenchConfig) -> dict:
     tool = PythonTool(SandboxConfig(python=cfg.python))
     tool.check_available()
@@ -109,6 +162,7 @@ def run(cfg: BenchConfig) -> dict:
         "tool_exec_per_s": round(tool_eps, 2),
         "throughput_ratio": round(tool_eps / plain_eps, 3),
         "python": cfg.python,
+        "memory_cap": memory_cap(cfg.python),
     }
 
 
@@ -124,11 +178,19 @@ def main(argv: list[str] | None = None) -> None:
          f"x{out['throughput_ratio']:.2f}"),
     ]
     header = ("measure", "plain python -c", "python tool (bwrap)", "tool vs plain")
-    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(4)]
-    for row in [header, tuple("-" * w for w in widths), *rows]:
-        print("  ".join(str(c).ljust(w) for c, w in zip(row, widths)))
+    _table(header, rows)
+    print()
+    _table(("fork bomb of allocators + tmpfs files", "peak MiB", "cap MiB", "over cap MiB", "stopped", "seconds"),
+           [(m["mode"], m["peak_mib"], m["cap_mib"], m["over_cap_mib"], m["stopped"], m["seconds"])
+            for m in out["memory_cap"]])
     print(json.dumps(out))
     sys.stdout.flush()
+
+
+def _table(header: tuple, rows: list[tuple]) -> None:
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    for row in [header, tuple("-" * w for w in widths), *rows]:
+        print("  ".join(str(c).ljust(w) for c, w in zip(row, widths)))
 
 
 if __name__ == "__main__":

@@ -32,7 +32,8 @@ _BLANK = re.compile(r"_{2,}")
 # Words about the question's form, not its subject ("Answer with the article's title").
 META_WORDS = frozenset("answer answers article articles title titles wikipedia question name named called known "
                        "described description".split())
-_CAPITALIZED = re.compile(r"\b[A-Z][\w'’.-]*(?:\s+(?:of|the|de|von|van|and|&)?\s*[A-Z][\w'’.-]*)+")
+# One blank run between words (two adjacent optional runs backtrack quadratically on long blanks).
+_CAPITALIZED = re.compile(r"\b[A-Z][\w'’.-]*(?:\s+(?:(?:of|the|de|von|van|and)\s+|&\s*)?[A-Z][\w'’.-]*)+")
 
 
 class Policy(Protocol):

@@ -36,13 +36,14 @@ from __future__ import annotations
 import datetime
 import os
 import time
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import gymnasium as gym
 from gymnasium.error import ResetNeeded
 
 from envs import prompts
 from envs.context import TokenCounter
+from envs.deadline import DeadlineRunner, ToolBusy, ToolTimeout
 from envs.judges import Judge, Judgement, make_judge
 from envs.protocol import ParsedTurn, ToolCall, parse_turn
 from envs.rewards import check_weights, episode_reward
@@ -52,6 +53,12 @@ from envs.tool import Tool, ToolResult
 
 _ERROR_CHARS = 500  # an exception's message in an observation is cut to this
 _TOOL_TEXT_CHARS = MAX_TEXT_CHARS - 1024  # room for the <tool_response> wrapper and budget notes
+DEFAULT_TOOL_TIMEOUT_S = 300.0
+"""Deadline of one tool call unless ``tool_timeout_s`` says otherwise (a live ``visit`` of
+5 pages may take 60 s per page)."""
+MAX_ABANDONED_TOOL_CALLS = 4
+"""Tool calls past their deadline that may still run on (in threads) per environment;
+while this many do, further calls are refused with an error observation."""
 
 
 class ResearchEnv(gym.Env[str, str]):
@@ -72,6 +79,11 @@ class ResearchEnv(gym.Env[str, str]):
         current_date: ``YYYY-MM-DD`` for the system prompt; default today.
         max_format_errors: consecutive turns with neither a tool call nor an answer that
             end the episode (``termination="format_error"``).
+        tool_timeout_s: wall-clock deadline of one tool call, in seconds: one number for
+            every tool, or a mapping from tool name to seconds (tools not named get
+            :data:`DEFAULT_TOOL_TIMEOUT_S`). A call past its deadline is abandoned (see
+            :mod:`envs.deadline`): the agent gets an error observation, ``info`` has
+            ``tool_timed_out=True``, and the episode goes on.
 
     ``reset(options=...)`` accepts ``{"task": {...}}`` (a task dict) or
     ``{"task_index": i}``; otherwise it uses :attr:`next_task` when one was set, and
@@ -89,7 +101,8 @@ class ResearchEnv(gym.Env[str, str]):
                  max_tool_calls: int = 100, max_context_tokens: int = 131072, tokenizer: Any = None,
                  reward_weights: tuple[float, float] = (0.0, 1.0), judge: str | Judge = "em_f1",
                  render_mode: str | None = None, system_prompt: str | None = None,
-                 current_date: str | None = None, max_format_errors: int = 3):
+                 current_date: str | None = None, max_format_errors: int = 3,
+                 tool_timeout_s: float | Mapping[str, float] = DEFAULT_TOOL_TIMEOUT_S):
         self._tools = _check_tools(tools)
         self._tools_by_name = {t.name: t for t in self._tools}
         self.tasks: list[Task] = load_tasks(tasks)
@@ -102,6 +115,7 @@ class ResearchEnv(gym.Env[str, str]):
         self.max_tool_calls = max_tool_calls
         self.max_context_tokens = max_context_tokens
         self.max_format_errors = max_format_errors
+        self.tool_timeouts = _check_timeouts(tool_timeout_s, self._tools_by_name)
         self.reward_weights = check_weights(reward_weights)
         self.judge = make_judge(judge)
         self.render_mode = render_mode
@@ -280,15 +294,35 @@ class ResearchEnv(gym.Env[str, str]):
 
     def _run_tool(self, call: ToolCall, info: dict[str, Any]) -> str:
         info["tool_name"] = call.name
-        tool = self._tools_by_name.get(call.name)
+        info["tool_timed_out"] = False
+        tool = self._tools_by_name.get(call.name) or next(
+            (t for t in self._tools if call.name in getattr(t, "aliases", ())), None)
         if tool is None:
             names = ", ".join(self._tools_by_name) or "(none)"
             example = prompts.usage_example(self._tools[0]) if self._tools else "<answer>your answer</answer>"
             info["tool_error"] = f"unknown tool {call.name[:100]!r}"
             return f"Error: there is no tool named {call.name[:100]!r}. Available tools: {names}. For example:\n{example}"
+        info["tool_name"] = tool.name
+        timeout = self.tool_timeouts.get(tool.name, self.tool_timeouts[""])
+        runner = self.__dict__.get("_tool_runner")
+        if runner is None:  # made on first use: an environment that never calls a tool starts no thread
+            runner = self._tool_runner = DeadlineRunner(MAX_ABANDONED_TOOL_CALLS, name=f"tool-call-{id(self):x}")
+            self.add_closer(runner.close)
+        arguments = dict(call.arguments)
         start = time.perf_counter()
         try:
-            result = tool(dict(call.arguments))
+            result = runner.run(lambda: tool(arguments), timeout)
+        except (ToolTimeout, ToolBusy) as exc:
+            info["tool_latency_s"] = time.perf_counter() - start
+            info["tool_timed_out"] = True
+            if isinstance(exc, ToolTimeout):
+                info["tool_error"] = f"timeout: the {tool.name} tool did not answer within {timeout:g} s"
+                return (f"Error: the {tool.name} tool did not answer within its deadline of {timeout:g} s; the call "
+                        "was abandoned. Try again with a smaller request (fewer queries or pages, less work), "
+                        "or continue with what you have.")
+            info["tool_error"] = f"busy: {exc}"
+            return (f"Error: the {tool.name} tool is not answering (earlier calls are still running past their "
+                    "deadline); this call was not run. Continue with the information you have.")
         except Exception as exc:  # a failing tool must not end the episode: report it to the model and in info
             info["tool_latency_s"] = time.perf_counter() - start
             error = f"{type(exc).__name__}: {exc}"[:_ERROR_CHARS]
@@ -337,6 +371,22 @@ def _check_tools(tools: Sequence[Tool]) -> list[Tool]:
             raise ValueError(f"tool {tool.name!r}: parameters must be a JSON-schema dict, got {type(tool.parameters).__name__}")
         names.add(tool.name)
     return list(tools)
+
+
+def _check_timeouts(value: float | Mapping[str, float], tools: Mapping[str, Tool]) -> dict[str, float]:
+    """``{tool name: seconds}`` with the default under ``""``."""
+    def seconds(x: Any, what: str) -> float:
+        if isinstance(x, bool) or not isinstance(x, (int, float)) or not 0 < x <= 86400:
+            raise ValueError(f"{what} must be seconds in (0, 86400], got {x!r}")
+        return float(x)
+
+    if isinstance(value, Mapping):
+        unknown = sorted(set(value) - set(tools))
+        if unknown:
+            raise ValueError(f"tool_timeout_s names unknown tools {unknown}; the tools are {sorted(tools)}")
+        out = {str(k): seconds(v, f"tool_timeout_s[{k!r}]") for k, v in value.items()}
+        return {"": DEFAULT_TOOL_TIMEOUT_S, **out}
+    return {"": seconds(value, "tool_timeout_s")}
 
 
 def _check_date(date: str | None) -> str:

@@ -127,7 +127,7 @@ correct: Answer 'yes' if extracted_final_answer matches the [correct_answer] giv
 confidence: The extracted confidence score between 0% and 100% from [response]. Put 100 if there is no confidence score available.
 """.strip()
 
-_CORRECT = re.compile(r"correct\s*:\s*[*_`\s]*(yes|no)\b", re.IGNORECASE)
+_CORRECT = re.compile(r"correct\s*:[*_`\s]*(yes|no)\b", re.IGNORECASE)  # one run of marks: linear
 _EXTRACTED = re.compile(r"extracted_final_answer\s*:\s*(.*)", re.IGNORECASE)
 
 

@@ -24,12 +24,14 @@ from __future__ import annotations
 import ast
 import json
 import re
+import textwrap
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-_THINK = re.compile(r"<think>(.*?)</think>", re.DOTALL)
-_BLOCK = {tag: re.compile(rf"<{tag}>(.*?)</{tag}>", re.DOTALL) for tag in ("tool_call", "answer")}
-_FENCE = re.compile(r"^```[a-zA-Z0-9_-]*\s*\n?(.*?)\n?\s*```$", re.DOTALL)
+_FENCE_LANGUAGE = re.compile(r"[a-zA-Z0-9_-]*")
+MAX_REPAIR_CHARS = 1 << 15
+"""Longest tool-call body that the repairs beyond strict JSON are tried on (Python-literal
+parsing costs far more per character than JSON); longer calls must be strict JSON."""
 TurnKind = Literal["answer", "tool_call", "invalid"]
 
 
@@ -64,15 +66,47 @@ class ParsedTurn:
         return not self.problems
 
 
+def _spans(text: str, tag: str, limit: int | None = None) -> list[tuple[int, int]]:
+    """``(start, end)`` of each closed ``<tag>...</tag>`` block, left to right, as the
+    non-greedy regex ``<tag>(.*?)</tag>`` finds them, but in time linear in ``text`` (the
+    regex rescans to the end from every unclosed ``<tag>``: quadratic)."""
+    open_tag, close_tag = f"<{tag}>", f"</{tag}>"
+    spans: list[tuple[int, int]] = []
+    pos = 0
+    while limit is None or len(spans) < limit:
+        start = text.find(open_tag, pos)
+        if start < 0:
+            break
+        end = text.find(close_tag, start + len(open_tag))
+        if end < 0:  # no later <tag> can be closed either
+            break
+        pos = end + len(close_tag)
+        spans.append((start, pos))
+    return spans
+
+
+def _contents(text: str, tag: str, spans: list[tuple[int, int]]) -> list[str]:
+    return [text[a + len(tag) + 2:b - len(tag) - 3] for a, b in spans]
+
+
 def _blocks(text: str, tag: str) -> tuple[list[str], bool]:
     """Contents of every closed ``<tag>`` block, plus an unclosed last one (flag True)."""
-    found = _BLOCK[tag].findall(text)
+    found = _contents(text, tag, _spans(text, tag))
     last_open = text.rfind(f"<{tag}>")
     last_close = text.rfind(f"</{tag}>")
     if last_open > last_close:
         found.append(text[last_open + len(tag) + 2:])
         return found, True
     return found, False
+
+
+def _without(text: str, spans: list[tuple[int, int]]) -> str:
+    parts, pos = [], 0
+    for a, b in spans:
+        parts.append(text[pos:a])
+        pos = b
+    parts.append(text[pos:])
+    return "".join(parts)
 
 
 def parse_turn(text: str) -> ParsedTurn:
@@ -82,9 +116,9 @@ def parse_turn(text: str) -> ParsedTurn:
     if cut >= 0:
         problems.append("the turn contains a <tool_response>; tool responses come from the environment")
         text = text[:cut]
-    think_match = _THINK.search(text)
-    think = think_match.group(1).strip() if think_match else None
-    if think_match is None:
+    think_spans = _spans(text, "think", limit=1)
+    think = _contents(text, "think", think_spans)[0].strip() if think_spans else None
+    if not think_spans:
         problems.append("no <think>...</think> block")
     answers, answer_unclosed = _blocks(text, "answer")
     calls, call_unclosed = _blocks(text, "tool_call")
@@ -116,9 +150,9 @@ def parse_turn(text: str) -> ParsedTurn:
 
 
 def _outside_text(text: str) -> bool:
-    rest = _THINK.sub("", text, count=1)
-    rest = _BLOCK["answer"].sub("", rest)
-    rest = _BLOCK["tool_call"].sub("", rest)
+    rest = _without(text, _spans(text, "think", limit=1))
+    rest = _without(rest, _spans(rest, "answer"))
+    rest = _without(rest, _spans(rest, "tool_call"))
     return bool(rest.strip())
 
 
@@ -128,6 +162,9 @@ def parse_tool_call(body: str, problems: list[str] | None = None) -> ToolCall:
     Leniencies used are appended to ``problems``.
     """
     problems = problems if problems is not None else []
+    tongyi = _tongyi_code_call(body)
+    if tongyi is not None:
+        return tongyi
     value, how = loads_lenient(body)
     if how:
         problems.append(f"the tool call is not strict JSON ({how})")
@@ -161,6 +198,38 @@ def parse_tool_call(body: str, problems: list[str] | None = None) -> ToolCall:
     return ToolCall(name.strip(), arguments)
 
 
+def _tongyi_code_call(body: str) -> ToolCall | None:
+    """Tongyi DeepResearch's python call: strict JSON naming the tool, then the code in a
+    ``<code>`` block (an unclosed one runs to the end)::
+
+        {"name": "PythonInterpreter", "arguments": {}}
+        <code>
+        print(1)
+        </code>
+
+    The code becomes ``arguments["code"]`` (unless the JSON gives one). ``None`` when the
+    body is not of that form (only strict JSON before ``<code>`` counts, so that a
+    ``<code>`` inside a JSON string is never taken for it).
+    """
+    start = body.find("<code>")
+    if start < 0:
+        return None
+    try:
+        value = json.loads(body[:start])
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(value, dict) or not isinstance(value.get("name"), str) or not value["name"].strip():
+        return None
+    arguments = value.get("arguments", {})
+    if not isinstance(arguments, dict) or set(value) - {"name", "arguments"}:
+        return None
+    end = body.find("</code>", start)
+    code = textwrap.dedent(body[start + len("<code>"):end if end >= 0 else len(body)].strip("\r\n")).strip()
+    if not isinstance(arguments.get("code"), str):
+        arguments = {**arguments, "code": code}
+    return ToolCall(value["name"].strip(), arguments)
+
+
 def loads_lenient(text: str) -> tuple[Any, str]:
     """Parse JSON, repairing what models commonly get wrong.
 
@@ -173,14 +242,20 @@ def loads_lenient(text: str) -> tuple[Any, str]:
     except (ValueError, RecursionError):
         pass
     repairs: list[str] = []
-    fence = _FENCE.match(stripped)
-    if fence:
-        stripped = fence.group(1).strip()
+    fenced = _unfence(stripped)
+    if fenced is not None:
+        stripped = fenced
         repairs.append("code fence")
     start, end = stripped.find("{"), stripped.rfind("}")
     if start >= 0 and end > start and (start > 0 or end < len(stripped) - 1):
         stripped = stripped[start:end + 1]
         repairs.append("text around the object")
+    if len(stripped) > MAX_REPAIR_CHARS:
+        try:
+            return json.loads(stripped), ", ".join(repairs)
+        except (ValueError, RecursionError):
+            raise ValueError(f"the tool call is not valid JSON (repairs are tried only on calls up to "
+                             f"{MAX_REPAIR_CHARS} characters; this one has {len(stripped)})") from None
     candidates = _candidates(stripped)
     for candidate, how in candidates:
         try:
@@ -195,6 +270,16 @@ def loads_lenient(text: str) -> tuple[Any, str]:
         if isinstance(value, (dict, list, str, int, float, bool)) or value is None:
             return _jsonable(value), ", ".join(repairs + how + ["Python literal syntax"])
     raise ValueError("the tool call is not valid JSON")
+
+
+def _unfence(text: str) -> str | None:
+    """The body of a Markdown code fence that is the whole (stripped) ``text``, stripped;
+    ``None`` when it is not one. (Scanned by hand: a regex for it backtracks quadratically
+    over long runs of whitespace.)"""
+    if len(text) < 6 or not text.startswith("```") or not text.endswith("```"):
+        return None
+    inner = text[3:-3]
+    return inner[_FENCE_LANGUAGE.match(inner).end():].strip()
 
 
 def _candidates(text: str) -> list[tuple[str, list[str]]]:
@@ -241,10 +326,41 @@ _JSON_WORDS = re.compile(r"\b(true|false|null)\b")
 
 def _python_literals(text: str) -> str:
     """JSON's ``true``/``false``/``null`` as Python literals, outside quoted strings."""
-    parts = re.split(r"(\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*')", text)
+    parts = _split_quoted(text)
     for i in range(0, len(parts), 2):
         parts[i] = _JSON_WORDS.sub(lambda m: {"true": "True", "false": "False", "null": "None"}[m.group(1)], parts[i])
     return "".join(parts)
+
+
+_QUOTE = {"": re.compile("[\"']"), "\"": re.compile("'"), "'": re.compile('"'),
+          "\"'": re.compile("(?!)"), "'\"": re.compile("(?!)")}
+_QUOTED_REST = {q: re.compile(rf"[^{q}\\]*(?:\\.[^{q}\\]*)*{q}", re.DOTALL) for q in "\"'"}
+
+
+def _split_quoted(text: str) -> list[str]:
+    """``text`` cut into [outside, quoted, outside, quoted, ..., outside]: quoted strings in
+    ``"`` or ``'`` with backslash escapes; a quote that is never closed is plain text.
+
+    Linear: once the scan from a quote finds no closing quote, no later quote of that kind
+    can be closed either (the scans coincide from the later quote on), so it is not retried.
+    """
+    parts: list[str] = []
+    unclosable = ""
+    pos = start = 0
+    while True:
+        quote = _QUOTE[unclosable].search(text, pos)
+        if quote is None:
+            break
+        pos = quote.start()
+        body = _QUOTED_REST[text[pos]].match(text, pos + 1)
+        if body is None:
+            unclosable += text[pos]
+            pos += 1
+            continue
+        parts += [text[start:pos], text[pos:body.end()]]
+        pos = start = body.end()
+    parts.append(text[start:])
+    return parts
 
 
 def _jsonable(value: Any) -> Any:

@@ -47,7 +47,12 @@ class TrajectoryWriter:
         missing = [k for k in REQUIRED_KEYS if k not in record]
         if missing:
             raise ValueError(f"trajectory record is missing {missing}")
-        self._fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+        line = json.dumps(record, ensure_ascii=False)
+        try:
+            line.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate (say in a task's text): JSON's \\u escapes carry it
+            line = json.dumps(record, ensure_ascii=True)
+        self._fh.write(line + "\n")
         self._fh.flush()
 
     def close(self) -> None:

@@ -28,6 +28,15 @@ STOPWORDS = frozenset(
 )
 
 
+MAX_PAGE_CHARS = 1 << 21
+"""Characters of a page that :func:`extract` reads (2 Mi; the longest Wikipedia articles
+have under 1 Mi characters of text): a bound on a visit's work whatever the page."""
+MAX_GOAL_CHARS = 4096
+"""Characters of a goal that ranking reads."""
+MAX_GOAL_TERMS = 256
+"""Distinct goal words that ranking uses."""
+
+
 def tokenize(text: str) -> list[str]:
     """Lower-cased word tokens without stopwords."""
     return [t for t in _TOKEN.findall(text.lower()) if t not in STOPWORDS]
@@ -71,33 +80,38 @@ def split_passages(text: str, max_chars: int = 700) -> list[Passage]:
                 passages.append(Passage(chunk, section, len(passages)))
                 chunk = ""
             chunk = f"{chunk} {sentence}".strip() if chunk else sentence
-            while len(chunk) > max_chars * 2:  # a sentence with no ends (lists, tables)
-                passages.append(Passage(chunk[:max_chars], section, len(passages)))
-                chunk = chunk[max_chars:]
+            if len(chunk) > max_chars * 2:  # a sentence with no ends (lists, tables): cut in pieces
+                pieces = -(-(len(chunk) - max_chars * 2) // max_chars)  # leaves at most 2 * max_chars
+                for j in range(pieces):  # slices of the whole chunk: linear (re-slicing it is quadratic)
+                    passages.append(Passage(chunk[j * max_chars:(j + 1) * max_chars], section, len(passages)))
+                chunk = chunk[pieces * max_chars:]
         if chunk:
             passages.append(Passage(chunk, section, len(passages)))
     return passages
 
 
 def rank_passages(passages: list[Passage], goal: str, k1: float = 1.2, b: float = 0.75) -> list[float]:
-    """BM25 score of each passage (its section heading counted in) for the goal's words."""
-    query = set(tokenize(goal))
+    """BM25 score of each passage (its section heading counted in) for the goal's words.
+
+    Linear in the page and the goal: document frequencies are counted in one pass, each
+    passage visiting only the smaller of its terms and the goal's; the goal counts with its
+    first :data:`MAX_GOAL_TERMS` distinct words.
+    """
+    query = set(list(dict.fromkeys(tokenize(goal[:MAX_GOAL_CHARS])))[:MAX_GOAL_TERMS])
     if not passages or not query:
         return [0.0] * len(passages)
     docs = [Counter(tokenize(f"{p.section} {p.text}")) for p in passages]
     lengths = [sum(d.values()) for d in docs]
     avg = sum(lengths) / len(docs) or 1.0
     n = len(docs)
+    matches = [[t for t in doc if t in query] if len(doc) < len(query) else [t for t in query if t in doc]
+               for doc in docs]
+    df = Counter(t for terms in matches for t in terms)
+    idf = {t: math.log(1 + (n - c + 0.5) / (c + 0.5)) for t, c in df.items()}
     scores = []
-    for doc, length in zip(docs, lengths):
-        score = 0.0
-        for term in query:
-            tf = doc.get(term, 0)
-            if tf:
-                df = sum(1 for d in docs if term in d)
-                idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
-                score += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / avg))
-        scores.append(score)
+    for doc, length, terms in zip(docs, lengths, matches):
+        norm = k1 * (1 - b + b * length / avg)
+        scores.append(sum(idf[t] * doc[t] * (k1 + 1) / (doc[t] + norm) for t in terms))
     return scores
 
 
@@ -111,7 +125,7 @@ def _trim(text: str, limit: int) -> str:
 def extract(text: str, goal: str, lead: str = "", budget: int = 3000, summary_chars: int = 600) -> Focused:
     """Evidence passages most relevant to ``goal`` (in page order, within ``budget``
     characters) and a summary (the lead, trimmed to ``summary_chars``)."""
-    passages = split_passages(text)
+    passages = split_passages(text[:MAX_PAGE_CHARS])
     summary_source = lead.strip() or (passages[0].text if passages else "")
     summary = _trim(summary_source, summary_chars)
     if not passages:

@@ -75,9 +75,12 @@ def url_to_title(url: str) -> str | None:
         return normalize_title(unquote(url)) or None
     if "://" not in url:
         url = "https://" + url.lstrip("/") if not url.startswith("/") else "https://en.wikipedia.org" + url
-    parts = urlsplit(url)
-    host = parts.netloc.lower()
-    if host and not host.endswith("wikipedia.org"):
+    try:
+        parts = urlsplit(url)
+        host = (parts.hostname or "").rstrip(".")
+    except ValueError:  # a malformed port or IPv6 literal
+        return None
+    if (parts.netloc and not host) or (host and host != "wikipedia.org" and not host.endswith(".wikipedia.org")):
         return None
     if parts.path.startswith("/wiki/"):
         raw = parts.path[len("/wiki/"):]

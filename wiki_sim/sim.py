@@ -24,6 +24,10 @@ from wiki_sim.snippets import best_snippet
 from wiki_sim.store import STORE_FILE, Store
 
 BUILD_FILE = "build.json"
+MAX_CACHED_KEY_CHARS = 2048
+"""Longest query, or url plus goal, whose result the LRU caches keep: longer ones (which the
+tools refuse anyway) are answered but not cached, so that a cache entry stays small and the
+caches' memory stays bounded by ``cache_size`` entries whatever the callers send."""
 
 
 @dataclass(frozen=True)
@@ -139,7 +143,8 @@ class WikiSim:
             if row is None:  # index and store disagree: only if the directory was tampered with
                 continue
             hits.append(Hit(title, row["url"], best_snippet(row["text"], weights, self.snippet_chars), score))
-        self._search_cache.put(key, tuple(hits))
+        if len(query) <= MAX_CACHED_KEY_CHARS:
+            self._search_cache.put(key, tuple(hits))
         return hits
 
     # --- visit --------------------------------------------------------------------------
@@ -164,7 +169,8 @@ class WikiSim:
             return cached
         result = self.read(url, goal)
         text = format_not_found(url) if result is None else format_visit(url, goal, result[1])
-        self._visit_cache.put(key, text)
+        if len(url) + len(goal) <= MAX_CACHED_KEY_CHARS:
+            self._visit_cache.put(key, text)
         return text
 
     # --- look-ups for synthesis ---------------------------------------------------------

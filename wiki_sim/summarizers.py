@@ -33,8 +33,34 @@ PROMPT = """Please process the following webpage content and user goal to extrac
 **Final Output Format: a JSON object with the fields "rational", "evidence", "summary".**
 """
 FALLBACK_MARK = "[extractive fallback: {reason}]"
-_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
-_THINK = re.compile(r"<think>.*?</think>", re.DOTALL)  # reasoning models' scratchpad precedes the answer
+_BLANKS = re.compile(r"\s*")
+
+
+def _without_think(text: str) -> str:
+    """``text`` without its ``<think>...</think>`` blocks (reasoning models' scratchpad precedes
+    the answer). Scanned with ``str.find``: the regex ``<think>.*?</think>`` rescans to the end
+    from every unclosed tag, quadratic on a reply of unclosed tags."""
+    parts, pos = [], 0
+    while (start := text.find("<think>", pos)) >= 0:
+        end = text.find("</think>", start + 7)
+        if end < 0:
+            break
+        parts.append(text[pos:start])
+        pos = end + 8
+    parts.append(text[pos:])
+    return "".join(parts)
+
+
+def _fenced(text: str) -> str | None:
+    """The body of the first closed Markdown fence (after an optional ``json`` and blanks), as
+    ``re.search(r"```(?:json)?\\s*(.*?)```", text, re.DOTALL)`` finds it, in linear time."""
+    start = text.find("```")
+    if start < 0:
+        return None
+    body = start + 3 + (4 if text.startswith("json", start + 3) else 0)
+    body = _BLANKS.match(text, body).end()
+    end = text.find("```", body)
+    return text[body:end] if end >= 0 else None
 
 
 class SummaryError(ValueError):
@@ -47,14 +73,14 @@ def parse_answer(content: str | None, *, list_joiner: str = "\n\n") -> tuple[str
     one of the two fields may be missing. Raises :class:`SummaryError` otherwise."""
     if content is not None and not isinstance(content, str):
         raise SummaryError(f"answer is not text but {type(content).__name__}")
-    text = _THINK.sub("", content or "").strip()
+    text = _without_think(content or "").strip()
     if not text:
         raise SummaryError("empty answer")
     try:
         data = json.loads(text)
     except json.JSONDecodeError:
-        fenced = _FENCE.search(text)
-        candidate = fenced.group(1) if fenced else text
+        fenced = _fenced(text)
+        candidate = fenced if fenced is not None else text
         start, end = candidate.find("{"), candidate.rfind("}")
         if start == -1 or end <= start:
             raise SummaryError("answer is not JSON") from None

@@ -4,7 +4,9 @@ What the sandboxed code sees:
 
 - new user (unprivileged uid 1000 inside, no capabilities, no further user namespaces),
   PID, IPC, UTS and network namespaces: no network interface but its own loopback;
-- ``/usr`` (and the ``/bin``, ``/lib*`` links or directories) read-only, plus ``ro_paths``;
+- read-only, only the interpreter's own paths (its standard library and ``dist-packages``,
+  the directories of its shared libraries, its executable and loader, and ``prlimit``; see
+  :mod:`envs.sandbox.paths`), plus ``ro_paths``: not the rest of ``/usr``;
 - a synthetic ``/etc`` holding only ``passwd``, ``group``, ``ld.so.cache`` and ``localtime``;
 - fresh ``/proc`` (its own processes only) and a minimal ``/dev``;
 - ``/tmp`` (the working and home directory) and ``/dev/shm``: private size-capped tmpfs,
@@ -23,11 +25,13 @@ import functools
 import math
 import os
 import re
+import resource
 import shutil
 import subprocess
 from pathlib import Path
 
-from envs.sandbox.config import SandboxConfig, SandboxUnavailableError
+from envs.sandbox.config import SandboxConfig, SandboxUnavailableError, descriptor_advice, out_of_descriptors
+from envs.sandbox.paths import interpreter_binds
 
 MIN_BWRAP_VERSION = (0, 8, 0)  # --disable-userns (0.8.0) and --size (0.7.0)
 SANDBOX_UID = 1000
@@ -91,7 +95,11 @@ def bwrap_version(path: str) -> tuple[int, ...]:
     """``bwrap --version`` as a tuple of ints; (0,) when it cannot be read."""
     try:
         out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=10, env={}).stdout
-    except (OSError, subprocess.SubprocessError):
+    except OSError as exc:
+        if out_of_descriptors(exc):  # not an old bubblewrap: say what is wrong
+            raise SandboxUnavailableError(descriptor_advice(f"could not run {path}", exc)) from exc
+        return (0,)
+    except subprocess.SubprocessError:
         return (0,)
     match = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", out)
     return tuple(int(g or 0) for g in match.groups()) if match else (0,)
@@ -110,15 +118,22 @@ def locate_prlimit() -> str:
 
 @functools.lru_cache(maxsize=1)
 def _root_links() -> tuple[str, ...]:
-    """Arguments recreating /bin, /sbin, /lib* as the host has them (merged-/usr links or directories)."""
+    """Arguments recreating the links /bin, /sbin, /lib* of a merged-/usr host (hosts where they
+    are directories get only what the interpreter needs from them, like everything else)."""
     args: list[str] = []
     for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
         path = Path("/") / name
         if path.is_symlink():
             args += ["--symlink", os.readlink(path), str(path)]
-        elif path.is_dir():
-            args += ["--ro-bind", str(path), str(path)]
     return tuple(args)
+
+
+def interpreter_args(config: SandboxConfig, prlimit: str) -> list[str]:
+    """``--ro-bind`` arguments for the interpreter's own paths (:mod:`envs.sandbox.paths`)."""
+    args: list[str] = []
+    for host, inside in interpreter_binds(config.python, prlimit):
+        args += ["--ro-bind", host, inside]
+    return args
 
 
 def _etc_args(data_fds: dict[str, int]) -> list[str]:
@@ -126,12 +141,23 @@ def _etc_args(data_fds: dict[str, int]) -> list[str]:
             "--perms", "0444", "--ro-bind-data", str(data_fds["group"]), "/etc/group"]
     if os.path.isfile("/etc/ld.so.cache"):
         args += ["--ro-bind", "/etc/ld.so.cache", "/etc/ld.so.cache"]
-    localtime = Path("/etc/localtime")
-    if localtime.is_symlink() and os.path.realpath(localtime).startswith("/usr/"):
-        args += ["--symlink", os.path.realpath(localtime), "/etc/localtime"]
-    elif localtime.is_file():
-        args += ["--ro-bind", str(localtime), "/etc/localtime"]
+    if os.path.isfile("/etc/localtime"):  # the zone file itself (its /usr/share/zoneinfo is not there)
+        args += ["--ro-bind", "/etc/localtime", "/etc/localtime"]
     return args
+
+
+SANDBOX_NOFILE = 1024
+"""Open files per sandboxed process (or fewer, when the caller's own hard limit is lower)."""
+
+
+def _capped(resource_id: int, soft: int, hard: int | None = None) -> str:
+    """``soft:hard`` for prlimit, lowered to the caller's hard limit: the sandbox (unprivileged
+    in its user namespace) can only lower a limit, and prlimit fails on a request above it."""
+    hard = soft if hard is None else hard
+    ceiling = resource.getrlimit(resource_id)[1]
+    if ceiling != resource.RLIM_INFINITY:
+        soft, hard = min(soft, ceiling), min(hard, ceiling)
+    return f"{soft}:{hard}"
 
 
 def limit_args(config: SandboxConfig, prlimit: str, with_nproc: bool = True) -> list[str]:
@@ -139,11 +165,11 @@ def limit_args(config: SandboxConfig, prlimit: str, with_nproc: bool = True) -> 
     cpu = math.ceil(config.cpu_seconds)
     args = [
         prlimit,
-        f"--cpu={cpu}:{cpu + 1}",  # SIGXCPU at the soft limit, SIGKILL a second later
-        f"--as={config.memory_mb << 20}",
-        f"--fsize={config.file_size_mb << 20}",
+        f"--cpu={_capped(resource.RLIMIT_CPU, cpu, cpu + 1)}",  # SIGXCPU at the soft limit, SIGKILL a second later
+        f"--as={_capped(resource.RLIMIT_AS, config.memory_mb << 20)}",
+        f"--fsize={_capped(resource.RLIMIT_FSIZE, config.file_size_mb << 20)}",
         "--core=0",
-        "--nofile=1024",
+        f"--nofile={_capped(resource.RLIMIT_NOFILE, SANDBOX_NOFILE)}",
     ]
     if with_nproc:
         args.append(f"--nproc={config.max_processes}")
@@ -170,7 +196,7 @@ def build_argv(config: SandboxConfig, bwrap: str, prlimit: str, fds: dict[str, i
         "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--hostname", "sandbox",
         "--cap-drop", "ALL", "--die-with-parent", "--new-session",
         "--clearenv", *env_args,
-        "--ro-bind", "/usr", "/usr", *_root_links(),
+        *_root_links(), *interpreter_args(config, prlimit),
         *_etc_args(fds),
         "--proc", "/proc", "--dev", "/dev",
         "--size", tmpfs_bytes, "--tmpfs", WORK_DIR,
@@ -198,13 +224,25 @@ def explain_setup_failure(stderr: str, config: SandboxConfig) -> str:
             f"SandboxConfig.ro_paths must exist and, when the caller is root, be readable by an "
             f"unprivileged uid (the sandbox starts as one), so nothing under a private home directory"
         )
+    if "failed to set the" in lowered and "resource limit" in lowered:
+        return (
+            f"a resource limit could not be set inside the sandbox (bwrap said: {said}): the sandbox can only "
+            f"lower limits, and this one is above this process's hard limit; lower it in SandboxConfig or "
+            f"raise the hard limit (`ulimit -H`, or `prlimit --pid {os.getpid()}`)"
+        )
+    if "too many open files" in lowered:
+        return (
+            f"the sandbox ran out of file descriptors (bwrap said: {said}): this process's open-files limit is "
+            f"{resource.getrlimit(resource.RLIMIT_NOFILE)}; raise it (`ulimit -n`) or close descriptors"
+        )
     if any(s in lowered for s in ("namespace", "uid map", "setting up uid", "operation not permitted",
                                   "permission denied", "no permissions")):
         return f"bubblewrap cannot create its namespaces here (bwrap said: {said}): {NAMESPACE_HINT}"
     if "execvp" in lowered or "no such file" in lowered:
         return (
             f"the sandbox could not start {config.python} (bwrap said: {said}): inside the sandbox only "
-            f"/usr and SandboxConfig.ro_paths are visible; use an interpreter under /usr "
-            f"(`apt-get install python3`) or add its installation directory to ro_paths"
+            f"the interpreter's own paths (its sys.path and shared libraries) and SandboxConfig.ro_paths "
+            f"are visible; use a system interpreter (`apt-get install python3`) or add its installation "
+            f"directory to ro_paths"
         )
     return f"the sandbox failed to start (bwrap said: {said})"

@@ -10,10 +10,13 @@ trusted code on machines without user namespaces, and is only ever used when nam
 
 from __future__ import annotations
 
+import errno
+import resource
 from dataclasses import dataclass
 from typing import Literal
 
 SandboxMode = Literal["bwrap", "unsafe-local"]
+MemoryLimitMode = Literal["auto", "cgroup", "poll"]
 
 
 class SandboxUnavailableError(OSError):
@@ -21,6 +24,17 @@ class SandboxUnavailableError(OSError):
 
     The message says what to install or enable.
     """
+
+
+def out_of_descriptors(exc: OSError) -> bool:
+    return exc.errno in (errno.EMFILE, errno.ENFILE)
+
+
+def descriptor_advice(what: str, exc: OSError) -> str:
+    """What to say when the sandbox cannot start for lack of file descriptors (not namespaces)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return (f"{what}: {exc.strerror} (this process may open {soft} files, at most {hard}): raise the "
+            f"limit (`ulimit -n`) or close descriptors; user namespaces are not the problem")
 
 
 @dataclass(frozen=True)
@@ -35,7 +49,13 @@ class SandboxConfig:
     wall_seconds: float = 20.0
     """Wall-clock limit for the whole execution; at the deadline every process of the sandbox is killed."""
     memory_mb: int = 1024
-    """Address-space limit per process (RLIMIT_AS), in MiB."""
+    """Memory of the whole execution, in MiB: all its processes together plus the files in its
+    /tmp and /dev/shm (see memory_limit); also each process's address-space limit (RLIMIT_AS)."""
+    memory_limit: MemoryLimitMode = "auto"
+    """How the whole-execution cap is enforced ('bwrap' mode): 'cgroup' (a memory cgroup per
+    execution, enforced by the kernel; needs root or a delegated cgroup v2 subtree), 'poll' (a
+    supervisor thread sums the execution's memory every 10 ms and kills it over the cap; best
+    effort), or 'auto' (cgroup when one can be made here, else poll). See envs.sandbox.memory."""
     max_processes: int = 32
     """Processes plus threads the sandbox may run at once (RLIMIT_NPROC counted inside its own user namespace)."""
     output_cap_bytes: int = 10_000
@@ -46,8 +66,9 @@ class SandboxConfig:
     tmpfs_mb: int = 256
     """Size of the private writable work directory /tmp (and of /dev/shm), in MiB; discarded afterwards."""
     python: str = "/usr/bin/python3"
-    """Interpreter run inside the sandbox (absolute path). Only /usr and ro_paths are visible there:
-    an interpreter installed elsewhere needs its installation directory listed in ro_paths."""
+    """Interpreter run inside the sandbox (absolute path). Only its own paths (its sys.path, the
+    directories of its shared libraries, its executable and loader) and ro_paths are visible
+    there; a virtual environment's base installation may need listing in ro_paths."""
     ro_paths: tuple[str, ...] = ()
     """Extra host directories bound read-only at the same path (absolute; for an interpreter or
     packages outside /usr). When the caller is root they must be readable by an unprivileged uid."""
@@ -60,6 +81,8 @@ class SandboxConfig:
     """Number of such uids, hence the most concurrent executions on one host when running as root."""
 
     def __post_init__(self) -> None:
+        if self.memory_limit not in ("auto", "cgroup", "poll"):
+            raise ValueError(f"SandboxConfig.memory_limit: expected 'auto', 'cgroup' or 'poll', got {self.memory_limit!r}")
         if self.mode not in ("bwrap", "unsafe-local"):
             raise ValueError(f"SandboxConfig.mode: expected 'bwrap' or 'unsafe-local', got {self.mode!r}")
         for name in ("cpu_seconds", "wall_seconds"):

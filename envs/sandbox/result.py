@@ -34,6 +34,13 @@ class ExecutionResult:
     """Wall-clock seconds from start to the end of the execution."""
     notes: list[str] = field(default_factory=list)
     """Clear messages about limits that were reached, already phrased for the model."""
+    memory_exceeded: bool = False
+    """True when the execution went over its whole-execution memory cap and was (partly) killed."""
+    peak_memory_bytes: int | None = None
+    """Most memory the execution held at once (its cgroup's peak, or the supervisor's highest
+    sample), when known."""
+    memory_limit: str = ""
+    """How the memory cap was enforced: 'cgroup', 'poll', or '' (unsafe-local: per process only)."""
 
     @property
     def ok(self) -> bool:
@@ -58,6 +65,9 @@ class ExecutionResult:
             "stdout_bytes": self.stdout_bytes,
             "stderr_bytes": self.stderr_bytes,
             "duration_s": round(self.duration_s, 4),
+            "memory_exceeded": self.memory_exceeded,
+            "peak_memory_bytes": self.peak_memory_bytes,
+            "memory_limit": self.memory_limit,
         }
 
     def format(self) -> str:
@@ -101,14 +111,19 @@ def limit_notes(result: ExecutionResult, config: SandboxConfig) -> list[str]:
     cpu = math.ceil(config.cpu_seconds)
     if result.signal == signal.SIGXCPU:
         notes.append(f"[limit] CPU time is limited to {cpu} s per process; the program was killed.")
-    elif result.signal == signal.SIGKILL and not result.timed_out:
+    elif result.signal == signal.SIGKILL and not result.timed_out and not result.memory_exceeded:
         notes.append(
             f"[signal] SIGKILL comes from the program itself or, when it ignores SIGXCPU, from the "
             f"CPU time limit ({cpu} s per process, then 1 s more)."
         )
     tail = result.stderr[-4000:]
-    if "MemoryError" in tail or "Cannot allocate memory" in tail or "Unable to allocate" in tail:
-        notes.append(f"[limit] Memory is limited to {config.memory_mb} MiB per process.")
+    if result.memory_exceeded:
+        notes.append(
+            f"[limit] Memory is limited to {config.memory_mb} MiB for the whole execution (all its processes "
+            f"and the files in /tmp and /dev/shm together); it went over, and was killed."
+        )
+    elif "MemoryError" in tail or "Cannot allocate memory" in tail or "Unable to allocate" in tail:
+        notes.append(f"[limit] Memory is limited to {config.memory_mb} MiB (all processes together).")
     if "File too large" in tail or result.signal == signal.SIGXFSZ:
         notes.append(f"[limit] Files are limited to {config.file_size_mb} MiB each.")
     if "No space left on device" in tail:

@@ -213,7 +213,7 @@ while True:
     result = sandbox.run(code)
     assert result.status == "error", result.format()
     assert "MemoryError" in result.stderr
-    assert "[limit] Memory is limited to 256 MiB per process." in result.format()
+    assert "[limit] Memory is limited to 256 MiB" in result.format()
     assert_host_responsive(sandbox)
 
 
@@ -264,13 +264,13 @@ def test_killing_the_parent_and_everyone_reaches_nothing_outside(tmp_path):
     bystander = subprocess.Popen(["sleep", "60"], cwd="/", **as_user)
     try:
         code = """
-import os, signal, subprocess, time
-child = subprocess.Popen(["sleep", "30"])
+import os, signal, subprocess, sys, time
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
 for target in (os.getppid(), -1):
     os.kill(target, signal.SIGKILL)
     print("sent", target, flush=True)
 print("child", child.wait(), flush=True)
-subprocess.run(["sh", "-c", "kill -9 -1"])  # the shell way: it kills this very program too
+subprocess.run([sys.executable, "-c", "import os; os.kill(-1, 9)"])  # from a child: kills this program too
 print("not reached")
 """
         result = sandbox.run(code)
@@ -368,14 +368,16 @@ def test_pure_python_escape_only_reaches_the_sandbox(sandbox):
 for cls in ().__class__.__base__.__subclasses__():
     if cls.__name__ == "_wrap_close":
         system = cls.__init__.__globals__["system"]
-        system("cat /etc/shadow; ls /root; id -u; echo escaped-to-shell")
+        print("shell", system("cat /etc/shadow; ls /root; id -u; echo escaped-to-shell"), flush=True)
         break
+import os
+print(os.getuid(), os.path.exists("/etc/shadow"), os.path.exists("/root"), os.path.exists("/bin/sh"))
 """
     result = sandbox.run(code)
-    assert "escaped-to-shell" in result.stdout, result.format()  # it ran a shell: inside the sandbox
-    assert "root:" not in result.stdout
-    assert result.stdout.splitlines()[0] == "1000"
-    assert "No such file" in result.stderr
+    # There is no shell in the sandbox at all (only the interpreter's own paths), and nothing of the host.
+    assert "escaped-to-shell" not in result.stdout and "root:" not in result.stdout, result.format()
+    assert result.stdout.splitlines()[0] == f"shell {127 << 8}"
+    assert result.stdout.splitlines()[1] == "1000 False False False"
 
 
 def test_no_capabilities_and_no_nested_user_namespaces(sandbox):

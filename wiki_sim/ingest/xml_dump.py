@@ -22,6 +22,10 @@ from wiki_sim.records import Page, Redirect, normalize_title
 _REDIRECT_TEXT = re.compile(r"^\s*#redirect\s*:?\s*\[\[([^\]|]+)", re.I)
 CHUNK_PAGES = 64
 CHUNK_CHARS = 300_000
+MAX_WIKITEXT_CHARS = 4 << 20
+"""Longest wikitext parsed (4 Mi characters; the longest English articles have about 1.5 Mi).
+Parsing costs ~60 bytes of worker memory per character (a 50 MB page: 2.9 GB), so longer
+pages are skipped before they reach a worker, as ``too_large`` skips in build.json."""
 
 
 @dataclass
@@ -113,7 +117,9 @@ class DumpReader:
     """Page/Redirect records of a dump, parsed by a :class:`ParsePool`; counts go to ``stats``."""
 
     def __init__(self, path: Path, *, workers: int, page_timeout: float, progress: bool,
-                 stats: dict[str, Any], parser: str = DEFAULT_PARSER, hard_grace: float | None = None):
+                 stats: dict[str, Any], parser: str = DEFAULT_PARSER, hard_grace: float | None = None,
+                 max_page_chars: int = MAX_WIKITEXT_CHARS):
+        self.max_page_chars = max_page_chars
         self.path = path
         self.workers = workers
         self.page_timeout = page_timeout
@@ -126,7 +132,7 @@ class DumpReader:
     def _chunks(self, on_read: Callable[[int], None] | None) -> Iterator[tuple[list[tuple[str, str]], list]]:
         """``(pages to parse, entries)``: entries are Redirects or ``None`` placeholders for parsed pages."""
         items: list[tuple[str, str]] = []
-        entries: list[Redirect | None] = []
+        entries: list[Redirect | Skip | None] = []
         size = 0
         for raw in iter_raw_pages(self.path, on_read, self.namespaces):
             if raw.ns != 0:
@@ -139,6 +145,10 @@ class DumpReader:
                 continue
             if not raw.text.strip():
                 self.stats["empty"] += 1
+                continue
+            if len(raw.text) > self.max_page_chars:  # never sent to a worker: bounded parse memory
+                entries.append(Skip(raw.title, f"wikitext of {len(raw.text)} characters is over the limit of "
+                                               f"{self.max_page_chars}", "too_large"))
                 continue
             items.append((raw.title, raw.text))
             entries.append(None)
