@@ -42,6 +42,21 @@ def _arguments(arguments: Any, max_urls: int) -> tuple[list[str], str]:
     return urls, goal
 
 
+_ADVICE = {
+    "blocked": "Only public web pages can be visited; find the information on another page.",
+    "too_large": "The page is too large to read; find the information on a smaller page.",
+    "unreachable": "The site's name does not resolve; check the URL, or find the information on another page.",
+}
+
+
+def _advice(read: "Outcome") -> str:
+    """What to do next, by the kind of failure (retrying helps only a transient one)."""
+    kinds = {e.kind for e in read.errors}
+    if len(kinds) == 1 and next(iter(kinds)) in _ADVICE:
+        return _ADVICE[next(iter(kinds))]
+    return "Try again later, or find the information on another page."
+
+
 class VisitTool:
     """``visit`` over the simulator: evidence and summary per page, focused on the goal."""
 
@@ -116,8 +131,7 @@ class LiveVisitTool:
                     any(e.status in (404, 410) for e in read.errors):
                 return format_not_found(url), read, None, ""
             return (f"The useful information in {url} for user goal {goal} could not be extracted: the page "
-                    f"could not be read ({read.reasons()}). Try again later, or find the information on "
-                    "another page.\n\n"), read, None, ""
+                    f"could not be read ({read.reasons()}). {_advice(read)}\n\n"), read, None, ""
         focused, summary = self.web.summarize(read.value, goal, deadline)
         reason = ""
         if summary is not None and not summary.ok:

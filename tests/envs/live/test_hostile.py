@@ -78,6 +78,7 @@ def test_a_gzip_bomb_is_refused_quickly_and_nothing_is_cached(make_live, fakeweb
     result = _visit(live, f"{fakeweb.url}/hostile/bomb?mib=256")
     assert time.time() - start < 3.0
     assert not result.ok and "larger than the limit of 2097152 bytes" in result.text and "decompression" in result.text
+    assert "too large to read" in result.text and "Try again later" not in result.text
     assert not any("hostile" in u for u in _cached_urls(tmp_path / "cache.sqlite"))
     assert sum(p.stat().st_size for p in cache_files(tmp_path / "cache.sqlite")) < MIB
     assert _visit(live, fakeweb.page_url("doc-0")).ok  # the cache is still usable

@@ -62,6 +62,7 @@ def test_visit_refuses_loopback_and_fetches_nothing(make_live, fakeweb):
     for host in ("127.0.0.1", "localhost", "2130706433", "0x7f.0.0.1", "127.1"):
         result = _visit(live, f"http://{host}:{port}/pages/doc-1")
         assert not result.ok and "only public web addresses" in result.text
+        assert "Only public web pages can be visited" in result.text and "Try again later" not in result.text
         assert result.metadata["degraded"] and "only public" in result.error
     assert fakeweb.requests("direct") == [] and fakeweb.requests("jina") == []
     # The same URLs are reachable when private addresses are allowed: the refusal was the policy.
