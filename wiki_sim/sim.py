@@ -1,9 +1,10 @@
 """WikiSim: the offline Wikipedia simulator's API (search, visit, and look-ups for synthesis).
 
-One :class:`WikiSim` opens a built simulator directory once (the SQLite store and the Whoosh
-index) and is shared by every environment in the process, in any number of threads:
-searches are serialized on the one Whoosh searcher, store reads use a connection per
-thread, and identical queries (GRPO samples many rollouts of the same question) are served
+One :class:`WikiSim` opens a built simulator directory once (the SQLite store and the search
+index: Whoosh by default, or tantivy, as build.json records) and is shared by every
+environment in the process, in any number of threads: searches run concurrently (the
+engines cache per-term data and lock only to read the index), store reads use a connection
+per thread, and identical queries (GRPO samples many rollouts of the same question) are served
 from an LRU cache.
 """
 
@@ -12,28 +13,17 @@ from __future__ import annotations
 import json
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Hashable, Literal
 
 from wiki_sim.errors import WikiSimError
 from wiki_sim.focus import ExtractiveSummarizer, Focused, Summarizer, format_not_found, format_visit
-from wiki_sim.index import INDEX_DIR, IndexSearcher
+from wiki_sim.engines import open_engine
+from wiki_sim.search import Hit, Searcher, SearchResults
 from wiki_sim.records import url_to_title
-from wiki_sim.snippets import best_snippet
 from wiki_sim.store import STORE_FILE, Store
 
 BUILD_FILE = "build.json"
-
-
-@dataclass(frozen=True)
-class Hit:
-    """One search result."""
-
-    title: str
-    url: str
-    snippet: str
-    score: float = 0.0
 
 
 class LRUCache:
@@ -92,6 +82,12 @@ def normalize_query(query: str) -> str:
     return " ".join(query.split())
 
 
+def _copy(hits: SearchResults) -> SearchResults:
+    out = SearchResults(hits)
+    out.corrected_query = hits.corrected_query
+    return out
+
+
 class WikiSim:
     """A built simulator directory, opened once.
 
@@ -105,15 +101,20 @@ class WikiSim:
         self.path = Path(path)
         self.build_info = read_build_info(self.path)
         self.store = Store(self.path / STORE_FILE)
-        self.index = IndexSearcher(self.path / INDEX_DIR)
+        self.engine_name, self.index = open_engine(self.path, self.build_info)
         self.summarizer: Summarizer = summarizer if summarizer is not None else ExtractiveSummarizer()
         self.snippet_chars = snippet_chars
+        self.searcher = Searcher(self.index, self.store, snippet_chars=snippet_chars)
         self._search_cache = LRUCache(cache_size)
         self._visit_cache = LRUCache(cache_size)
 
     # --- search -------------------------------------------------------------------------
     def search(self, queries: list[str] | str, k: int = 10) -> list[list[Hit]]:
-        """For each query, the top ``k`` hits (title, url, snippet); ``[]`` for a blank query."""
+        """For each query, the top ``k`` hits (title, url, snippet); ``[]`` for a blank query.
+
+        Each query's list is a :class:`~wiki_sim.search.SearchResults`: its
+        ``corrected_query`` is set when a word matched no page and a word spelled like it
+        was searched instead."""
         if isinstance(queries, str):
             queries = [queries]
         if not isinstance(k, int) or isinstance(k, bool) or k < 1:
@@ -127,20 +128,14 @@ class WikiSim:
 
     def _search_one(self, query: str, k: int) -> list[Hit]:
         if not query:
-            return []
+            return SearchResults()
         key = (query, k)
         cached = self._search_cache.get(key)
         if cached is not None:
-            return list(cached)
-        ranked, weights = self.index.search(query, k)
-        hits = []
-        for title, score in ranked:
-            row = self.store.conn.execute("SELECT url, text FROM pages WHERE title = ?", (title,)).fetchone()
-            if row is None:  # index and store disagree: only if the directory was tampered with
-                continue
-            hits.append(Hit(title, row["url"], best_snippet(row["text"], weights, self.snippet_chars), score))
-        self._search_cache.put(key, tuple(hits))
-        return hits
+            return _copy(cached)
+        hits = self.searcher.search(query, k)
+        self._search_cache.put(key, hits)
+        return _copy(hits)
 
     # --- visit --------------------------------------------------------------------------
     def read(self, url: str, goal: str) -> tuple[dict[str, Any], Focused] | None:
@@ -203,6 +198,7 @@ class WikiSim:
             "path": str(self.path),
             "pages": self.store.count(),
             "documents_indexed": self.index.doc_count(),
+            "engine": self.engine_name,
             "search_cache": self._search_cache.info(),
             "visit_cache": self._visit_cache.info(),
             "build": self.build_info,
