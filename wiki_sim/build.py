@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from wiki_sim.errors import WikiSimError
+from wiki_sim.forward import FORWARD_DIR, build_forward_index
 from wiki_sim.engines import build_engine_index, check_engine, index_dir_name
 from wiki_sim.index import ALIASES_BOOST, INDEX_DIR, TITLE_BOOST
 from wiki_sim.records import Page
@@ -97,13 +98,16 @@ def _build_into(tmp: Path, source: Any, fingerprint: dict[str, Any], workers: in
     if counts["pages"] == 0:
         raise WikiSimError(f"the corpus {source.meta.get('path', '')} has no pages")
     index = build_engine_index(engine, tmp / STORE_FILE, tmp, workers=workers, progress=progress)
+    indexed = time.perf_counter()
+    forward = build_forward_index(tmp / STORE_FILE, tmp / FORWARD_DIR)
     done = time.perf_counter()
     skipped_titles = stats.pop("skipped_titles", [])
     return {
         "format": BUILD_FORMAT,
         "source": source.meta,
         "source_fingerprint": fingerprint,
-        "counts": {**counts, "documents_indexed": index["documents"], "index_segments": index["segments"]},
+        "counts": {**counts, "documents_indexed": index["documents"], "index_segments": index["segments"],
+                   "forward_terms": forward["terms"]},
         "skipped": {"count": stats.get("skipped", 0), "titles": skipped_titles},
         "source_stats": stats,
         "index": _index_info(engine),
@@ -113,7 +117,8 @@ def _build_into(tmp: Path, source: Any, fingerprint: dict[str, Any], workers: in
         "durations_s": {
             "parse_and_store": round(parsed - start, 3),
             "finalize_store": round(stored - parsed, 3),
-            "index": round(done - stored, 3),
+            "index": round(indexed - stored, 3),
+            "forward_index": round(done - indexed, 3),
             "total": round(done - start, 3),
         },
     }

@@ -55,3 +55,17 @@ def open_engine(path: Path, build_info: dict[str, Any]) -> tuple[str, Any]:
     from wiki_sim.index import IndexSearcher
 
     return engine, IndexSearcher(path / index_dir_name(engine))
+
+
+def open_forward_index(path: Path, documents: int) -> Any | None:
+    """The simulator's forward index, or ``None`` (built before it existed, or not matching
+    the index: the search then computes page terms from the text as it goes)."""
+    from wiki_sim.forward import FORWARD_DIR, ForwardIndex
+
+    if not (path / FORWARD_DIR / "offsets.npy").is_file():
+        return None
+    try:
+        forward = ForwardIndex(path / FORWARD_DIR)
+    except (OSError, ValueError):
+        return None
+    return forward if len(forward) == documents else None

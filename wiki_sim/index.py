@@ -37,6 +37,7 @@ from whoosh import qparser, scoring
 from whoosh.codec.whoosh3 import W3Codec
 from whoosh.fields import Schema
 from whoosh.query import Or
+from whoosh.reading import TermNotFound
 from whoosh.writing import SegmentWriter
 
 from wiki_sim.analysis import WikiText, analyze
@@ -276,17 +277,24 @@ def whoosh_parser(ix: Any, group_factor: float = 0.9) -> qparser.QueryParser:
 
 
 def _read_postings(matcher: Any) -> tuple[np.ndarray, np.ndarray]:
-    """All (segment doc ids, weights) of a Whoosh postings matcher, block by block."""
+    """All (segment doc ids, weights) of a Whoosh postings matcher, block by block.
+
+    Whoosh's W3 blocks are decoded with numpy (ids are stored as deltas); any other
+    matcher is read posting by posting."""
     ids: list[np.ndarray] = []
     weights: list[np.ndarray] = []
-    if hasattr(matcher, "_read_ids") and hasattr(matcher, "_next_block"):  # W3LeafMatcher: whole blocks
+    if all(hasattr(matcher, a) for a in ("_read_data", "_next_block", "_byteids", "_blocklength")):
         while matcher.is_active():
-            matcher._read_ids()
-            matcher._read_weights()
-            ids.append(np.asarray(matcher._ids, dtype=np.int64))
-            weights.append(np.asarray(matcher._weights, dtype=np.float64))
+            matcher._read_data()
+            raw_ids, raw_weights = matcher._data[0], matcher._data[1]
+            block_ids = np.asarray(raw_ids, dtype=np.int64)
+            ids.append(block_ids if matcher._byteids else np.cumsum(block_ids))
+            if raw_weights is None or isinstance(raw_weights, float):
+                weights.append(np.full(matcher._blocklength, 1.0 if raw_weights is None else raw_weights))
+            else:
+                weights.append(np.asarray(raw_weights, dtype=np.float64))
             matcher._next_block()
-    else:  # any other matcher: posting by posting
+    else:
         pairs = []
         while matcher.is_active():
             pairs.append((matcher.id(), matcher.weight()))
@@ -359,6 +367,7 @@ class IndexSearcher:
         return idf
 
     def _term_idf(self, df: int) -> float:
+        """Whoosh's BM25 idf, from a document frequency."""
         return log(self._n / (df + 1)) + 1
 
     def term_scores(self, term: str) -> tuple[np.ndarray, np.ndarray]:
@@ -370,30 +379,32 @@ class IndexSearcher:
             cached = self._terms.get(term)
             if cached is not None:
                 return cached
-            parts_ids, parts_scores = [], []
-            body_df = self._reader.doc_frequency("body", term)
-            self._idf[term] = log(self._n / (body_df + 1)) + 1
+            found = []  # (field, segment, offset) holding the term
+            df = dict.fromkeys(SEARCH_FIELDS, 0)
             for field in SEARCH_FIELDS:
-                df = self._reader.doc_frequency(field, term)
-                if not df:
-                    continue
-                idf = self._term_idf(max(df, body_df))
                 for seg, offset in self._segments:
-                    if (field, term) not in seg:
+                    try:
+                        df[field] += seg.term_info(field, term).doc_frequency()
+                    except TermNotFound:
                         continue
-                    ids, tf = _read_postings(seg.postings(field, term))
-                    if field != "body":  # the index's boost replaced by the search-time one
-                        tf = tf * (self.head_boost / self._boost[field])
-                    ids = ids + offset
-                    fl = self._lengths[field][ids]
-                    scores = idf * (tf * (self.K1 + 1)) / (tf + self.K1 * ((1 - self.B) + self.B * fl / self._avgfl[field]))
-                    parts_ids.append(ids)
-                    parts_scores.append(scores)
-            if parts_ids:
-                ids = np.concatenate(parts_ids)
-                scores = np.concatenate(parts_scores)
-                uniq, inverse = np.unique(ids, return_inverse=True)
-                entry = (uniq, np.bincount(inverse, weights=scores))
+                    found.append((field, seg, offset))
+            self._idf[term] = self._term_idf(df["body"])
+            parts_ids, parts_scores = [], []
+            for field, seg, offset in found:
+                idf = self._term_idf(max(df[field], df["body"]))
+                ids, tf = _read_postings(seg.postings(field, term))
+                if field != "body":  # the index's boost replaced by the search-time one
+                    tf = tf * (self.head_boost / self._boost[field])
+                ids = ids + offset
+                fl = self._lengths[field][ids]
+                parts_ids.append(ids)
+                parts_scores.append(idf * (tf * (self.K1 + 1))
+                                    / (tf + self.K1 * ((1 - self.B) + self.B * fl / self._avgfl[field])))
+            if len({field for field, _, _ in found}) > 1:  # a document may hold it in two fields
+                uniq, inverse = np.unique(np.concatenate(parts_ids), return_inverse=True)
+                entry = (uniq, np.bincount(inverse, weights=np.concatenate(parts_scores)))
+            elif parts_ids:  # segments hold disjoint, increasing doc ranges
+                entry = (np.concatenate(parts_ids), np.concatenate(parts_scores))
             else:
                 entry = (np.zeros(0, np.int64), np.zeros(0, np.float64))
             self._terms[term] = entry
@@ -405,8 +416,9 @@ class IndexSearcher:
         """Whether any document holds ``term``."""
         return len(self.term_scores(term)[0]) > 0
 
-    def candidates(self, terms: list[str], n: int) -> list[tuple[str, float]]:
-        """The top ``n`` (title, score) for a query's distinct index terms."""
+    def candidates(self, terms: list[str], n: int) -> list[tuple[int, float]]:
+        """The top ``n`` (document number, score) for a query's distinct index terms;
+        document numbers follow the store's page order (``titles[docnum]``)."""
         arrays = [a for a in map(self.term_scores, terms) if len(a[0])]
         if not arrays:
             return []
@@ -415,7 +427,7 @@ class IndexSearcher:
         else:
             ids, inverse = np.unique(np.concatenate([a[0] for a in arrays]), return_inverse=True)
             scores = np.bincount(inverse, weights=np.concatenate([a[1] for a in arrays]))
-        return [(self.titles[ids[i]], float(scores[i])) for i in top_indices(scores, ids, n)]
+        return [(int(ids[i]), float(scores[i])) for i in top_indices(scores, ids, n)]
 
     def suggest(self, term: str) -> str | None:
         """The indexed term closest in spelling to ``term`` (edit distance 1, or 2 for
@@ -438,7 +450,8 @@ class IndexSearcher:
     def search(self, query: str, k: int = 10) -> tuple[list[tuple[str, float]], dict[str, float]]:
         """The plain BM25F top ``k`` (title, score) for ``query``, and its terms' body idf."""
         terms = query_terms(query)
-        return self.candidates(terms, k), {t: self.idf(t) for t in terms if self.known(t)}
+        hits = [(self.titles[d], s) for d, s in self.candidates(terms, k)]
+        return hits, {t: self.idf(t) for t in terms if self.known(t)}
 
     def close(self) -> None:
         self._searcher.close()

@@ -1,27 +1,31 @@
 """Search as a person expects it, on top of either engine's BM25 candidates.
 
 An engine (the Whoosh index, or tantivy) ranks pages by BM25 over title, aliases and body.
-This layer reads the top :data:`RERANK_DEPTH` candidates' text once and re-ranks them:
+This layer re-ranks its top :data:`RERANK_DEPTH` candidates, with their titles and their
+term sequences (the forward index, :mod:`wiki_sim.forward`):
 
 - a page whose title is the query (or nearly: the query holds the title's words, or the
   title the query's) rises by up to the best candidate's score, so ``Albert Einstein``
   finds Albert Einstein first, not Albert Ellis;
-- query words that stand next to each other in the page (a phrase, stopwords between
-  allowed) rank it above pages where they lie scattered;
+- query words that stand next to each other in the page or its title (a phrase,
+  stopwords between allowed) rank it above pages where they lie scattered;
 - a query word no page holds is replaced by the indexed word closest in spelling
   (``Einstien`` -> ``einstein``), and the result says so (``corrected_query``).
 
-The same text gives the snippets, so a hit costs one store read.
+Only the final hits are read from the store (for the url and the snippet).
 """
 
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Protocol
 
+import numpy as np
+
 from wiki_sim.analysis import TOKEN_PATTERN, analyze, stem_word
+from wiki_sim.forward import LazyForwardIndex
 from wiki_sim.index import query_terms
 from wiki_sim.snippets import best_snippet, find_matches
 
@@ -30,18 +34,15 @@ RERANK_DEPTH = 30
 # Weights of the two bonuses, as fractions of the best candidate's BM25 score.
 TITLE_WEIGHT = 1.0
 PROXIMITY_WEIGHT = 0.5
-# Characters of a page scanned for adjacent query words (long articles: the beginning).
-PROXIMITY_CHARS = 20_000
-# Query words that are adjacent may have at most this many characters between them
-# (spaces, punctuation and stopwords only: "Duke of Wellington").
-MAX_GAP_CHARS = 12
 _PAREN = re.compile(r"\s*\([^)]*\)\s*$")
 
 
 class Engine(Protocol):
     """What the search layer needs from an index."""
 
-    def candidates(self, terms: list[str], n: int) -> list[tuple[str, float]]: ...
+    titles: list[str]  # by document number (the store's page order)
+
+    def candidates(self, terms: list[str], n: int) -> list[tuple[int, float]]: ...
     def known(self, term: str) -> bool: ...
     def idf(self, term: str) -> float: ...
     def suggest(self, term: str) -> str | None: ...
@@ -91,42 +92,45 @@ def title_similarity(query: set[str], title: str) -> float:
     return 0.0
 
 
-def adjacent_pairs(text: str, weights: dict[str, float]) -> int:
-    """Distinct pairs of different query terms standing next to each other in ``text``
-    (only spaces, punctuation or a few stopwords between them)."""
-    matches = find_matches(text, weights)
-    pairs: set[frozenset[str]] = set()
-    for (_, end, a), (start, _, b) in zip(matches, matches[1:]):
-        if a == b or start - end > MAX_GAP_CHARS:
-            continue
-        gap = text[end:start]
-        if all(stem_word(w) is None for w in TOKEN_PATTERN.findall(gap)):
-            pairs.add(frozenset((a, b)))
-    return len(pairs)
-
-
-def proximity(text: str, title: str, terms: list[str]) -> float:
-    """Share of the query's possible adjacent pairs found adjacent in the title or text."""
-    if len(terms) < 2:
+def proximity(seq: np.ndarray, member: np.ndarray, n_terms: int) -> float:
+    """Share of a query's possible adjacent pairs (``n_terms - 1``) found as distinct pairs of
+    different query terms next to each other (stopwords between them allowed) in a page's
+    term-id array ``seq``; ``member[id]`` says whether a term id is a query term."""
+    if n_terms < 2 or len(seq) < 2:
         return 0.0
-    weights = dict.fromkeys(terms, 1.0)
-    found = adjacent_pairs(text[:PROXIMITY_CHARS], weights)
-    if found < len(terms) - 1 and len(title_terms(title)[0]) > 1:
-        found = max(found, adjacent_pairs(title, weights))
-    return min(1.0, found / (len(terms) - 1))
+    known = seq < len(member)
+    hit = np.zeros(len(seq), dtype=bool)
+    hit[known] = member[seq[known]]
+    left, right = seq[:-1], seq[1:]
+    both = hit[:-1] & hit[1:] & (left != right)
+    if not both.any():
+        return 0.0
+    a, b = left[both].astype(np.int64), right[both].astype(np.int64)
+    pairs = np.unique(np.minimum(a, b) * (1 << 31) + np.maximum(a, b))
+    return min(1.0, len(pairs) / (n_terms - 1))
 
 
-def rerank(candidates: list[tuple[str, float]], texts: dict[str, str], terms: list[str]) -> list[tuple[str, float]]:
-    """Candidates re-scored with the title and proximity bonuses, best first (stable)."""
+def rerank(candidates: list[tuple[int, float]], titles: list[str], forward: Any, texts: dict[int, str],
+           terms: list[str]) -> list[tuple[int, float]]:
+    """Candidates (docnum, score) re-scored with the title and proximity bonuses, best
+    first (stable). ``forward`` gives each page's term ids (``texts``: for a lazy one)."""
     if not candidates:
         return []
     top = max(score for _, score in candidates)
     query = set(terms)
+    sequences = {}
+    if len(terms) > 1:
+        for doc, _ in candidates:  # a lazy forward index assigns the ids of new terms here
+            sequences[doc] = forward.sequence(doc, titles[doc], texts.get(doc, ""))
+        member = np.zeros(forward.vocabulary_size() + 1, dtype=bool)
+        member[forward.ids(terms)] = True
+        member[0] = False
     rescored = []
-    for title, score in candidates:
-        bonus = TITLE_WEIGHT * title_similarity(query, title)
-        bonus += PROXIMITY_WEIGHT * proximity(texts.get(title, ""), title, terms)
-        rescored.append((title, score + top * bonus))
+    for doc, score in candidates:
+        bonus = TITLE_WEIGHT * title_similarity(query, titles[doc])
+        if len(terms) > 1:
+            bonus += PROXIMITY_WEIGHT * proximity(sequences[doc], member, len(terms))
+        rescored.append((doc, score + top * bonus))
     rescored.sort(key=lambda item: -item[1])
     return rescored
 
@@ -154,18 +158,36 @@ def corrected(query: str, replacements: dict[str, str], texts: list[str]) -> str
 class Searcher:
     """Queries -> ranked hits with snippets, over an engine and the simulator's store."""
 
-    def __init__(self, engine: Any, store: Any, snippet_chars: int = 300, depth: int = RERANK_DEPTH):
+    def __init__(self, engine: Any, store: Any, forward: Any | None = None, snippet_chars: int = 300,
+                 depth: int = RERANK_DEPTH):
         self.engine = engine
+        self.lazy = forward is None
+        self.forward = LazyForwardIndex() if forward is None else forward
         self.store = store
         self.snippet_chars = snippet_chars
         self.depth = depth
+        self._suggestions: dict[str, str | None] = {}
 
-    def _texts(self, titles: list[str]) -> dict[str, tuple[str, str]]:
-        if not titles:
+    def _suggest(self, term: str) -> str | None:
+        """The engine's spelling suggestion for an unknown word of 3+ letters (cached)."""
+        if not (term.isalpha() and len(term) >= 3):
+            return None
+        if term not in self._suggestions:
+            if len(self._suggestions) >= 10_000:
+                self._suggestions.clear()
+            self._suggestions[term] = self.engine.suggest(term)
+        return self._suggestions[term]
+
+    def _pages(self, docs: list[int]) -> dict[int, tuple[str, str]]:
+        """(url, text) of pages by document number, in one store read."""
+        if not docs:
             return {}
-        marks = ",".join("?" * len(titles))
-        rows = self.store.conn.execute(f"SELECT title, url, text FROM pages WHERE title IN ({marks})", titles)
-        return {row[0]: (row[1], row[2]) for row in rows}
+        titles = self.engine.titles
+        marks = ",".join("?" * len(docs))
+        rows = self.store.conn.execute(f"SELECT title, url, text FROM pages WHERE title IN ({marks})",
+                                       [titles[d] for d in docs])
+        by_title = {row[0]: (row[1], row[2]) for row in rows}
+        return {d: by_title[titles[d]] for d in docs if titles[d] in by_title}
 
     def search(self, query: str, k: int = 10) -> SearchResults:
         """The top ``k`` hits for ``query``; spelling corrected where a word matches no page."""
@@ -173,18 +195,23 @@ class Searcher:
         replacements: dict[str, str] = {}
         for term in terms:
             if not self.engine.known(term):
-                suggestion = self.engine.suggest(term)
+                suggestion = self._suggest(term)
                 if suggestion is not None:
                     replacements[term] = suggestion
         if replacements:
             terms = list(dict.fromkeys(replacements.get(t, t) for t in terms))
         candidates = self.engine.candidates(terms, max(k, self.depth))
-        pages = self._texts([title for title, _ in candidates])
-        candidates = [(t, s) for t, s in candidates if t in pages]  # else index and store disagree
-        ranked = rerank(candidates, {t: pages[t][1] for t, _ in candidates}, terms)[:k]
+        # A lazy forward index needs every candidate's text; a built one, only the hits'.
+        pages = self._pages([d for d, _ in candidates]) if self.lazy else {}
+        texts = {d: page[1] for d, page in pages.items()}
+        ranked = rerank(candidates, self.engine.titles, self.forward, texts, terms)
+        ranked = [(d, s) for d, s in ranked if not self.lazy or d in pages][:k]
+        if not self.lazy:
+            pages = self._pages([d for d, _ in ranked])
+            ranked = [(d, s) for d, s in ranked if d in pages]  # else index and store disagree
         weights = {t: self.engine.idf(t) for t in terms if self.engine.known(t)}
-        results = SearchResults(Hit(title, pages[title][0], best_snippet(pages[title][1], weights, self.snippet_chars),
-                                    score) for title, score in ranked)
+        results = SearchResults(Hit(self.engine.titles[d], pages[d][0],
+                                    best_snippet(pages[d][1], weights, self.snippet_chars), s) for d, s in ranked)
         if replacements and results:
-            results.corrected_query = corrected(query, replacements, [pages[t][1] for t, _ in ranked])
+            results.corrected_query = corrected(query, replacements, [pages[d][1] for d, _ in ranked])
         return results

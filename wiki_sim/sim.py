@@ -18,7 +18,7 @@ from typing import Any, Hashable, Literal
 
 from wiki_sim.errors import WikiSimError
 from wiki_sim.focus import ExtractiveSummarizer, Focused, Summarizer, format_not_found, format_visit
-from wiki_sim.engines import open_engine
+from wiki_sim.engines import open_engine, open_forward_index
 from wiki_sim.search import Hit, Searcher, SearchResults
 from wiki_sim.records import url_to_title
 from wiki_sim.store import STORE_FILE, Store
@@ -104,7 +104,8 @@ class WikiSim:
         self.engine_name, self.index = open_engine(self.path, self.build_info)
         self.summarizer: Summarizer = summarizer if summarizer is not None else ExtractiveSummarizer()
         self.snippet_chars = snippet_chars
-        self.searcher = Searcher(self.index, self.store, snippet_chars=snippet_chars)
+        self.searcher = Searcher(self.index, self.store, forward=open_forward_index(self.path, self.index.doc_count()),
+                                 snippet_chars=snippet_chars)
         self._search_cache = LRUCache(cache_size)
         self._visit_cache = LRUCache(cache_size)
 

@@ -130,8 +130,9 @@ class TantivySearcher:
     def idf(self, term: str) -> float:
         return log(self._n / (self.doc_frequency(term) + 1)) + 1
 
-    def candidates(self, terms: list[str], n: int) -> list[tuple[str, float]]:
-        """The top ``n`` (title, score) for a query's distinct index terms (OR)."""
+    def candidates(self, terms: list[str], n: int) -> list[tuple[int, float]]:
+        """The top ``n`` (document number, score) for a query's distinct index terms (OR);
+        document numbers follow the store's page order (``titles[docnum]``)."""
         t = self._tantivy
         subqueries = [(t.Occur.Should, t.Query.term_query(self.schema, "text", term, index_option="freq"))
                       for term in terms if self.known(term)]
@@ -140,9 +141,7 @@ class TantivySearcher:
         query = subqueries[0][1] if len(subqueries) == 1 else t.Query.boolean_query(subqueries)
         hits = self.searcher.search(query, n, count=False).hits
         pids = self.searcher.fast_field_values("pid", [address for _, address in hits])
-        ranked = [(self.titles[pid], float(score)) for (score, _), pid in zip(hits, pids)]
-        ranked.sort(key=lambda item: -item[1])  # ties keep tantivy's (document) order
-        return ranked
+        return [(int(pid), float(score)) for (score, _), pid in zip(hits, pids)]
 
     def suggest(self, term: str) -> str | None:
         """The indexed term closest in spelling to ``term`` (as IndexSearcher.suggest)."""
@@ -163,7 +162,8 @@ class TantivySearcher:
         from wiki_sim.index import query_terms
 
         terms = query_terms(query)
-        return self.candidates(terms, k), {t: self.idf(t) for t in terms if self.known(t)}
+        hits = [(self.titles[d], s) for d, s in self.candidates(terms, k)]
+        return hits, {t: self.idf(t) for t in terms if self.known(t)}
 
     def close(self) -> None:
         pass
