@@ -334,9 +334,12 @@ def measure(args: argparse.Namespace, engines: list[str], workdir: Path) -> dict
     mix = [q for qs in families.values() for q, _ in qs]
     random.Random(args.seed).shuffle(mix)
     threads: dict[str, dict[str, float]] = {}
-    for name, sim in sims.items():
-        one = throughput(lambda q: sim.search([q], args.k), mix, 1)
-        many = throughput(lambda q: sim.search([q], args.k), mix, args.threads)
+    for name, sim in sims.items():  # alternated 3 times, medians: the machine's load drifts
+        ones, manys = [], []
+        for _ in range(3):
+            ones.append(throughput(lambda q: sim.search([q], args.k), mix, 1))
+            manys.append(throughput(lambda q: sim.search([q], args.k), mix, args.threads))
+        one, many = statistics.median(ones), statistics.median(manys)
         threads[name] = {"qps_1": round(one, 1), f"qps_{args.threads}": round(many, 1),
                          "speedup": round(many / one, 3)}
 
