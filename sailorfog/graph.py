@@ -47,7 +47,7 @@ class GraphConfig:
     num_seeds: int = 8
     """Seed entities to start from (ignored when ``seeds`` is given)."""
     seeds: tuple[str, ...] = ()
-    """Explicit seed titles (each must exist); empty: draw obscure seeds from the corpus."""
+    """Explicit seed titles or page URLs (each must exist); empty: draw obscure seeds from the corpus."""
     seed_max_inbound: int = 5
     """A seed has at most this many pages linking to it (obscure, not famous)."""
     seed_max_length: int = 4000
@@ -190,7 +190,7 @@ class _Builder:
         for link, kind, key in head + pool[len(head):]:
             if taken >= c.branching or len(self.G) >= limit:
                 break
-            page = self.read(link.target)
+            page = self.read(link.target, link.url or None)
             if page is None:
                 continue
             query = link.query or self.find_query(page.title)[0]
@@ -268,10 +268,10 @@ class _Builder:
         for target in ranked:
             if len(self.G) >= limit:
                 return
-            page = self.read(target)
+            sources = linked_from[target]
+            page = self.read(target, sources[0][1].url or None)
             if page is None:
                 continue
-            sources = linked_from[target]
             depth = 1 + min(self.G.nodes[s]["depth"] for s, _ in sources)
             query = self.find_query(page.title)[0]
             self.add_node(page, depth, query, self.G.nodes[sources[0][0]]["url"])
@@ -305,12 +305,25 @@ def _relating(key: str, value: str) -> bool:
             and not _UNRELATING_KEY.search(key))
 
 
+def _seed_url(explorer: Explorer, seed: str) -> str:
+    """A seed's URL: given as one; its Wikipedia URL on a simulator; else the URL of the
+    search hit with that title (a page of the live web), falling back to the Wikipedia URL."""
+    if seed.startswith(("http://", "https://")):
+        return seed
+    if not getattr(explorer, "structured_links", False):
+        [hits] = explorer.search([seed])
+        for hit in hits:
+            if hit.title.casefold() == seed.casefold():
+                return hit.url
+    return title_to_url(seed)
+
+
 def choose_seeds(explorer: Explorer, config: GraphConfig, rng: random.Random) -> list[PageRead]:
     """Obscure seeds: few inbound links, short pages, enough outgoing links; or ``config.seeds``."""
     if config.seeds:
         reads = []
         for title in config.seeds:
-            read = explorer.read(title_to_url(title), f"facts, dates, numbers and related entities of {title}")
+            read = explorer.read(_seed_url(explorer, title), f"facts, dates, numbers and related entities of {title}")
             if read is None:
                 raise GraphError(f"seed entity {title!r} is not a page of this corpus")
             reads.append(read)
