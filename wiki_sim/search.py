@@ -30,7 +30,7 @@ from wiki_sim.index import query_terms
 from wiki_sim.snippets import best_snippet, find_matches
 
 # Candidates re-ranked per query (the engine's top BM25 pages).
-RERANK_DEPTH = 30
+RERANK_DEPTH = 40
 # Weights of the two bonuses, as fractions of the best candidate's BM25 score.
 TITLE_WEIGHT = 1.0
 PROXIMITY_WEIGHT = 0.5

@@ -188,7 +188,7 @@ def test_numpy_scores_equal_whooshs_own_bm25f_search(small_wiki, query):
     same weighting (title boost as indexed), in the same order."""
     from wiki_sim.index import TITLE_BOOST, DocumentIdfBM25F, _use_array_matchers, whoosh_parser
 
-    fast = IndexSearcher(small_wiki / "index", head_boost=TITLE_BOOST)
+    fast = IndexSearcher(small_wiki / "index", head_boost=TITLE_BOOST, B=0.75)
     reference = fast.ix.searcher(weighting=DocumentIdfBM25F(max_cached_docs=0))
     expected = [(hit["title"], hit.score)
                 for hit in reference.search(_use_array_matchers(whoosh_parser(fast.ix).parse(query)), limit=10)]
