@@ -14,8 +14,10 @@ the corpus (``--seed``); each query's answer is one page:
   without the title's words (a phrase that names the page without its title);
 - ``question``: the questions the simulator derives (``envs.derived_tasks``: short
   description and masked first sentence, in question form);
-- ``clue``: clue sentences as the synthesizer writes them. Left out: the synthesizer
-  (issue 8, ``sailorfog``) has no clue writer in this tree yet.
+- ``clue``: clue sentences as the synthesizer writes them (``sailorfog.clues`` over its
+  entity graph: the quoted evidence clause or description, entities masked; the answer is
+  the page the clue is read on). Left out, and the JSON says why, in a tree without the
+  clue writer (issue 8).
 
 Each engine returns its top 10 with a snippet; queries are interleaved engine by engine so
 machine noise hits them alike. Measured per family: recall@10, MRR@10, p50/p99 latency
@@ -66,7 +68,7 @@ from wiki_sim.index import TITLE_BOOST
 from wiki_sim.snippets import best_snippet
 
 ENGINES = ("simulator", "simulator-tantivy", "fts5", "fts5-stopwords", "tantivy", "bm25s")
-FAMILIES = ("kw2", "kw3", "kw4", "named", "description", "question")
+FAMILIES = ("kw2", "kw3", "kw4", "named", "description", "question", "clue")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _WORD = re.compile(r"\w+")
 
@@ -141,6 +143,35 @@ def question_queries(wiki: Path, n: int, seed: int) -> list[Query]:
     from envs.derived_tasks import derive_tasks
 
     return [(t.question, t.answer) for t in derive_tasks(wiki, n, seed=seed, kind="mixed")]
+
+
+def clue_queries(wiki: Path, n: int, seed: int) -> tuple[list[Query], str | None]:
+    """Clue sentences as the synthesizer writes them, and the page each can be read on.
+
+    The synthesizer (``sailorfog``) builds its entity graph over the simulator, samples
+    subgraphs and writes clues; the quoted part of each clue (the evidence clause or
+    description, every entity masked) is the query, the clue's evidence page its answer.
+    Returns ``([], reason)`` when this tree has no clue writer."""
+    try:
+        from sailorfog.clues import build_clues
+        from sailorfog.graph import GraphConfig, build_graph
+        from sailorfog.sampling import sample_subgraphs
+    except ImportError as exc:
+        return [], f"no clue writer in this tree ({exc.name} is missing; issue 8, branch synth-tasks)"
+    with WikiSim(wiki) as sim:
+        G = build_graph(sim, GraphConfig(seed=seed))
+        queries: dict[str, str] = {}
+        for sub in sample_subgraphs(G, max(1, n // 2), seed=seed):
+            cs = build_clues(G, sub.nodes, sub.edges, sorted(sub.nodes)[0])
+            for clue in cs.clues + cs.pool:
+                quoted = " ".join(re.findall(r"“([^”]+)”", clue.text))
+                text = " ".join(re.sub(r"\{[A-Z]\}", " ", quoted).split())
+                page = sim.resolve(clue.evidence.get("title", ""))
+                if page and len(_content_words(text, set())) >= 3:
+                    queries.setdefault(text, page)
+    ordered = sorted(queries.items())
+    random.Random(f"clue-{seed}").shuffle(ordered)
+    return ordered[:n], None
 
 
 def store_docs(wiki: Path) -> list[tuple[str, str]]:
@@ -271,11 +302,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _families(wiki: Path, docs: list[tuple[str, str]], n: int, seed: int) -> dict[str, list[Query]]:
+def _families(wiki: Path, docs: list[tuple[str, str]], n: int, seed: int,
+              left_out: dict[str, str] | None = None) -> dict[str, list[Query]]:
     families = {f"kw{m}": keyword_queries(docs, m, n, seed) for m in (2, 3, 4)}
     families["named"] = named_queries(docs, n, seed)
     families["description"] = description_queries(wiki, n, seed)
     families["question"] = question_queries(wiki, n, seed)
+    families["clue"], why = clue_queries(wiki, n, seed)
+    if why and left_out is not None:
+        left_out["clue"] = why
     return {name: qs for name, qs in families.items() if qs}
 
 
@@ -293,7 +328,8 @@ def measure(args: argparse.Namespace, engines: list[str], workdir: Path) -> dict
         builds["simulator-tantivy"] = time.perf_counter() - t
         sims["simulator-tantivy"] = WikiSim(workdir / "wiki-tantivy", cache_size=0)
     docs = store_docs(wiki)
-    families = _families(wiki, docs, args.queries, args.seed)
+    left_out: dict[str, str] = {}
+    families = _families(wiki, docs, args.queries, args.seed, left_out)
 
     searches: dict[str, Search] = {
         name: (lambda sim: lambda q, k: [(h.title, h.snippet) for h in sim.search([q], k)[0]])(sim)
@@ -369,7 +405,7 @@ def measure(args: argparse.Namespace, engines: list[str], workdir: Path) -> dict
     targets[f"threads_{args.threads}_ge_1.5x"] = threads["simulator"]["speedup"] >= 1.5
     return {"benchmark": "search", "source": args.source, "pages": len(docs), "k": args.k, "seed": args.seed,
             "queries": {f: len(q) for f, q in families.items()},
-            "families_left_out": {"clue": "no clue writer in sailorfog yet (issue 8)"},
+            "families_left_out": left_out,
             "build_s": {n: round(v, 3) for n, v in builds.items()}, "families": results, "threads": threads,
             "cache_speedup_median": round(cache_speedup, 1), "ratios": ratios, "targets": targets}
 

@@ -59,7 +59,9 @@ class ForwardIndex:
 
     def __init__(self, directory: str | Path):
         directory = Path(directory)
-        self._ids = np.load(directory / "ids.npy", mmap_mode="r")
+        # A plain ndarray view of the memory map: slicing a np.memmap costs a Python-level
+        # __array_finalize__ per slice.
+        self._ids = np.load(directory / "ids.npy", mmap_mode="r").view(np.ndarray)
         self._offsets = np.load(directory / "offsets.npy")
         terms = json.loads((directory / "vocab.json").read_text(encoding="utf-8"))
         self._vocab = {t: i for i, t in enumerate(terms)}
@@ -75,7 +77,7 @@ class ForwardIndex:
         return [self._vocab[t] for t in terms if t in self._vocab]
 
     def sequence(self, docnum: int, title: str = "", text: str = "") -> np.ndarray:
-        return np.asarray(self._ids[self._offsets[docnum]:self._offsets[docnum + 1]])
+        return self._ids[self._offsets[docnum]:self._offsets[docnum + 1]]
 
 
 class LazyForwardIndex:

@@ -92,22 +92,29 @@ def title_similarity(query: set[str], title: str) -> float:
     return 0.0
 
 
-def proximity(seq: np.ndarray, member: np.ndarray, n_terms: int) -> float:
-    """Share of a query's possible adjacent pairs (``n_terms - 1``) found as distinct pairs of
-    different query terms next to each other (stopwords between them allowed) in a page's
-    term-id array ``seq``; ``member[id]`` says whether a term id is a query term."""
-    if n_terms < 2 or len(seq) < 2:
-        return 0.0
-    known = seq < len(member)
+def proximity(sequences: list[np.ndarray], member: np.ndarray, n_terms: int) -> np.ndarray:
+    """For each page's term-id array, the share of a query's possible adjacent pairs
+    (``n_terms - 1``) found there: distinct pairs of different query terms next to each
+    other (stopwords between them allowed). ``member[id]`` says whether a term id is a
+    query term. All pages at once, in a few array operations: (pages,) -> (pages,)."""
+    out = np.zeros(len(sequences))
+    lengths = np.array([len(s) for s in sequences], dtype=np.int64)
+    if n_terms < 2 or lengths.sum() < 2:
+        return out
+    seq = np.concatenate(sequences).astype(np.int64)
+    page = np.repeat(np.arange(len(sequences)), lengths)
     hit = np.zeros(len(seq), dtype=bool)
+    known = seq < len(member)
     hit[known] = member[seq[known]]
     left, right = seq[:-1], seq[1:]
-    both = hit[:-1] & hit[1:] & (left != right)
+    both = hit[:-1] & hit[1:] & (left != right) & (page[:-1] == page[1:])
     if not both.any():
-        return 0.0
-    a, b = left[both].astype(np.int64), right[both].astype(np.int64)
-    pairs = np.unique(np.minimum(a, b) * (1 << 31) + np.maximum(a, b))
-    return min(1.0, len(pairs) / (n_terms - 1))
+        return out
+    a, b, p = left[both], right[both], page[:-1][both]
+    size = int(seq.max()) + 1
+    pairs = np.unique((p * size + np.minimum(a, b)) * size + np.maximum(a, b))
+    counts = np.bincount(pairs // (size * size), minlength=len(sequences))
+    return np.minimum(1.0, counts / (n_terms - 1))
 
 
 def rerank(candidates: list[tuple[int, float]], titles: list[str], forward: Any, texts: dict[int, str],
@@ -118,19 +125,15 @@ def rerank(candidates: list[tuple[int, float]], titles: list[str], forward: Any,
         return []
     top = max(score for _, score in candidates)
     query = set(terms)
-    sequences = {}
-    if len(terms) > 1:
-        for doc, _ in candidates:  # a lazy forward index assigns the ids of new terms here
-            sequences[doc] = forward.sequence(doc, titles[doc], texts.get(doc, ""))
+    near = np.zeros(len(candidates))
+    if len(terms) > 1:  # a lazy forward index assigns the ids of new terms as it goes: sequences first
+        sequences = [forward.sequence(doc, titles[doc], texts.get(doc, "")) for doc, _ in candidates]
         member = np.zeros(forward.vocabulary_size() + 1, dtype=bool)
         member[forward.ids(terms)] = True
         member[0] = False
-    rescored = []
-    for doc, score in candidates:
-        bonus = TITLE_WEIGHT * title_similarity(query, titles[doc])
-        if len(terms) > 1:
-            bonus += PROXIMITY_WEIGHT * proximity(sequences[doc], member, len(terms))
-        rescored.append((doc, score + top * bonus))
+        near = proximity(sequences, member, len(terms))
+    rescored = [(doc, score + top * (TITLE_WEIGHT * title_similarity(query, titles[doc]) + PROXIMITY_WEIGHT * float(p)))
+                for (doc, score), p in zip(candidates, near)]
     rescored.sort(key=lambda item: -item[1])
     return rescored
 
