@@ -107,11 +107,12 @@ def run_search(config: SearchConfig) -> int:
     with WikiSim(config.wiki_dir) as sim:
         results = sim.search(config.queries, k=config.k)
     if config.json:
-        print(json.dumps([{"query": q, "hits": [asdict(h) for h in hits]}
+        print(json.dumps([{"query": q, "corrected_query": hits.corrected_query, "hits": [asdict(h) for h in hits]}
                           for q, hits in zip(config.queries, results)], ensure_ascii=False))
         return 0
     for query, hits in zip(config.queries, results):
-        print(f"# {query}: {len(hits)} results")
+        fixed = f" (spelling corrected: results for '{hits.corrected_query}')" if hits.corrected_query else ""
+        print(f"# {query}: {len(hits)} results{fixed}")
         for i, hit in enumerate(hits, 1):
             print(f"{i}. {hit.title}  <{hit.url}>\n   {hit.snippet}")
         print()

@@ -140,7 +140,8 @@ def rerank(candidates: list[tuple[int, float]], titles: list[str], forward: Any,
 
 def corrected(query: str, replacements: dict[str, str], texts: list[str]) -> str:
     """``query`` with each word whose index term is a key of ``replacements`` replaced by
-    a word of ``texts`` (the hits) whose term is the replacement, or the term itself."""
+    a word of ``texts`` (the hits' titles and texts) whose term is the replacement, or the
+    term itself; a capitalized word stays capitalized."""
     surface: dict[str, str] = {}
     for text in texts:
         missing = {t: 1.0 for t in replacements.values() if t not in surface}
@@ -150,10 +151,12 @@ def corrected(query: str, replacements: dict[str, str], texts: list[str]) -> str
             surface.setdefault(term, text[start:end])
 
     def swap(m: re.Match[str]) -> str:
-        term = stem_word(m.group())
-        if term in replacements:
-            return surface.get(replacements[term], replacements[term])
-        return m.group()
+        word = m.group()
+        term = stem_word(word)
+        if term not in replacements:
+            return word
+        new = surface.get(replacements[term], replacements[term])
+        return new[:1].upper() + new[1:] if word[:1].isupper() else new
 
     return TOKEN_PATTERN.sub(swap, query)
 
@@ -216,5 +219,6 @@ class Searcher:
         results = SearchResults(Hit(self.engine.titles[d], pages[d][0],
                                     best_snippet(pages[d][1], weights, self.snippet_chars), s) for d, s in ranked)
         if replacements and results:
-            results.corrected_query = corrected(query, replacements, [pages[d][1] for d, _ in ranked])
+            results.corrected_query = corrected(query, replacements, [self.engine.titles[d] for d, _ in ranked]
+                                               + [pages[d][1] for d, _ in ranked])
         return results
