@@ -20,7 +20,7 @@ DEFAULT_WIKI_DIR = "data/wiki"
 
 @dataclass
 class BuildConfig:
-    """Build an offline Wikipedia simulator (SQLite store + Whoosh index) from a corpus.
+    """Build an offline Wikipedia simulator (SQLite store + search index: Whoosh, or tantivy) from a corpus.
 
     Examples:
       websailor wiki build --out data/wiki                      (the embedded default corpus)

@@ -1,12 +1,13 @@
 """The simulator's Whoosh index: schema, parallel build from the store, search.
 
 Scoring is BM25F over three fields: the title (boosted), the page's aliases (its redirects,
-boosted) and the body. Agent queries are long natural-language strings, so the parser joins
-terms with OR (AND would return nothing). Query syntax an agent types by accident is not
-interpreted: ``?`` and ``*`` are not wildcards, ``word:`` is not a field, ``^`` is not a
-boost, quotes are not phrases (the body keeps no positions), an apostrophe is not a quote,
-and AND/OR/NOT are ordinary words (a stray ``NOT x`` would otherwise return every page
-without ``x``). Every word of the query counts; pages matching more of them rank higher.
+boosted) and the body. Agent queries are long natural-language strings, so terms are joined
+with OR (AND would return nothing). A query is only its words, through the index's
+analyzer (:func:`query_terms`): ``?`` and ``*`` are not wildcards, ``word:`` is not a field,
+``^`` is not a boost, AND/OR/NOT are ordinary words. Every word counts; pages matching
+more of them rank higher. :class:`IndexSearcher` computes the scores with numpy from
+Whoosh's postings (cached per term); phrases, titles and spelling are handled above it,
+in :mod:`wiki_sim.search`.
 
 Building: the pages are split into ``procs`` contiguous slices; one writer process per
 slice analyzes its pages and writes a segment, and the parent merges the segments into
