@@ -194,7 +194,7 @@ def run_stats(config: StatsConfig) -> int:
     src = b.get("source", {})
     print(f"simulator   {stats['path']}")
     print(f"source      {src.get('kind')} {src.get('corpus') or src.get('path', '')}")
-    print(f"pages       {stats['pages']} (indexed {stats['documents_indexed']})")
+    print(f"pages       {stats['pages']} (indexed {stats['documents_indexed']}, engine {stats['engine']})")
     for key in ("redirects", "links", "links_resolved", "facts", "facts_with_target"):
         print(f"{key:<11} {c.get(key)}")
     print(f"skipped     {b.get('skipped', {}).get('count')}")

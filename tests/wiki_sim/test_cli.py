@@ -146,7 +146,7 @@ def test_build_search_visit_stats(capsys, tmp_path):
     assert "page not found" in capsys.readouterr().out
 
     assert main(["wiki", "stats", str(out)]) == 0
-    assert "pages       2 (indexed 2)" in capsys.readouterr().out
+    assert "pages       2 (indexed 2, engine whoosh)" in capsys.readouterr().out
     assert main(["wiki", "stats", str(out), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["build"]["counts"]["pages"] == 2
 
