@@ -24,26 +24,33 @@ from pathlib import Path
 from typing import Any
 
 from wiki_sim.errors import WikiSimError
-from wiki_sim.index import ALIASES_BOOST, INDEX_DIR, TITLE_BOOST, build_index
+from wiki_sim.forward import FORWARD_DIR, build_forward_index
+from wiki_sim.engines import build_engine_index, check_engine, index_dir_name
+from wiki_sim.index import ALIASES_BOOST, INDEX_DIR, TITLE_BOOST
 from wiki_sim.records import Page
-from wiki_sim.sim import BUILD_FILE
+from wiki_sim.sim import BUILD_FILE, BUILD_FORMAT
 from wiki_sim.store import STORE_FILE, StoreWriter
 
-BUILD_FORMAT = 1
 _LEFTOVER = re.compile(r"^\.(?P<name>.+)\.(?P<kind>building|old)-(?P<pid>\d+)-[^/]*$")
 
 
 def build(kind: str, path: str | Path | None = None, out: str | Path = "data/wiki", *, workers: int = 2,
           page_timeout: float = 10.0, progress: bool = True, cache_dir: str | Path | None = None,
-          reuse: bool = False) -> dict[str, Any]:
+          reuse: bool = False, engine: str = "whoosh") -> dict[str, Any]:
     """Build a simulator from a corpus into ``out`` atomically; return its build.json content.
 
     ``reuse``: if ``out`` already holds a complete simulator built from the same source
     (same sha256, or same path, size and modification time) by this package version,
     keep it and return its build.json (with ``"reused": true``).
+    ``engine``: the search index, ``whoosh`` (default) or ``tantivy`` (recorded in build.json).
     """
     from wiki_sim.ingest import open_source
 
+    check_engine(engine)
+    if engine == "tantivy":
+        from wiki_sim.tantivy_index import import_tantivy
+
+        import_tantivy()  # fail before parsing the corpus, not after
     out = Path(out).expanduser().absolute()
     check_out_dir(out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -53,13 +60,14 @@ def build(kind: str, path: str | Path | None = None, out: str | Path = "data/wik
     fingerprint = source_fingerprint(source.meta)
     if reuse:
         current = _current_build(out)
-        if current and current.get("source_fingerprint") == fingerprint \
-                and current.get("versions", {}).get("websailor-gym") == _package_version():
+        if current and current.get("source_fingerprint") == fingerprint and current.get("format") == BUILD_FORMAT \
+                and current.get("versions", {}).get("websailor-gym") == _package_version() \
+                and (current.get("index") or {}).get("engine", "whoosh") == engine:
             return {**current, "reused": True}
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.building-{os.getpid()}-", dir=out.parent))
     try:
         os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes it private; the simulator is not
-        info = _build_into(tmp, source, fingerprint, workers, progress)
+        info = _build_into(tmp, source, fingerprint, workers, progress, engine)
         _write_json(tmp / BUILD_FILE, info)
         swap_into_place(tmp, out)
     except BaseException:
@@ -68,7 +76,8 @@ def build(kind: str, path: str | Path | None = None, out: str | Path = "data/wik
     return info
 
 
-def _build_into(tmp: Path, source: Any, fingerprint: dict[str, Any], workers: int, progress: bool) -> dict[str, Any]:
+def _build_into(tmp: Path, source: Any, fingerprint: dict[str, Any], workers: int, progress: bool,
+                engine: str = "whoosh") -> dict[str, Any]:
     start = time.perf_counter()
     writer = StoreWriter(tmp / STORE_FILE)
     try:
@@ -87,28 +96,42 @@ def _build_into(tmp: Path, source: Any, fingerprint: dict[str, Any], workers: in
     stored = time.perf_counter()
     if counts["pages"] == 0:
         raise WikiSimError(f"the corpus {source.meta.get('path', '')} has no pages")
-    index = build_index(tmp / STORE_FILE, tmp / INDEX_DIR, procs=workers, progress=progress)
+    index = build_engine_index(engine, tmp / STORE_FILE, tmp, workers=workers, progress=progress)
+    indexed = time.perf_counter()
+    forward = build_forward_index(tmp / STORE_FILE, tmp / FORWARD_DIR)
     done = time.perf_counter()
     skipped_titles = stats.pop("skipped_titles", [])
     return {
         "format": BUILD_FORMAT,
         "source": source.meta,
         "source_fingerprint": fingerprint,
-        "counts": {**counts, "documents_indexed": index["documents"], "index_segments": index["segments"]},
+        "counts": {**counts, "documents_indexed": index["documents"], "index_segments": index["segments"],
+                   "forward_terms": forward["terms"]},
         "skipped": {"count": stats.get("skipped", 0), "titles": skipped_titles},
         "source_stats": stats,
-        "index": {"scoring": "BM25F", "field_boosts": {"title": TITLE_BOOST, "aliases": ALIASES_BOOST, "body": 1.0},
-                  "analyzer": "words, lower case, English stopwords removed, Porter stems"},
+        "index": _index_info(engine),
         "workers": workers,
         "versions": versions(),
         "built_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "durations_s": {
             "parse_and_store": round(parsed - start, 3),
             "finalize_store": round(stored - parsed, 3),
-            "index": round(done - stored, 3),
+            "index": round(indexed - stored, 3),
+            "forward_index": round(done - indexed, 3),
             "total": round(done - start, 3),
         },
     }
+
+
+def _index_info(engine: str) -> dict[str, Any]:
+    analyzer = "words, lower case, English stopwords removed, Porter stems"
+    if engine == "tantivy":
+        from wiki_sim.tantivy_index import TITLE_REPEATS
+
+        return {"engine": engine, "dir": index_dir_name(engine), "scoring": "BM25",
+                "title_repeats": TITLE_REPEATS, "analyzer": analyzer}
+    return {"engine": engine, "dir": index_dir_name(engine), "scoring": "BM25F",
+            "field_boosts": {"title": TITLE_BOOST, "aliases": ALIASES_BOOST, "body": 1.0}, "analyzer": analyzer}
 
 
 def check_out_dir(out: Path) -> None:
@@ -118,7 +141,7 @@ def check_out_dir(out: Path) -> None:
     if not out.is_dir():
         raise WikiSimError(f"--out {out} exists and is not a directory")
     entries = {p.name for p in out.iterdir()}
-    if entries and not entries & {BUILD_FILE, STORE_FILE, INDEX_DIR}:
+    if entries and not entries & {BUILD_FILE, STORE_FILE, INDEX_DIR, index_dir_name("tantivy")}:
         raise WikiSimError(f"--out {out} is a non-empty directory that is not a simulator; "
                            "refusing to replace it (choose another --out or remove it)")
 

@@ -20,7 +20,7 @@ DEFAULT_WIKI_DIR = "data/wiki"
 
 @dataclass
 class BuildConfig:
-    """Build an offline Wikipedia simulator (SQLite store + Whoosh index) from a corpus.
+    """Build an offline Wikipedia simulator (SQLite store + search index: Whoosh, or tantivy) from a corpus.
 
     Examples:
       websailor wiki build --out data/wiki                      (the embedded default corpus)
@@ -45,8 +45,12 @@ class BuildConfig:
     """Show progress bars."""
     cache_dir: str | None = None
     """Where fetched corpora are cached (default: $WEBSAILOR_CACHE, else ~/.cache/websailor-gym)."""
+    engine: Literal["whoosh", "tantivy"] = "whoosh"
+    """Search index: whoosh (default) or tantivy (faster at scale; pip install 'websailor-gym[tantivy]')."""
 
     def __post_init__(self) -> None:
+        if self.engine not in ("whoosh", "tantivy"):
+            raise ValueError(f"--engine must be whoosh or tantivy, got {self.engine!r}")
         if self.source not in ("default", "dump", "jsonl", "gensim-sample"):
             raise ValueError(f"--source must be one of default, dump, jsonl, gensim-sample; got {self.source!r}")
         if self.source in ("dump", "jsonl") and not self.path:
@@ -63,7 +67,7 @@ def run_build(config: BuildConfig) -> int:
     from wiki_sim.build import build
 
     info = build(config.source, config.path, config.out, workers=config.workers, page_timeout=config.page_timeout,
-                 progress=config.progress, cache_dir=config.cache_dir, reuse=config.reuse)
+                 progress=config.progress, cache_dir=config.cache_dir, reuse=config.reuse, engine=config.engine)
     c = info["counts"]
     if info.get("reused"):
         print(f"{config.out}: up to date ({c['pages']} pages from the same source); not rebuilt")
@@ -103,11 +107,12 @@ def run_search(config: SearchConfig) -> int:
     with WikiSim(config.wiki_dir) as sim:
         results = sim.search(config.queries, k=config.k)
     if config.json:
-        print(json.dumps([{"query": q, "hits": [asdict(h) for h in hits]}
+        print(json.dumps([{"query": q, "corrected_query": hits.corrected_query, "hits": [asdict(h) for h in hits]}
                           for q, hits in zip(config.queries, results)], ensure_ascii=False))
         return 0
     for query, hits in zip(config.queries, results):
-        print(f"# {query}: {len(hits)} results")
+        fixed = f" (spelling corrected: results for '{hits.corrected_query}')" if hits.corrected_query else ""
+        print(f"# {query}: {len(hits)} results{fixed}")
         for i, hit in enumerate(hits, 1):
             print(f"{i}. {hit.title}  <{hit.url}>\n   {hit.snippet}")
         print()
@@ -189,8 +194,8 @@ def run_stats(config: StatsConfig) -> int:
     src = b.get("source", {})
     print(f"simulator   {stats['path']}")
     print(f"source      {src.get('kind')} {src.get('corpus') or src.get('path', '')}")
-    print(f"pages       {stats['pages']} (indexed {stats['documents_indexed']})")
-    for key in ("redirects", "links", "links_resolved", "facts"):
+    print(f"pages       {stats['pages']} (indexed {stats['documents_indexed']}, engine {stats['engine']})")
+    for key in ("redirects", "links", "links_resolved", "facts", "facts_with_target"):
         print(f"{key:<11} {c.get(key)}")
     print(f"skipped     {b.get('skipped', {}).get('count')}")
     print(f"built at    {b.get('built_at')} in {b.get('durations_s', {}).get('total')} s")

@@ -1,9 +1,10 @@
 """WikiSim: the offline Wikipedia simulator's API (search, visit, and look-ups for synthesis).
 
-One :class:`WikiSim` opens a built simulator directory once (the SQLite store and the Whoosh
-index) and is shared by every environment in the process, in any number of threads:
-searches are serialized on the one Whoosh searcher, store reads use a connection per
-thread, and identical queries (GRPO samples many rollouts of the same question) are served
+One :class:`WikiSim` opens a built simulator directory once (the SQLite store and the search
+index: Whoosh by default, or tantivy, as build.json records) and is shared by every
+environment in the process, in any number of threads: searches run concurrently (the
+engines cache per-term data and lock only to read the index), store reads use a connection
+per thread, and identical queries (GRPO samples many rollouts of the same question) are served
 from an LRU cache.
 """
 
@@ -12,16 +13,15 @@ from __future__ import annotations
 import json
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Hashable, Literal
+from typing import Any, Hashable, Iterator, Literal
 
 from wiki_sim.errors import WikiSimError
 from wiki_sim.focus import ExtractiveSummarizer, Focused, Summarizer, format_not_found, format_visit
-from wiki_sim.index import INDEX_DIR, IndexSearcher
-from wiki_sim.records import url_to_title
-from wiki_sim.snippets import best_snippet
-from wiki_sim.store import STORE_FILE, Store
+from wiki_sim.engines import open_engine, open_forward_index
+from wiki_sim.records import LinkInfo, PageInfo, url_to_title
+from wiki_sim.search import Hit, Searcher, SearchResults
+from wiki_sim.store import STORE_FILE, STORE_FORMAT, Store
 
 BUILD_FILE = "build.json"
 MAX_CACHED_KEY_CHARS = 2048
@@ -29,15 +29,8 @@ MAX_CACHED_KEY_CHARS = 2048
 tools refuse anyway) are answered but not cached, so that a cache entry stays small and the
 caches' memory stays bounded by ``cache_size`` entries whatever the callers send."""
 
-
-@dataclass(frozen=True)
-class Hit:
-    """One search result."""
-
-    title: str
-    url: str
-    snippet: str
-    score: float = 0.0
+BUILD_FORMAT = STORE_FORMAT
+"""``format`` of build.json; simulators of another format must be rebuilt."""
 
 
 class LRUCache:
@@ -88,12 +81,21 @@ def read_build_info(path: str | Path) -> dict[str, Any]:
         raise WikiSimError(f"{info_file} is unreadable ({exc}); rebuild the simulator") from None
     if not isinstance(info, dict):
         raise WikiSimError(f"{info_file} is not a build record; rebuild the simulator")
+    if info.get("format") != BUILD_FORMAT:
+        raise WikiSimError(f"{path} was built in format {info.get('format')!r}, this version of websailor-gym reads "
+                           f"format {BUILD_FORMAT}; rebuild it with `websailor wiki build --out {path}`")
     return info
 
 
 def normalize_query(query: str) -> str:
     """Whitespace collapsed, so that queries differing only in spacing share a cache entry."""
     return " ".join(query.split())
+
+
+def _copy(hits: SearchResults) -> SearchResults:
+    out = SearchResults(hits)
+    out.corrected_query = hits.corrected_query
+    return out
 
 
 class WikiSim:
@@ -109,15 +111,21 @@ class WikiSim:
         self.path = Path(path)
         self.build_info = read_build_info(self.path)
         self.store = Store(self.path / STORE_FILE)
-        self.index = IndexSearcher(self.path / INDEX_DIR)
+        self.engine_name, self.index = open_engine(self.path, self.build_info)
         self.summarizer: Summarizer = summarizer if summarizer is not None else ExtractiveSummarizer()
         self.snippet_chars = snippet_chars
+        self.searcher = Searcher(self.index, self.store, forward=open_forward_index(self.path, self.index.doc_count()),
+                                 snippet_chars=snippet_chars)
         self._search_cache = LRUCache(cache_size)
         self._visit_cache = LRUCache(cache_size)
 
     # --- search -------------------------------------------------------------------------
     def search(self, queries: list[str] | str, k: int = 10) -> list[list[Hit]]:
-        """For each query, the top ``k`` hits (title, url, snippet); ``[]`` for a blank query."""
+        """For each query, the top ``k`` hits (title, url, snippet); ``[]`` for a blank query.
+
+        Each query's list is a :class:`~wiki_sim.search.SearchResults`: its
+        ``corrected_query`` is set when a word matched no page and a word spelled like it
+        was searched instead."""
         if isinstance(queries, str):
             queries = [queries]
         if not isinstance(k, int) or isinstance(k, bool) or k < 1:
@@ -131,21 +139,15 @@ class WikiSim:
 
     def _search_one(self, query: str, k: int) -> list[Hit]:
         if not query:
-            return []
+            return SearchResults()
         key = (query, k)
         cached = self._search_cache.get(key)
         if cached is not None:
-            return list(cached)
-        ranked, weights = self.index.search(query, k)
-        hits = []
-        for title, score in ranked:
-            row = self.store.conn.execute("SELECT url, text FROM pages WHERE title = ?", (title,)).fetchone()
-            if row is None:  # index and store disagree: only if the directory was tampered with
-                continue
-            hits.append(Hit(title, row["url"], best_snippet(row["text"], weights, self.snippet_chars), score))
+            return _copy(cached)
+        hits = self.searcher.search(query, k)
         if len(query) <= MAX_CACHED_KEY_CHARS:
-            self._search_cache.put(key, tuple(hits))
-        return hits
+            self._search_cache.put(key, hits)
+        return _copy(hits)
 
     # --- visit --------------------------------------------------------------------------
     def read(self, url: str, goal: str) -> tuple[dict[str, Any], Focused] | None:
@@ -186,9 +188,39 @@ class WikiSim:
         """Links out of (``{target, anchor}``) or into (``{source, anchor}``) a page."""
         return self.store.links(title, direction)
 
-    def facts(self, title: str) -> list[dict[str, str]]:
-        """``{key, value, source}`` facts of a page (infobox fields, short description, ...)."""
+    def facts(self, title: str) -> list[dict[str, str | None]]:
+        """``{key, value, source, target}`` facts of a page (infobox fields, short description, ...);
+        ``target`` is the canonical title of the page the value links to (``birth_place`` ->
+        ``Ulm``), else ``None``."""
         return self.store.facts(title)
+
+    # --- bulk reads for synthesis -------------------------------------------------------
+    def iter_pages(self) -> Iterator[PageInfo]:
+        """Every page (title, url, text length, inbound-link count), in store order."""
+        return self.store.iter_pages()
+
+    def iter_links(self) -> Iterator[LinkInfo]:
+        """Every resolved link (to a page of the simulator), with the sentence of the source
+        page that carries it; grouped by source page, in store order."""
+        return self.store.iter_links()
+
+    def page_links(self, title: str) -> list[LinkInfo]:
+        """The resolved links out of one page (a title or alias), with their sentences."""
+        return self.store.page_links(title, resolved=True)
+
+    def dangling_links(self, title: str | None = None) -> list[LinkInfo]:
+        """Links to titles that are not pages of the simulator: out of ``title``, or all."""
+        if title is None:
+            return list(self.store.dangling_links())
+        return self.store.page_links(title, resolved=False)
+
+    def iter_facts(self, key: str | None = None) -> Iterator[tuple[str, str, str, str, str | None]]:
+        """``(page, key, value, source, target)`` of every fact (only ``key``'s if given), in store order."""
+        return self.store.iter_facts(key)
+
+    def iter_leads(self) -> Iterator[tuple[str, str]]:
+        """``(title, lead)`` of every page, in store order."""
+        return self.store.iter_leads()
 
     def aliases(self, title: str) -> list[str]:
         """The redirects that point at a page."""
@@ -209,6 +241,7 @@ class WikiSim:
             "path": str(self.path),
             "pages": self.store.count(),
             "documents_indexed": self.index.doc_count(),
+            "engine": self.engine_name,
             "search_cache": self._search_cache.info(),
             "visit_cache": self._visit_cache.info(),
             "build": self.build_info,

@@ -10,6 +10,7 @@ repeat) becomes the snippet, wherever it lies in the article.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Iterable
 
 from wiki_sim.analysis import stem_word
@@ -20,6 +21,11 @@ REPEAT_BONUS = 0.05
 
 
 def _candidates(terms: Iterable[str]) -> re.Pattern[str]:
+    return _candidates_for(tuple(sorted(terms)))
+
+
+@lru_cache(maxsize=4096)
+def _candidates_for(terms: tuple[str, ...]) -> re.Pattern[str]:
     """Words that may stem to one of ``terms``: Porter stemming rewrites only a word's
     ending, and at most the stem's last letter differs from the word (``city`` ->
     ``citi``), so every word starting with a stem minus its last letter is a candidate.

@@ -19,12 +19,18 @@ def write_jsonl(path: Path, pages: Iterable[tuple[str, str]]) -> Path:
     return path
 
 
-def build_jsonl(tmp_path: Path, pages: Iterable[tuple[str, str]], name: str = "wiki", workers: int = 2) -> Path:
-    """A simulator built from ``pages`` through the JSONL source; returns its directory."""
+def build_jsonl(tmp_path: Path, pages: Iterable[tuple[str, str]], name: str = "wiki", workers: int = 2,
+                engine: str = "whoosh") -> Path:
+    """A simulator built from ``pages`` through the JSONL source with the search ``engine``;
+    returns its directory."""
     corpus = write_jsonl(tmp_path / f"{name}.jsonl", pages)
     out = tmp_path / name
-    build("jsonl", corpus, out, workers=workers, progress=False)
+    build("jsonl", corpus, out, workers=workers, progress=False, engine=engine)
     return out
+
+
+# Every search test runs on both engines (tantivy is in the test extra).
+ENGINES = ("whoosh", "tantivy")
 
 
 def leftovers(parent: Path) -> list[str]:

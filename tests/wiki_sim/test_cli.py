@@ -130,7 +130,12 @@ def test_build_search_visit_stats(capsys, tmp_path):
     assert main(["wiki", "search", str(out), "Pharos", "--json"]) == 0
     [result] = json.loads(capsys.readouterr().out)
     assert result["query"] == "Pharos" and result["hits"][0]["title"] == "Lighthouse"
-    assert "Pharos of Alexandria" in result["hits"][0]["snippet"]
+    assert "Pharos of Alexandria" in result["hits"][0]["snippet"] and result["corrected_query"] is None
+    assert main(["wiki", "search", str(out), "Lighthuose", "--json"]) == 0
+    [result] = json.loads(capsys.readouterr().out)
+    assert result["corrected_query"] == "Lighthouse" and result["hits"][0]["title"] == "Lighthouse"
+    assert main(["wiki", "search", str(out), "Lighthuose"]) == 0
+    assert "# Lighthuose: 1 results (spelling corrected: results for 'Lighthouse')" in capsys.readouterr().out
 
     assert main(["wiki", "visit", str(out), "https://en.wikipedia.org/wiki/Lighthouse", "--goal", "when built"]) == 0
     assert "3rd century BC" in capsys.readouterr().out
@@ -141,7 +146,7 @@ def test_build_search_visit_stats(capsys, tmp_path):
     assert "page not found" in capsys.readouterr().out
 
     assert main(["wiki", "stats", str(out)]) == 0
-    assert "pages       2 (indexed 2)" in capsys.readouterr().out
+    assert "pages       2 (indexed 2, engine whoosh)" in capsys.readouterr().out
     assert main(["wiki", "stats", str(out), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["build"]["counts"]["pages"] == 2
 

@@ -23,7 +23,7 @@ def test_build_record(gensim_wiki):
     assert counts["pages"] == counts["documents_indexed"] > 100
     assert counts["redirects"] > 0 and counts["links"] > 10_000 and counts["facts"] > 500
     assert set(info["versions"]) >= {"python", "whoosh", "mwparserfromhell", "sqlite", "websailor-gym"}
-    assert set(info["durations_s"]) == {"parse_and_store", "finalize_store", "index", "total"}
+    assert set(info["durations_s"]) == {"parse_and_store", "finalize_store", "index", "forward_index", "total"}
     assert info["skipped"] == {"count": 0, "titles": []}
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 import shutil
 
@@ -12,9 +13,11 @@ from whoosh.analysis import StemmingAnalyzer
 from whoosh.highlight import ContextFragmenter, UppercaseFormatter, highlight
 from whoosh.index import open_dir
 
-from tests.wiki_sim.simhelpers import build_jsonl
+from tests.wiki_sim.simhelpers import ENGINES, build_jsonl
 from wiki_sim.analysis import STOPWORDS, WikiAnalyzer, WikiText, analyze, stem_word
+from wiki_sim.forward import ForwardIndex, LazyForwardIndex, page_terms
 from wiki_sim.index import IndexSearcher, build_index
+from wiki_sim.tantivy_index import TantivySearcher
 from wiki_sim.snippets import best_snippet, best_window, clip, find_matches
 
 WORDS = ("river mountain city empire language music science church war king island bridge railway "
@@ -51,9 +54,14 @@ def small_wiki(tmp_path_factory):
     return build_jsonl(tmp_path_factory.mktemp("small"), corpus())
 
 
-@pytest.fixture(scope="module")
-def searcher(small_wiki):
-    s = IndexSearcher(small_wiki / "index")
+@pytest.fixture(scope="module", params=ENGINES)
+def searcher(request, small_wiki, tmp_path_factory):
+    """Each engine's searcher over the same pages (the search tests run on both)."""
+    if request.param == "whoosh":
+        s = IndexSearcher(small_wiki / "index")
+    else:
+        wiki = build_jsonl(tmp_path_factory.mktemp("small-tantivy"), corpus(), engine="tantivy")
+        s = TantivySearcher(wiki / "tantivy", wiki / "store.sqlite")
     yield s
     s.close()
 
@@ -173,13 +181,41 @@ def test_two_writer_processes_rank_exactly_as_one(small_wiki, tmp_path):
         assert [round(s, 6) for _, s in a] == [round(s, 6) for _, s in b]
 
 
-def test_cached_field_lengths_score_exactly_as_whoosh_reads_them(small_wiki):
-    from wiki_sim.index import DocumentIdfBM25F
+@pytest.mark.parametrize("query", ["percussion mallets", "wooden bars resonators marimba", "river cathedral glacier",
+                                   "zanzibarite", "marimba marimba xylophone", "the of"])
+def test_numpy_scores_equal_whooshs_own_bm25f_search(small_wiki, query):
+    """The per-term score arrays give exactly the scores of Whoosh's own OR query with the
+    same weighting (title boost as indexed), in the same order."""
+    from wiki_sim.index import TITLE_BOOST, DocumentIdfBM25F, _use_array_matchers, whoosh_parser
 
-    cached, plain = IndexSearcher(small_wiki / "index"), IndexSearcher(small_wiki / "index")
-    plain._searcher = plain.ix.searcher(weighting=DocumentIdfBM25F(max_cached_docs=0))
-    for query in ("percussion mallets", "wooden bars resonators marimba", "river cathedral glacier"):
-        assert cached.search(query, 10) == plain.search(query, 10)
+    fast = IndexSearcher(small_wiki / "index", head_boost=TITLE_BOOST, B=0.75)
+    reference = fast.ix.searcher(weighting=DocumentIdfBM25F(max_cached_docs=0))
+    expected = [(hit["title"], hit.score)
+                for hit in reference.search(_use_array_matchers(whoosh_parser(fast.ix).parse(query)), limit=10)]
+    got = fast.search(query, 10)[0]
+    assert [t for t, _ in got] == [t for t, _ in expected]
+    assert [round(s, 6) for _, s in got] == [round(s, 6) for _, s in expected]
+
+
+def test_title_matches_count_head_boost_at_search_time(small_wiki):
+    low, high = IndexSearcher(small_wiki / "index", head_boost=0.5), IndexSearcher(small_wiki / "index", head_boost=3)
+    (_, s_low), = [h for h in low.search("glockenspiel", 10)[0] if h[0] == "Glockenspiel"]
+    (_, s_high), = [h for h in high.search("glockenspiel", 10)[0] if h[0] == "Glockenspiel"]
+    assert s_high > s_low
+
+
+def test_forward_index_holds_each_pages_terms_in_page_order(small_wiki):
+    import sqlite3
+
+    forward, lazy = ForwardIndex(small_wiki / "terms"), LazyForwardIndex()
+    rows = sqlite3.connect(small_wiki / "store.sqlite").execute("SELECT title, text FROM pages ORDER BY id").fetchall()
+    assert len(forward) == len(rows) == IndexSearcher(small_wiki / "index").doc_count()
+    vocab = json.loads((small_wiki / "terms" / "vocab.json").read_text())
+    for doc, (title, text) in enumerate(rows):
+        terms = page_terms(title, text)
+        assert [vocab[i] for i in forward.sequence(doc)] == terms
+        assert len(lazy.sequence(doc, title, text)) == len(terms)
+    assert IndexSearcher(small_wiki / "index").titles == [t for t, _ in rows]
 
 
 def test_document_level_idf_for_title_terms(small_wiki):

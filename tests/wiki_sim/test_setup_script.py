@@ -63,7 +63,8 @@ def test_default_simulator_already_built_is_kept(default_wiki, tmp_path):
     before = (out / "build.json").read_text()
     result = run("--no-install", WEBSAILOR_WIKI_DIR=str(out))
     assert result.returncode == 0, result.stderr[-2000:]
-    assert "up to date" in result.stdout and "1. Theory of relativity" in result.stdout
+    # "physicist who developed the theory of relativity": the physicist, not the theory
+    assert "up to date" in result.stdout and "1. Albert Einstein" in result.stdout
     assert (out / "build.json").read_text() == before
 
 

@@ -1,0 +1,169 @@
+"""The optional tantivy engine: the same pages, terms and API as the Whoosh index, in Rust.
+
+``websailor wiki build --engine tantivy`` indexes each page as one field of index terms:
+the text goes through the simulator's own analyzer (:func:`wiki_sim.analysis.analyze`:
+the same stopwords and Porter stems as the Whoosh index), and tantivy's whitespace
+tokenizer takes the terms as they are. The title and aliases are written
+:data:`TITLE_REPEATS` times ahead of the body, so a title match counts as a repeated
+term (BM25F with an integer title boost), with one document-level idf. A ``pid`` fast
+field maps each document to its page (the store's page order).
+
+tantivy is an optional dependency (``pip install 'websailor-gym[tantivy]'``).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from math import log
+from pathlib import Path
+from typing import Any
+
+from wiki_sim.analysis import analyze
+from wiki_sim.errors import WikiSimError
+from wiki_sim.index import _documents, _ids, edit_distance, letters_apart
+
+TANTIVY_DIR = "tantivy"
+TOKENIZER = "wiki_terms"
+# The title and aliases are indexed this many times ahead of the body (a tf boost).
+TITLE_REPEATS = 2
+INSTALL_HINT = "the tantivy engine needs the tantivy package: pip install 'websailor-gym[tantivy]'"
+
+
+def import_tantivy() -> Any:
+    try:
+        import tantivy
+    except ImportError:
+        raise WikiSimError(INSTALL_HINT) from None
+    return tantivy
+
+
+def _schema(tantivy: Any) -> Any:
+    sb = tantivy.SchemaBuilder()
+    sb.add_text_field("text", stored=False, tokenizer_name=TOKENIZER, index_option="freq")
+    sb.add_unsigned_field("pid", stored=False, indexed=False, fast=True)
+    return sb.build()
+
+
+def _open(tantivy: Any, path: Path, schema: Any | None = None) -> Any:
+    index = tantivy.Index(schema, path=str(path)) if schema is not None else tantivy.Index.open(str(path))
+    index.register_tokenizer(TOKENIZER, tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.whitespace()).build())
+    return index
+
+
+def index_text(doc: dict[str, str]) -> str:
+    """The terms indexed for one page, space-separated."""
+    head = " ".join(analyze(doc["title"]) + analyze(doc["aliases"]))
+    return " ".join([head] * TITLE_REPEATS + [" ".join(analyze(doc["body"]))])
+
+
+def build_tantivy_index(store_path: str | Path, index_dir: str | Path, *, threads: int = 2,
+                        progress: bool = True) -> dict[str, Any]:
+    """Index every page of a finalized store into a new tantivy index at ``index_dir``."""
+    from tqdm import tqdm
+
+    tantivy = import_tantivy()
+    store_path, index_dir = Path(store_path), Path(index_dir)
+    start = time.perf_counter()
+    index_dir.mkdir(parents=True, exist_ok=False)
+    index = _open(tantivy, index_dir, _schema(tantivy))
+    writer = index.writer(heap_size=max(50_000_000, 64_000_000 * threads), num_threads=max(1, threads))
+    total = sum(1 for _ in _ids(store_path))
+    pid = 0
+    with tqdm(total=total, desc="index", unit="page", disable=not progress, mininterval=0.5) as bar:
+        for doc in _documents(store_path, 0, 2 ** 62):
+            document = tantivy.Document()
+            document.add_text("text", index_text(doc))
+            document.add_unsigned("pid", pid)
+            writer.add_document(document)
+            pid += 1
+            bar.update(1)
+    writer.commit()
+    writer.wait_merging_threads()
+    index.reload()
+    indexed = index.searcher().num_docs
+    if indexed != total:
+        raise WikiSimError(f"tantivy index holds {indexed} documents but the store has {total} pages; rebuild")
+    return {"documents": indexed, "segments": index.searcher().num_segments,
+            "seconds": round(time.perf_counter() - start, 3)}
+
+
+class TantivySearcher:
+    """BM25 over a tantivy index, with the :class:`wiki_sim.index.IndexSearcher` API.
+
+    tantivy's searcher is thread-safe and searches outside Python's lock, so one is shared.
+    """
+
+    def __init__(self, index_dir: str | Path, store_path: str | Path, max_cached_terms: int = 50_000):
+        tantivy = self._tantivy = import_tantivy()
+        self.index_dir = Path(index_dir)
+        if not tantivy.Index.exists(str(self.index_dir)):
+            raise WikiSimError(f"no tantivy index at {self.index_dir}; rebuild with `websailor wiki build "
+                               f"--engine tantivy`")
+        self.index = _open(tantivy, self.index_dir)
+        self.schema = self.index.schema
+        self.searcher = self.index.searcher()
+        with sqlite3.connect(f"file:{Path(store_path)}?mode=ro", uri=True) as conn:
+            self.titles = [r[0] for r in conn.execute("SELECT title FROM pages ORDER BY id")]
+        self._n = self.searcher.num_docs
+        self._df: dict[str, int] = {}
+        self._max_cached_terms = max_cached_terms
+        self._lock = threading.Lock()
+
+    def doc_count(self) -> int:
+        return self._n
+
+    def doc_frequency(self, term: str) -> int:
+        df = self._df.get(term)
+        if df is None:
+            df = self.searcher.doc_freq("text", term)
+            with self._lock:
+                if len(self._df) >= self._max_cached_terms:
+                    self._df.clear()
+                self._df[term] = df
+        return df
+
+    def known(self, term: str) -> bool:
+        return self.doc_frequency(term) > 0
+
+    def idf(self, term: str) -> float:
+        return log(self._n / (self.doc_frequency(term) + 1)) + 1
+
+    def candidates(self, terms: list[str], n: int) -> list[tuple[int, float]]:
+        """The top ``n`` (document number, score) for a query's distinct index terms (OR);
+        document numbers follow the store's page order (``titles[docnum]``)."""
+        t = self._tantivy
+        subqueries = [(t.Occur.Should, t.Query.term_query(self.schema, "text", term, index_option="freq"))
+                      for term in terms if self.known(term)]
+        if not subqueries:
+            return []
+        query = subqueries[0][1] if len(subqueries) == 1 else t.Query.boolean_query(subqueries)
+        hits = self.searcher.search(query, n, count=False).hits
+        pids = self.searcher.fast_field_values("pid", [address for _, address in hits])
+        return [(int(pid), float(score)) for (score, _), pid in zip(hits, pids)]
+
+    def suggest(self, term: str) -> str | None:
+        """The indexed term closest in spelling to ``term`` (as IndexSearcher.suggest)."""
+        maxdist = 2 if len(term) >= 5 else 1
+        best: tuple[int, int, int, str] | None = None
+        for cand, df in self.searcher.terms_with_prefix("text", term[:1]):
+            if cand == term or abs(len(cand) - len(term)) > maxdist:
+                continue
+            dist = edit_distance(term, cand)
+            if dist <= maxdist:
+                key = (dist, letters_apart(term, cand), -df, cand)
+                if best is None or key < best:
+                    best = key
+        return best[-1] if best else None
+
+    def search(self, query: str, k: int = 10) -> tuple[list[tuple[str, float]], dict[str, float]]:
+        """The plain BM25 top ``k`` (title, score) for ``query``, and its terms' idf."""
+        from wiki_sim.index import query_terms
+
+        terms = query_terms(query)
+        hits = [(self.titles[d], s) for d, s in self.candidates(terms, k)]
+        return hits, {t: self.idf(t) for t in terms if self.known(t)}
+
+    def close(self) -> None:
+        pass
