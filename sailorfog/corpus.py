@@ -124,11 +124,14 @@ def initials(title: str) -> str:
 
 
 def index_from_sim(sim: Any) -> CorpusIndex:
-    """The index of every page and resolved link of a :class:`wiki_sim.WikiSim`."""
+    """The index of every page, fact and resolved link of a :class:`wiki_sim.WikiSim`."""
+    facts: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for page, key, value, _source, _target in sim.iter_facts():
+        facts[page].append({"key": key, "value": value})
     index = CorpusIndex()
     for info in sim.iter_pages():
         page = sim.page(info.title) or {}
-        index.add_page(info.title, page.get("text", ""), sim.facts(info.title))
+        index.add_page(info.title, page.get("text", ""), facts.get(info.title, ()))
     for link in sim.iter_links():
         index.add_link(link.source, link.target)
     if not len(index):

@@ -104,13 +104,13 @@ class Synthesizer:
         cs = obfuscate(cs, rng, self.index)
         unique = make_unique(cs, self.index, rng)
         if unique.clues is None:
-            return Outcome(index, None, unique.reason, unique.steps)
+            return Outcome(index, None, f"not unique: {unique.reason}", unique.steps)
         cs = weak_constraints(unique.clues, rng, self.index) or unique.clues
         cs = distractor(cs, rng, self.index) or cs
         question = self.writer.write(cs)
         leaked = question_leaks(question, cs, self.aliases)
         if leaked:
-            return Outcome(index, None, f"the question leaks {leaked}", unique.steps)
+            return Outcome(index, None, f"leak: the question names {leaked}", unique.steps)
         task = {"id": self.task_id(index), "question": question, "answer": cs.answer, "aliases": cs.aliases}
         oracle = run_oracle(self.env, task, cs, self.G, edges, self.index, self.aliases)
         if not oracle.solved:

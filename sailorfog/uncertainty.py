@@ -246,9 +246,7 @@ def weak_constraints(cs: ClueSet, rng: random.Random, index: CorpusIndex | None 
         rest = [c for c in out.clues if c.id != clue.id]
         if rest and candidates(index, [k for c in rest for k in c.checks], out.titles) == {target}:
             out.clues = rest
-        else:
-            return None
-    if len(out.clues) < 2:
+    if len(out.clues) < 2 or any(len(candidates(index, c.checks, out.titles)) <= 1 for c in out.clues):
         return None
     out.add_kind("weak_constraints")
     return out
