@@ -141,13 +141,15 @@ def _year_spans(clause: str, label: str, checks: list[dict[str, Any]]) -> list[d
     return spans
 
 
-def relation_clue(G: nx.Graph, u: str, v: str, titles: Mapping[str, str], aliases: Mapping[str, Sequence[str]],
-                  cid: str, max_words: int = 30) -> Clue | None:
-    """The clue for edge ``u``-``v``: its best evidence sentence, every entity masked, or ``None``."""
+def relation_clues(G: nx.Graph, u: str, v: str, titles: Mapping[str, str], aliases: Mapping[str, Sequence[str]],
+                   cid: str, max_words: int = 30) -> list[Clue]:
+    """Candidate clues for edge ``u``-``v``, best first: one per evidence sentence (infobox
+    facts first, then links, longest sentence first), every subgraph entity masked."""
     labels = {t: lab for lab, t in titles.items()}
     relations = sorted(G.edges[u, v].get("relations") or [],
                        key=lambda r: ({"fact": 0, "link": 1, "shared_fact": 2}.get(r.get("kind"), 3),
                                       -len(r.get("sentence") or "")))
+    out: list[Clue] = []
     for rel in relations:
         src, dst = rel.get("source"), rel.get("target")
         if {src, dst} != {u, v}:
@@ -158,12 +160,13 @@ def relation_clue(G: nx.Graph, u: str, v: str, titles: Mapping[str, str], aliase
             key = rel["key"].replace("_", " ")
             text = f"The {key} of {{{a}}} is {{{b}}}."
             checks = [{"type": "link", "a": a, "b": b}]
-            return Clue(cid, "relation", text, checks, _evidence(G, src, sentence or text, rel.get("query", "")))
+            out.append(Clue(cid, "relation", text, checks, _evidence(G, src, sentence or text, rel.get("query", ""))))
+            continue
         if not sentence:
             continue
         clause = _masked(clause_around(sentence, dst.split()[0], max_words), G, titles, aliases)
-        if "{" + b + "}" not in clause:
-            clause = mask(clause, [rel.get("anchor", "")], "{" + b + "}") if rel.get("anchor") else clause
+        if "{" + b + "}" not in clause and rel.get("anchor"):
+            clause = mask(clause, [rel["anchor"]], "{" + b + "}")
         checks: list[dict[str, Any]] = [{"type": "link", "a": a, "b": b}]
         words = content_words(_PLACEHOLDER.sub(" ", clause), limit=5)
         if words:
@@ -173,8 +176,22 @@ def relation_clue(G: nx.Graph, u: str, v: str, titles: Mapping[str, str], aliase
             text = f"A source about {{{a}}} says: “{clause}”"
         else:
             text = f"{{{a}}} is connected to {{{b}}}; a source about {{{a}}} says: “{clause}”"
-        return Clue(cid, "relation", text, checks, _evidence(G, src, sentence, rel.get("query", "")), spans)
-    return None
+        out.append(Clue(cid, "relation", text, checks, _evidence(G, src, sentence, rel.get("query", "")), spans))
+    return out
+
+
+def hide_words(clue: Clue, words: Sequence[str]) -> Clue:
+    """The clue with every word that starts like one of ``words`` blanked (``___``) and
+    dropped from its word checks: the answer's distinctive words inside someone else's sentence."""
+    stems = [w.lower()[:6] for w in words]
+    hit = lambda token: any(token.lower().startswith(s) for s in stems)  # noqa: E731
+    out = copy.deepcopy(clue)
+    out.text = re.sub(r"\w+", lambda m: "___" if hit(m.group(0)) else m.group(0), out.text)
+    for check in out.checks:
+        if check["type"] in ("words", "description"):
+            check["words"] = [w for w in check["words"] if not hit(w)]
+    out.checks = [c for c in out.checks if c["type"] not in ("words", "description") or c["words"]]
+    return out
 
 
 def node_clues(G: nx.Graph, node: str, label: str, cid: str) -> list[Clue]:
@@ -246,7 +263,10 @@ def build_clues(G: nx.Graph, nodes: Sequence[str], edges: Sequence[tuple[str, st
     ok = lambda clue: not leaks(_PLACEHOLDER.sub(" ", clue.text), phrases, words)  # noqa: E731
     by_text: dict[str, Clue] = {}
     for k, (u, v) in enumerate(sorted(tuple(sorted(e)) for e in edges)):
-        clue = relation_clue(G, u, v, titles, aliases, f"r{k}", max_words)
+        options = relation_clues(G, u, v, titles, aliases, f"r{k}", max_words)
+        clue = next((c for c in options if ok(c)), None)
+        if clue is None and options:
+            clue = hide_words(options[0], words)
         if clue is None or not ok(clue):
             continue
         same = by_text.get(clue.text)

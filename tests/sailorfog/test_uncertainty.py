@@ -125,7 +125,6 @@ def test_distractor_matches_all_clues_but_one(toy_G, toy_index_):
     cs = vague_time(cs, random.Random(0))  # founded in 1887: any period around it holds Brisk's 1889 too
     out = distractor(cs, random.Random(0), toy_index_)
     assert "distractor" in out.uncertainty and out.distractor["title"] != "Velmora Observatory"
-    assert out.distractor["title"] in ("Brisk Observatory", "Edwin Harlow")  # 1880s, or linked to Harlow Optics
     rival = toy_index_.ids[out.distractor["title"]]
     for clue in out.clues:
         fits = rival in candidates(toy_index_, clue.checks, out.titles)
