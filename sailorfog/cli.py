@@ -41,6 +41,8 @@ class SynthConfig:
     """Question writer: deterministic templates, or a language model over an OpenAI-compatible endpoint."""
     graph: str | None = None
     """A saved entity graph (JSON from sailorfog.graph.save_graph) to use instead of building one."""
+    graph_nodes: int = 300
+    """Entities in the graph built from the simulator (ignored with --graph)."""
     min_nodes: int = 3
     """Smallest subgraph (entities per question)."""
     max_nodes: int = 7
@@ -63,6 +65,8 @@ class SynthConfig:
     """Show a progress bar on stderr."""
 
     def __post_init__(self) -> None:
+        if self.graph_nodes < self.max_nodes:
+            raise ValueError(f"--graph-nodes must be >= --max-nodes ({self.max_nodes}), got {self.graph_nodes}")
         if self.n < 1:
             raise ValueError(f"--n must be >= 1, got {self.n}")
         if not 2 <= self.min_nodes <= self.max_nodes <= 20:
@@ -121,7 +125,7 @@ def _graph(config: SynthConfig, sim: Any) -> Any:
 
     if config.graph is not None:
         return load_graph(config.graph)
-    return build_graph(sim, GraphConfig(seed=config.seed))
+    return build_graph(sim, GraphConfig(max_nodes=config.graph_nodes, seed=config.seed))
 
 
 def run_synth(config: SynthConfig) -> dict[str, Any]:
