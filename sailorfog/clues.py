@@ -242,7 +242,11 @@ def lead_description(G: nx.Graph, node: str, titles: Mapping[str, str],
     m = re.search(r"\b(?:is|was|are|were)\s+((?:a|an|the)\s[^.;:]{8,120})", lead)
     if not m:
         return None
-    phrase = " ".join(m.group(1).split()[:14]).rstrip(",")
+    words = m.group(1).split()
+    if len(words) > 20:  # cut at the last comma within 20 words, else at 20 words
+        cut = " ".join(words[:20])
+        words = (cut[:cut.rindex(",")] if "," in cut[20:] else cut).split()
+    phrase = " ".join(words).rstrip(",")
     return _masked(phrase, G, titles, aliases)
 
 
@@ -269,11 +273,12 @@ def build_clues(G: nx.Graph, nodes: Sequence[str], edges: Sequence[tuple[str, st
             clue = hide_words(options[0], words)
         if clue is None or not ok(clue):
             continue
-        same = by_text.get(clue.text)
+        key = clue.evidence.get("sentence") or clue.text
+        same = by_text.get(key)
         if same is not None:  # one sentence carries several edges: one clue, every link checked
             same.checks.extend(c for c in clue.checks if c["type"] == "link")
             continue
-        by_text[clue.text] = clue
+        by_text[key] = clue
         cs.clues.append(clue)
     quoted = {c.evidence.get("sentence") for c in cs.clues}
     for title in sorted(nodes, key=lambda t: labels[t]):

@@ -18,6 +18,7 @@ Check types (``node``/``a``/``b``/``ref``/``other`` are labels):
 from __future__ import annotations
 
 import bisect
+import json
 from typing import Any, Iterable, Mapping
 
 from sailorfog.corpus import CorpusIndex
@@ -32,8 +33,18 @@ def check_labels(check: Mapping[str, Any]) -> list[str]:
     return [check[k] for k in ("node", "a", "b", "ref", "other") if k in check]
 
 
-def unary_candidates(index: CorpusIndex, check: Mapping[str, Any]) -> set[int] | None:
-    """The pages satisfying a unary check; ``None`` for "no restriction"."""
+def unary_candidates(index: CorpusIndex, check: Mapping[str, Any]) -> frozenset[int]:
+    """The pages satisfying a unary check (cached on the index: clue sets reuse their checks)."""
+    key = json.dumps(check, sort_keys=True)
+    found = index.cache.get(key)
+    if found is None:
+        if len(index.cache) > 100_000:
+            index.cache.clear()
+        found = index.cache[key] = frozenset(_unary(index, check))
+    return found
+
+
+def _unary(index: CorpusIndex, check: Mapping[str, Any]) -> set[int]:
     kind = check["type"]
     if kind == "words":
         return index.with_words(check["words"])
@@ -119,17 +130,16 @@ def solve(index: CorpusIndex, checks: Iterable[Mapping[str, Any]], labels: Itera
           max_rounds: int = 50) -> Domains:
     """Arc-consistent candidate sets (page ids) for every label under ``checks``."""
     checks = list(checks)
-    everything = set(range(len(index)))
-    doms: Domains = {label: set(everything) for label in labels}
+    everything = index.everything()  # shared, never changed in place: every update makes a new set
+    doms: Domains = {label: everything for label in labels}
     for check in checks:
         if check["type"] in UNARY:
             label = check["node"]
-            doms.setdefault(label, set(everything))
-            doms[label] &= unary_candidates(index, check)
+            doms[label] = doms.get(label, everything) & unary_candidates(index, check)
     binary = [c for c in checks if c["type"] in BINARY]
     for c in binary:
         for label in check_labels(c):
-            doms.setdefault(label, set(everything))
+            doms.setdefault(label, everything)
     queue = list(range(len(binary)))
     rounds = 0
     while queue and rounds < max_rounds * max(1, len(binary)):

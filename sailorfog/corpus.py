@@ -33,6 +33,11 @@ class CorpusIndex:
     _numbers: list[tuple[float, int]] = field(default_factory=list)
     _number_keys: list[float] = field(default_factory=list)
     _linked: set[int] | None = None
+    _everything: frozenset[int] | None = None
+    _prefix2: dict[str, set[int]] = field(default_factory=lambda: defaultdict(set))
+    _initials: dict[str, set[int]] = field(default_factory=lambda: defaultdict(set))
+    cache: dict[str, frozenset[int]] = field(default_factory=dict)
+    """Unary candidate sets by check (filled by :mod:`sailorfog.constraints`)."""
 
     def add_page(self, title: str, text: str, facts: Iterable[dict[str, Any]] = ()) -> int:
         """Index one page; returns its id."""
@@ -56,6 +61,9 @@ class CorpusIndex:
             elif key and value:
                 self.fact_pages[(key, value.lower())].add(pid)
         self.neighbors.append(set())
+        name = display_title(title)
+        self._prefix2[name[:2].lower()].add(pid)
+        self._initials[_initials(title)].add(pid)
         return pid
 
     def add_link(self, source: str, target: str) -> None:
@@ -70,6 +78,12 @@ class CorpusIndex:
         self._numbers.sort()
         self._number_keys = [v for v, _ in self._numbers]
         return self
+
+    def everything(self) -> frozenset[int]:
+        """Every page id."""
+        if self._everything is None or len(self._everything) != len(self):
+            self._everything = frozenset(range(len(self)))
+        return self._everything
 
     def linked(self) -> set[int]:
         """Pages with at least one link (the support of a link check against "any page")."""
@@ -107,11 +121,12 @@ class CorpusIndex:
 
     def with_prefix(self, prefix: str) -> set[int]:
         p = prefix.lower()
-        return {i for i, t in enumerate(self.titles) if display_title(t).lower().startswith(p)}
+        if len(p) >= 2:
+            return {i for i in self._prefix2.get(p[:2], ()) if display_title(self.titles[i]).lower().startswith(p)}
+        return {i for key, pages in self._prefix2.items() if key.startswith(p) for i in pages}
 
     def with_initials(self, initials: str) -> set[int]:
-        want = initials.replace(".", "").replace(" ", "").upper()
-        return {i for i, t in enumerate(self.titles) if _initials(t) == want}
+        return set(self._initials.get(initials.replace(".", "").replace(" ", "").upper(), ()))
 
 
 def _initials(title: str) -> str:

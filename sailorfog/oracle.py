@@ -155,15 +155,16 @@ def _walk(ep: _Episode, cs: ClueSet, G: nx.Graph, edges: Sequence[tuple[str, str
     labels = cs.labels
     url_of = {t: G.nodes[t].get("url") or title_to_url(t) for t in cs.titles.values()}
     start = None
-    for label, words in _start_order(cs, index)[:3]:
+    for label, words in _start_order(cs, index)[:2]:
         title = cs.titles[label]
-        queries = [" ".join(words)]
         query = (G.nodes[title].get("provenance") or {}).get("query")
-        if query and query not in queries:
-            queries.append(query)
-        hits = ep.search(queries, f"Search for the distinctive words of the clue about {label}.")
-        if url_of[title] in hits:
-            start = title
+        tries = [(" ".join(words), f"Search for the distinctive words of the clue about {label}."),
+                 (query, f"Try the query that describes {label} differently.")]
+        for q, thought in tries:
+            if q and url_of[title] in ep.search([q], thought):
+                start = title
+                break
+        if start is not None:
             break
     if start is None:
         return None
@@ -184,15 +185,14 @@ def _walk(ep: _Episode, cs: ClueSet, G: nx.Graph, edges: Sequence[tuple[str, str
         label = labels[node]
         if not named:
             parent = next(v for v in sorted(visited, key=lambda t: labels[t]) if node in adjacency[v])
-            queries = [display_title(parent)]
             words = next((w for _, w in _clue_words(cs, label)), [])
-            if words:
-                queries.insert(0, " ".join(words))
             query = (G.nodes[node].get("provenance") or {}).get("query")
-            if query and query not in queries:
-                queries.append(query)
-            hits = ep.search(queries[:3], f"Look for the entity {label} linked to {display_title(parent)}.")
-            if url_of[node] not in hits:
+            tries = [q for q in (" ".join(words), f"{display_title(parent)} {' '.join(words[:3])}".strip(), query)
+                     if q]
+            for q in list(dict.fromkeys(tries))[:MAX_SEARCHES_PER_NODE]:
+                if url_of[node] in ep.search([q], f"Look for the entity {label} linked to {display_title(parent)}."):
+                    break
+            else:
                 raise _Stop(f"no search reached the page of {label}")
             thought = f"The hit {display_title(node)} fits {label}; read it."
         else:

@@ -122,7 +122,7 @@ def partial_names(cs: ClueSet, rng: random.Random, index: CorpusIndex | None = N
         clue = Clue(f"name{label}", "name", f"The name of {{{label}}} begins with the letter “{prefix}”.",
                     [{"type": "prefix", "node": label, "prefix": prefix}])
     elif len(name.split()) >= 2 and rng.random() < 0.5:
-        clue = Clue(f"name{label}", "name", f"The name of {{{label}}} has the initials {initials(name)}",
+        clue = Clue(f"name{label}", "name", f"The name of {{{label}}} has the initials {initials(name)}.",
                     [{"type": "initials", "node": label, "initials": initials(name)}])
     else:
         prefix = name[:2]
