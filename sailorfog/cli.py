@@ -41,6 +41,8 @@ class SynthConfig:
     """Question writer: deterministic templates, or a language model over an OpenAI-compatible endpoint."""
     graph: str | None = None
     """A saved entity graph (JSON from sailorfog.graph.save_graph) to use instead of building one."""
+    seeds: list[str] = field(default_factory=list)
+    """Seed entities (page titles) to grow the graph from; empty: obscure pages drawn from the corpus."""
     graph_nodes: int = 300
     """Entities in the graph built from the simulator (ignored with --graph)."""
     min_nodes: int = 3
@@ -61,12 +63,16 @@ class SynthConfig:
     """--writer llm: seconds per request."""
     current_date: str = "2025-09-01"
     """Date in the oracle trajectories' system prompt (fixed, so output is reproducible)."""
+    workers: int = 2
+    """Processes that run attempts (the output does not depend on it)."""
     progress: bool = True
     """Show a progress bar on stderr."""
 
     def __post_init__(self) -> None:
         if self.graph_nodes < self.max_nodes:
             raise ValueError(f"--graph-nodes must be >= --max-nodes ({self.max_nodes}), got {self.graph_nodes}")
+        if self.workers < 1:
+            raise ValueError(f"--workers must be >= 1, got {self.workers}")
         if self.n < 1:
             raise ValueError(f"--n must be >= 1, got {self.n}")
         if not 2 <= self.min_nodes <= self.max_nodes <= 20:
@@ -83,7 +89,7 @@ class SynthConfig:
             raise ValueError(f"graph file not found: {self.graph}")
 
 
-def read_partial(path: Path, seed: int) -> list[dict[str, Any]]:
+def read_partial(path: Path, seed: int, writer: str) -> list[dict[str, Any]]:
     """The complete records of a partial output (a torn last line is cut off the file)."""
     if not path.is_file():
         return []
@@ -97,9 +103,9 @@ def read_partial(path: Path, seed: int) -> list[dict[str, Any]]:
             except json.JSONDecodeError:
                 break
             gen = record.get("generator") or {}
-            if gen.get("seed") != seed:
-                raise SynthError(f"{path} was written with seed {gen.get('seed')!r}, not {seed}; "
-                                 "delete it or pass the same --seed")
+            if (gen.get("seed"), gen.get("writer")) != (seed, writer):
+                raise SynthError(f"{path} was written with seed {gen.get('seed')!r} and writer {gen.get('writer')!r}, "
+                                 f"not {seed} and {writer!r}; delete it or pass the same --seed and --writer")
             records.append(record)
             good += len(raw)
     if good != path.stat().st_size:
@@ -125,47 +131,37 @@ def _graph(config: SynthConfig, sim: Any) -> Any:
 
     if config.graph is not None:
         return load_graph(config.graph)
-    return build_graph(sim, GraphConfig(max_nodes=config.graph_nodes, seed=config.seed))
+    return build_graph(sim, GraphConfig(max_nodes=config.graph_nodes, seeds=tuple(config.seeds), seed=config.seed))
 
 
 def run_synth(config: SynthConfig) -> dict[str, Any]:
     """Synthesize ``config.n`` tasks (resuming a partial file); returns the summary (printed as JSON)."""
-    import gymnasium as gym
-
-    import envs  # noqa: F401  (registers the environments)
     from sailorfog.corpus import index_from_sim
+    from sailorfog.parallel import Shared
     from sailorfog.sampling import sample_subgraphs
-    from sailorfog.synth import Synthesizer
     from wiki_sim import WikiSim
 
     out = Path(config.out)
     partial = out.with_name(out.name + ".partial")
-    sim = WikiSim(config.wiki)
-    pages = sim.stats()["pages"]
-    if pages < MIN_PAGES:
-        raise SynthError(f"{config.wiki} has {pages} page(s); synthesis needs a corpus of at least {MIN_PAGES}")
-    writer = _make_writer(config)
-    G = _graph(config, sim)
-    if G.number_of_nodes() < config.min_nodes:
-        raise SynthError(f"the entity graph has {G.number_of_nodes()} node(s), fewer than --min-nodes "
-                         f"{config.min_nodes}; no subgraph can be sampled")
-    attempts = config.max_attempts or 5 * config.n
-    subgraphs = sample_subgraphs(G, attempts, min_nodes=config.min_nodes, max_nodes=config.max_nodes,
-                                 seed=config.seed)
-    if not subgraphs:
-        raise SynthError(f"no connected subgraph of {config.min_nodes}-{config.max_nodes} nodes in the entity "
-                         f"graph ({G.number_of_nodes()} nodes, {G.number_of_edges()} edges)")
-    index = index_from_sim(sim)
-    aliases = {t: sim.aliases(t) for t in sorted({n for s in subgraphs for n in s.nodes})}
-    done = read_partial(partial, config.seed)
-    env = gym.make("websailor/WikiSim-v0", wiki_dir=config.wiki, tasks=[{"question": "-", "answer": "-"}],
-                   tools=["search", "visit"], current_date=config.current_date)
-    synth = Synthesizer(G, index, env, writer, config.seed, aliases, heuristic=config.heuristic)
-    try:
-        summary = _loop(config, synth, subgraphs, done, partial)
-    finally:
-        env.close()
-        sim.close()
+    with WikiSim(config.wiki) as sim:
+        pages = sim.stats()["pages"]
+        if pages < MIN_PAGES:
+            raise SynthError(f"{config.wiki} has {pages} page(s); synthesis needs a corpus of at least {MIN_PAGES}")
+        writer = _make_writer(config)
+        G = _graph(config, sim)
+        if G.number_of_nodes() < config.min_nodes:
+            raise SynthError(f"the entity graph has {G.number_of_nodes()} node(s), fewer than --min-nodes "
+                             f"{config.min_nodes}; no subgraph can be sampled")
+        subgraphs = sample_subgraphs(G, config.max_attempts or 5 * config.n, min_nodes=config.min_nodes,
+                                     max_nodes=config.max_nodes, seed=config.seed)
+        if not subgraphs:
+            raise SynthError(f"no connected subgraph of {config.min_nodes}-{config.max_nodes} nodes in the entity "
+                             f"graph ({G.number_of_nodes()} nodes, {G.number_of_edges()} edges)")
+        index = index_from_sim(sim)
+        aliases = {t: sim.aliases(t) for t in sorted({n for s in subgraphs for n in s.nodes})}
+    done = read_partial(partial, config.seed, config.writer)
+    shared = Shared(G, index, writer, config.seed, aliases, config.heuristic, config.wiki, config.current_date)
+    summary = _loop(config, shared, subgraphs, done, partial)
     if summary["tasks"] >= config.n or summary["attempts"] >= len(subgraphs):
         os.replace(partial, out)
         summary["out"] = str(out)
@@ -176,40 +172,51 @@ def run_synth(config: SynthConfig) -> dict[str, Any]:
     return summary
 
 
-def _loop(config: SynthConfig, synth: Any, subgraphs: list, done: list[dict], partial: Path) -> dict[str, Any]:
+def _jobs(config: SynthConfig, shared: Any, subgraphs: list, start: int) -> list[tuple[int, Any, str, int]]:
+    """(index, subgraph, target, orbit) of every attempt from ``start`` on; targets are chosen for
+    all attempts from 0, in order, so the balancing over orbits is the same after a resume."""
     from sailorfog.orbits import choose_target
     from sailorfog.synth import attempt_rng
+
+    counts: Counter = Counter()
+    jobs = []
+    for i, subgraph in enumerate(subgraphs):
+        target, orbit = choose_target(subgraph, shared.G, counts, attempt_rng(config.seed, i))
+        if i >= start:
+            jobs.append((i, subgraph, target, orbit))
+    return jobs
+
+
+def _loop(config: SynthConfig, shared: Any, subgraphs: list, done: list[dict], partial: Path) -> dict[str, Any]:
+    from sailorfog.parallel import run_attempts
     from wiki_sim.chat import ChatError
 
     resume_at = done[-1]["generator"]["index"] + 1 if done else 0
-    kept, attempts, dropped = len(done), 0, Counter()
+    kept, attempts, dropped = len(done), resume_at, Counter()
     bar = _progress(config, kept)
-    counts: Counter = Counter()
-    with partial.open("a", encoding="utf-8") as fh:
-        for i, subgraph in enumerate(subgraphs):
-            if kept >= config.n:
-                break
-            attempts = i + 1
-            target, orbit = choose_target(subgraph, synth.G, counts, attempt_rng(config.seed, i))
-            if i < resume_at:  # replayed only to restore the target-balancing counts
-                continue
-            try:
-                outcome = synth.attempt(i, subgraph, target, orbit)
-            except ChatError as exc:
-                raise SynthError(f"the LLM endpoint failed ({exc}); {kept} task(s) kept in {partial}") from None
-            except Exception as exc:  # one bad subgraph must not end a long run
-                dropped[f"error {type(exc).__name__}"] += 1
-                continue
-            if outcome.record is None:
-                dropped[outcome.reason.split(":")[0]] += 1
-                continue
-            fh.write(json.dumps(outcome.record, ensure_ascii=False, sort_keys=True) + "\n")
-            fh.flush()
-            kept += 1
-            if bar is not None:
-                bar.update(1)
-    if bar is not None:
-        bar.close()
+    outcomes = run_attempts(shared, _jobs(config, shared, subgraphs, resume_at), config.workers)
+    try:
+        with partial.open("a", encoding="utf-8") as fh:
+            while kept < config.n:
+                try:
+                    outcome = next(outcomes)
+                except StopIteration:
+                    break
+                except ChatError as exc:
+                    raise SynthError(f"the LLM endpoint failed ({exc}); {kept} task(s) kept in {partial}") from None
+                attempts = outcome.index + 1
+                if outcome.record is None:
+                    dropped[outcome.reason.split(":")[0]] += 1
+                    continue
+                fh.write(json.dumps(outcome.record, ensure_ascii=False, sort_keys=True) + "\n")
+                fh.flush()
+                kept += 1
+                if bar is not None:
+                    bar.update(1)
+    finally:
+        outcomes.close()
+        if bar is not None:
+            bar.close()
     return {"tasks": kept, "attempts": attempts, "resumed_from": resume_at, "dropped": dict(sorted(dropped.items()))}
 
 

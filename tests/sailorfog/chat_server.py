@@ -24,6 +24,8 @@ class ChatServer(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), ChatHandler)
         self.requests: list[dict] = []
         self.answer = ""
+        self.limit: int | None = None
+        """Answer HTTP 500 once this many requests were served (an endpoint that goes away)."""
 
     @property
     def base_url(self) -> str:
@@ -50,6 +52,11 @@ class ChatHandler(BaseHTTPRequestHandler):
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         self.server.requests.append(body)
+        if self.server.limit is not None and len(self.server.requests) > self.server.limit:
+            self.send_response(500)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
         prompt = body["messages"][-1]["content"]
         statements = _statements(prompt)
         model = body["model"]
