@@ -81,7 +81,7 @@ class TemplateWriter:
         digest = int(hashlib.sha1(json.dumps(cs.to_dict(), sort_keys=True).encode()).hexdigest(), 16)
         if others:
             names = ", ".join(others[:-1]) + (" and " if len(others) > 1 else "") + others[-1]
-            opener = ("Several entities, {n}, are connected to an unknown entity X.",
+            opener = ("The entities {n} are connected to an unknown entity X.",
                       "Consider an unknown entity X and the entities {n} around it.",
                       "The entities {n} form a small web of relations with an unknown entity X.")[digest % 3]
             parts = [opener.format(n=names)]
