@@ -25,7 +25,8 @@ import networkx as nx
 
 from sailorfog.text import clause_around, content_words, display_title, distinctive_words, leaks, mask, years
 
-LABELS = "ABCDEFGHIJKLMNOPQRSTUVW"
+# "A" and "I" read as words in prose ("A A is ..."), so no entity is called that.
+LABELS = "BCDEFGHJKLMNPQRSTUVWYZ"
 TARGET_LABEL = "X"
 _PLACEHOLDER = re.compile(r"\{([A-Z])\}")
 MONTHS = ("January February March April May June July August September October November December").split()
@@ -98,7 +99,7 @@ class ClueSet:
 
 
 def assign_labels(G: nx.Graph, nodes: Sequence[str], target: str) -> dict[str, str]:
-    """label -> title: ``X`` for the target, then ``A``, ``B``, ... in BFS order (ties by title)."""
+    """label -> title: ``X`` for the target, then ``B``, ``C``, ... in BFS order (ties by title)."""
     sub = G.subgraph(nodes)
     order, seen, frontier = [], {target}, [target]
     while frontier:

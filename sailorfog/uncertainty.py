@@ -252,21 +252,26 @@ def weak_constraints(cs: ClueSet, rng: random.Random, index: CorpusIndex | None 
     return out
 
 
-def distractor(cs: ClueSet, rng: random.Random, index: CorpusIndex | None = None) -> ClueSet | None:
-    """Record a page of the corpus that satisfies every clue but one (a plausible wrong answer)."""
+def distractor(cs: ClueSet, rng: random.Random, index: CorpusIndex | None = None,
+               max_rivals: int = 10) -> ClueSet | None:
+    """Record a plausible wrong answer: a page of the corpus that satisfies every clue but one,
+    taken where dropping that one clue leaves at most ``max_rivals`` rivals (the rest still bind)."""
     if index is None or len(cs.clues) < 2:
         return None
     target = index.ids.get(cs.target)
+    options = []
     for clue in sorted(cs.clues, key=lambda c: c.id):
         rest = [k for c in cs.clues if c.id != clue.id for k in c.checks]
-        near = sorted(candidates(index, rest, cs.titles) - {target})
-        if near:
-            out = cs.copy()
-            title = index.titles[near[0]]
-            out.distractor = {"title": title, "fails": clue.id, "matches": len(cs.clues) - 1}
-            out.add_kind("distractor")
-            return out
-    return None
+        near = candidates(index, rest, cs.titles) - {target}
+        if 0 < len(near) <= max_rivals:
+            options.append((len(near), clue.id, sorted(near)))
+    if not options:
+        return None
+    _, failed, near = min(options)
+    out = cs.copy()
+    out.distractor = {"title": index.titles[rng.choice(near)], "fails": failed, "matches": len(cs.clues) - 1}
+    out.add_kind("distractor")
+    return out
 
 
 TRANSFORMS: dict[str, Transform] = {
