@@ -159,8 +159,10 @@ def run_synth(config: SynthConfig) -> dict[str, Any]:
                              f"graph ({G.number_of_nodes()} nodes, {G.number_of_edges()} edges)")
         index = index_from_sim(sim)
         aliases = {t: sim.aliases(t) for t in sorted({n for s in subgraphs for n in s.nodes})}
+        corpus = str((sim.build_info.get("source_fingerprint") or {}).get("sha256", ""))[:16]
     done = read_partial(partial, config.seed, config.writer)
-    shared = Shared(G, index, writer, config.seed, aliases, config.heuristic, config.wiki, config.current_date)
+    shared = Shared(G, index, writer, config.seed, aliases, config.heuristic, config.wiki, config.current_date,
+                    corpus)
     summary = _loop(config, shared, subgraphs, done, partial)
     if summary["tasks"] >= config.n or summary["attempts"] >= len(subgraphs):
         os.replace(partial, out)

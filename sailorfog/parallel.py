@@ -29,6 +29,7 @@ class Shared:
     heuristic: bool
     wiki: str
     current_date: str
+    corpus: str = ""
 
 
 def make_synthesizer(shared: Shared) -> Synthesizer:
@@ -40,7 +41,7 @@ def make_synthesizer(shared: Shared) -> Synthesizer:
     env = gym.make("websailor/WikiSim-v0", wiki_dir=shared.wiki, tasks=[{"question": "-", "answer": "-"}],
                    tools=["search", "visit"], current_date=shared.current_date)
     return Synthesizer(shared.G, shared.index, env, shared.writer, shared.seed, shared.aliases,
-                       heuristic=shared.heuristic)
+                       heuristic=shared.heuristic, corpus=shared.corpus)
 
 
 def attempt(synth: Synthesizer, job: Job) -> Outcome:

@@ -92,6 +92,8 @@ class Synthesizer:
     aliases: Mapping[str, Sequence[str]]
     heuristic: bool = True
     """Also play the scripted heuristic agent (part of the difficulty)."""
+    corpus: str = ""
+    """The simulator's source fingerprint, recorded in every task's ``generator``."""
     counts: Counter = field(default_factory=Counter)
 
     def task_id(self, index: int) -> str:
@@ -130,7 +132,7 @@ class Synthesizer:
             "oracle": oracle.record,
             "difficulty": difficulty(oracle.tool_calls, solved),
             "generator": {"version": GENERATOR_VERSION, "seed": self.seed, "index": index,
-                          "writer": self.writer.name},
+                          "writer": self.writer.name, "corpus": self.corpus},
         }
         return Outcome(index, record, "", unique.steps)
 

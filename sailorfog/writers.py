@@ -61,7 +61,8 @@ def missing_terms(question: str, clue: Clue, min_word_share: float = 0.6) -> lis
     lowered = question.lower()
     exact = [s["text"] for s in clue.spans] + [c.get("prefix") or c.get("initials") or c.get("value") or ""
                                                 for c in clue.checks if c["type"] not in ("words", "description")]
-    missing = [t for t in dict.fromkeys(exact) if t and t.lower() not in lowered]
+    missing = [t for t in dict.fromkeys(exact)
+               if t and not re.search(r"(?<!\w)" + re.escape(t.lower()) + r"(?!\w)", lowered)]
     words = [w for c in clue.checks if c["type"] in ("words", "description") for w in c["words"]]
     if words:
         found = stem_leaks(question, words)
@@ -93,7 +94,9 @@ class TemplateWriter:
 
 
 SYSTEM = ("You write hard research questions in the style of BrowseComp and SailorFog-QA: one fluent paragraph "
-          "that describes entities indirectly and ends by asking for the unknown entity X. You never name X.")
+          "that describes every entity indirectly (\"a port city on a rocky coast\", \"an astronomer born in the "
+          "1850s\"), chains the facts through those descriptions, keeps periods and ranges vague exactly as given, "
+          "and ends by asking for the unknown entity X. You never name X or any entity given only by a letter.")
 
 
 def llm_prompt(cs: ClueSet, problems: list[str] | None = None) -> str:

@@ -53,6 +53,7 @@ def test_default_corpus_tasks_are_complete_loadable_and_solvable(default_wiki, d
     assert len(records) == 4 and all(FIELDS <= set(r) for r in records)
     for r in records:
         assert r["uniqueness"]["steps"][-1]["candidates"] == 1 and r["generator"]["seed"] == 1
+        assert len(r["generator"]["corpus"]) == 16
         assert r["answer"] not in r["question"]
         assert r["difficulty"]["oracle_tool_calls"] >= len(r["subgraph"]["nodes"])
         assert all(n["url"].startswith("https://en.wikipedia.org/wiki/") for n in r["subgraph"]["nodes"])

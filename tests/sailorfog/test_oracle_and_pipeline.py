@@ -76,7 +76,8 @@ def test_one_attempt_end_to_end_is_deterministic(toy_G, toy_index_, toy_env):
     assert records[0] == records[1]
     record = json.loads(records[0])
     assert record["answer"] == "Idris Kallan" and record["target_orbit"] == 1 and record["wl_hash"] == sub.wl_hash
-    assert record["generator"] == {"version": "sailorfog-0.1", "seed": 3, "index": 5, "writer": "template"}
+    assert record["generator"] == {"version": "sailorfog-0.1", "seed": 3, "index": 5, "writer": "template",
+                                   "corpus": ""}
     assert record["uniqueness"]["steps"][-1]["candidates"] == 1
     assert record["difficulty"]["oracle_tool_calls"] == record["oracle"]["num_tool_calls"]
     assert isinstance(record["difficulty"]["heuristic_solved"], bool)
