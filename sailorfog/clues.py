@@ -221,18 +221,18 @@ def node_clues(G: nx.Graph, node: str, label: str, cid: str) -> list[Clue]:
                         _evidence(G, node, n.get("sentence", "")), spans))
     for i, f in enumerate(data.get("facts") or []):
         key, value = f.get("key") or "", " ".join(str(f.get("value") or "").split())
-        if f.get("target") or not key or not value or len(value) > 80:
-            continue
+        if f.get("target") or not key or not value or len(value) > 80 or not f.get("sentence"):
+            continue  # only facts the page's text shows: what an agent can read with the visit tool
         if key == "description":
             words = content_words(value, limit=6)
             if words:
                 out.append(Clue(f"{cid}s{i}", "description", f"{{{label}}} is described as “{value.lower()}”.",
                                 [{"type": "description", "node": label, "words": words}],
-                                _evidence(G, node, f.get("sentence", "") or value)))
+                                _evidence(G, node, f["sentence"])))
             continue
         out.append(Clue(f"{cid}f{i}", "fact", f"The {key.replace('_', ' ')} of {{{label}}} is “{value}”.",
                         [{"type": "fact", "node": label, "key": key, "value": value}],
-                        _evidence(G, node, f.get("sentence", "") or f"{key}: {value}")))
+                        _evidence(G, node, f["sentence"])))
     return out
 
 

@@ -23,7 +23,7 @@ from envs.tasks import task_from_dict
 from envs.trajectory import trajectory_record
 from sailorfog.clues import Clue, ClueSet
 from sailorfog.corpus import CorpusIndex
-from sailorfog.text import display_title, mask, numbers, stem_leaks
+from sailorfog.text import content_words, display_title, mask, numbers, stem_leaks
 from sailorfog.writers import render
 from wiki_sim.records import title_to_url
 
@@ -111,6 +111,7 @@ def _named_in(text: str, title: str, aliases: Mapping[str, Sequence[str]]) -> bo
 def _evidence_ok(clue: Clue, text: str) -> bool:
     """Whether a tool response holds the clue's evidence (its words, years and numbers)."""
     words = [w for c in clue.checks if c["type"] in ("words", "description") for w in c["words"]]
+    words += [w for c in clue.checks if c["type"] == "fact" for w in content_words(c["value"], limit=6)]
     if words and len(stem_leaks(text, words)) < 0.8 * len(words):
         return False
     values = set(numbers(text))
