@@ -168,10 +168,10 @@ def relation_clues(G: nx.Graph, u: str, v: str, titles: Mapping[str, str], alias
         clause = _masked(clause_around(sentence, dst.split()[0], max_words), G, titles, aliases)
         if "{" + b + "}" not in clause and rel.get("anchor"):
             clause = mask(clause, [rel["anchor"]], "{" + b + "}")
-        checks: list[dict[str, Any]] = [{"type": "link", "a": a, "b": b}]
         words = content_words(_PLACEHOLDER.sub(" ", clause), limit=5)
-        if words:
-            checks.append({"type": "words", "node": a, "words": words})
+        if len(words) < 3:  # "F comprises:": a sentence that says nothing by itself
+            continue
+        checks: list[dict[str, Any]] = [{"type": "link", "a": a, "b": b}, {"type": "words", "node": a, "words": words}]
         spans = _year_spans(clause, a, checks)
         if "{" + a + "}" in clause and "{" + b + "}" in clause:
             text = f"A source about {{{a}}} says: “{clause}”"
