@@ -56,11 +56,11 @@ def obfuscate(cs: ClueSet, rng: random.Random, index: CorpusIndex) -> ClueSet:
     for kind, p in PLAN:
         if rng.random() >= p:
             continue
-        if kind in ("vague_time", "fuzzy_quantities"):
-            cs = _blur_pool(cs, rng, kind)
         out = apply(kind, cs, rng, index)
         if out is not None:
             cs = out
+        if kind in ("vague_time", "fuzzy_quantities"):
+            cs = _blur_pool(cs, rng, kind)
     return cs
 
 

@@ -76,8 +76,13 @@ def _blur(cs: ClueSet, rng: random.Random, span_type: str, kind: str,
           phrase: Callable[[float, random.Random], tuple[str, float, float]]) -> ClueSet | None:
     out = cs.copy()
     spans = _spans(out, span_type)
-    if not spans:
-        return None
+    if not spans:  # nothing to blur in the question yet: state one such fact from the pool, blurred
+        pooled = [i for i, c in enumerate(out.pool) if any(s["type"] == span_type and not s.get("blurred")
+                                                             for s in c.spans)]
+        if not pooled:
+            return None
+        out.clues.append(out.pool.pop(rng.choice(pooled)))
+        spans = _spans(out, span_type)
     for clue, span in spans:
         text, lo, hi = phrase(span["value"], rng)
         if span["text"] not in clue.text:
@@ -92,12 +97,14 @@ def _blur(cs: ClueSet, rng: random.Random, span_type: str, kind: str,
 
 
 def vague_time(cs: ClueSet, rng: random.Random, index: CorpusIndex | None = None) -> ClueSet | None:
-    """Exact years become periods ("the early 1840s", "the second half of the 19th century")."""
+    """Exact years become periods ("the early 1840s", "the second half of the 19th century"); a
+    question without a date gets one from the pool."""
     return _blur(cs, rng, "year", "vague_time", lambda v, r: period(int(v), r))
 
 
 def fuzzy_quantities(cs: ClueSet, rng: random.Random, index: CorpusIndex | None = None) -> ClueSet | None:
-    """Exact numbers become ranges ("between 120 and 190") or bounds ("more than 50")."""
+    """Exact numbers become ranges ("between 120 and 190") or bounds ("more than 50"); a question
+    without a number gets one from the pool."""
     return _blur(cs, rng, "number", "fuzzy_quantities", fuzzy_range)
 
 

@@ -140,3 +140,12 @@ def test_every_kind_is_deterministic_given_the_seed(toy_G, toy_index_):
             assert runs[0].to_dict() == runs[1].to_dict()
     with pytest.raises(ValueError, match="unknown uncertainty kind"):
         apply("telepathy", clue_set(toy_G, toy_index_), random.Random(0))
+
+
+def test_blurring_states_a_pool_fact_when_the_question_has_none(toy_G, toy_index_):
+    cs = clue_set(toy_G, toy_index_, "Harlow Optics")
+    cs.clues = [c for c in cs.clues if not c.spans]
+    out = vague_time(cs, random.Random(2))
+    added = [c for c in out.clues if c.kind == "date"]
+    assert len(added) == 1 and added[0].spans[0]["blurred"] and "vague_time" in added[0].uncertainty
+    assert len(out.pool) == len(cs.pool) - 1 and truth_ok(out, toy_index_)
