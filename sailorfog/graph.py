@@ -350,7 +350,9 @@ def choose_seeds(explorer: Explorer, config: GraphConfig, rng: random.Random) ->
 
 
 def build_graph(sim: Any, config: GraphConfig | None = None) -> nx.Graph:
-    """Explore ``sim`` (a :class:`wiki_sim.WikiSim` or any :class:`~sailorfog.explore.Explorer`) into an entity graph."""
+    """Explore ``sim`` (a :class:`wiki_sim.WikiSim` or an :class:`~sailorfog.explore.Explorer`) into an entity graph.
+
+    Raises :class:`GraphError` when no seed qualifies or a given seed does not exist."""
     config = config or GraphConfig()
     explorer = sim if isinstance(sim, Explorer) else SimExplorer(sim, k=config.search_k,
                                                                   max_text_chars=config.max_text_chars)
@@ -400,10 +402,18 @@ def compare_expansions(sim: Any, config: GraphConfig | None = None) -> dict[str,
 
 
 # --- JSON ------------------------------------------------------------------------------
+def node_link_data(G: nx.Graph) -> dict[str, Any]:
+    """networkx node-link data with the edge list under ``edges`` (the key networkx 3.4+ writes)."""
+    try:
+        return nx.node_link_data(G, edges="edges")
+    except TypeError:  # networkx < 3.4 names the argument ``link``
+        return nx.node_link_data(G, link="edges")
+
+
 def save_graph(G: nx.Graph, path: str | os.PathLike) -> None:
     """Write ``G`` as node-link JSON (atomically: ``PATH.tmp`` then rename)."""
     path = Path(path)
-    data = nx.node_link_data(G, edges="edges")
+    data = node_link_data(G)
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "w", encoding="utf-8") as f:
         json.dump(data, f, ensure_ascii=False)
@@ -421,7 +431,10 @@ def load_graph(path: str | os.PathLike) -> nx.Graph:
         raise GraphError(f"{path} is not a graph JSON file ({exc})") from None
     if not isinstance(data, dict) or "nodes" not in data or "edges" not in data:
         raise GraphError(f"{path} is not a node-link graph (expected keys 'nodes' and 'edges')")
-    G = nx.node_link_graph(data, edges="edges")
+    try:
+        G = nx.node_link_graph(data, edges="edges")
+    except TypeError:  # networkx < 3.4 names the argument ``link``
+        G = nx.node_link_graph(data, link="edges")
     if G.is_directed() or G.is_multigraph():
         raise GraphError(f"{path} holds a directed or multi graph; expected an undirected simple graph")
     return G

@@ -12,7 +12,7 @@ from envs.formatting import format_search_batch
 from envs.wikisim import SearchTool, VisitTool
 from sailorfog.explore import Found, SimExplorer, ToolExplorer, parse_search_output
 from sailorfog.graph import (GraphConfig, GraphError, build_graph, compare_expansions, graph_metrics, load_graph,
-                             save_graph)
+                             node_link_data, save_graph)
 from wiki_sim import WikiSim
 
 NODE_KEYS = {"url", "lead", "depth", "provenance", "features", "facts", "dates", "numbers"}
@@ -103,14 +103,14 @@ def test_densification_makes_cycles_outward_expansion_does_not(dense, outward, s
 
 def test_same_seed_same_graph_and_json_round_trip(dense, sim, tmp_path):
     again = build_graph(sim, SMALL)
-    assert nx.node_link_data(again, edges="edges") == nx.node_link_data(dense, edges="edges")
+    assert node_link_data(again) == node_link_data(dense)
     other = build_graph(sim, dataclasses.replace(SMALL, seed=4))
     assert set(other) != set(dense)
     path = tmp_path / "graph.json"
     save_graph(dense, path)
     assert not (tmp_path / "graph.json.tmp").exists()
     loaded = load_graph(path)
-    assert nx.node_link_data(loaded, edges="edges") == nx.node_link_data(dense, edges="edges")
+    assert node_link_data(loaded) == node_link_data(dense)
     assert loaded.graph["seeds"] == dense.graph["seeds"]
 
 
