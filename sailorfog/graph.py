@@ -10,7 +10,8 @@ expansion (``expansion="outward"``: a forest, one discovery edge per node), the 
 infobox facts pointing at each other, shared facts, and bridge pages linked from several
 nodes; the graph then has cycles (:func:`graph_metrics`).
 
-Node key: canonical page title. Node and edge attributes are those of contract C2.
+Node key: canonical page title. Node and edge attributes are those of contract C2; a
+seed's provenance is ``{"query": "", "url": its own URL}``.
 """
 
 from __future__ import annotations

@@ -241,3 +241,15 @@ def test_tool_explorer_on_pages_that_are_not_wikipedia():
     assert G.nodes["Varnel Observatory"]["features"]["inbound_links"] == -1  # unknown on the web
     with pytest.raises(GraphError, match="corpus statistics"):
         build_graph(explorer, GraphConfig(max_nodes=10))
+
+
+def test_a_tiny_corpus_is_a_clear_error(tmp_path):
+    from tests.wiki_sim.simhelpers import build_jsonl
+
+    wiki = build_jsonl(tmp_path, [("Alpha", "Alpha is a town founded in 1850."), ("Beta", "Beta is a river."),
+                                  ("Gamma", "Gamma is a hill.")])
+    with WikiSim(wiki) as tiny:
+        with pytest.raises(GraphError, match="corpus is empty or tiny"):
+            build_graph(tiny, GraphConfig())
+        G = build_graph(tiny, GraphConfig(seeds=("Alpha",)))  # a seed with nothing to expand to
+        assert list(G) == ["Alpha"] and G.nodes["Alpha"]["dates"][0]["year"] == 1850
