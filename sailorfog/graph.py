@@ -167,7 +167,7 @@ class _Builder:
         """``(link, kind, key)`` for each new entity the page relates to, obscure ones first."""
         seen: set[str] = set()
         out = []
-        fact_links = [(LinkRead(f["target"], f["value"], f["sentence"]), "fact", f["key"]) for f in read.facts
+        fact_links = [(LinkRead(f["target"], f["value"], fact_evidence(f)), "fact", f["key"]) for f in read.facts
                       if f.get("target")]
         for link, kind, key in fact_links + [(x, "link", "") for x in read.links]:
             if link.target in seen or link.target in self.G or link.target == read.title:
@@ -192,7 +192,7 @@ class _Builder:
             if taken >= c.branching or len(self.G) >= limit:
                 break
             page = self.read(link.target, link.url or None)
-            if page is None:
+            if page is None or page.title in self.G:  # a redirect or another name of a node
                 continue
             query = link.query or self.find_query(page.title)[0]
             self.add_node(page, depth + 1, query, read.url)
@@ -215,7 +215,7 @@ class _Builder:
                 continue
             page = self.read(hit.title, hit.url)
             evidence = next((x for x in page.links if x.target == title), None) if page else None
-            if page is None or evidence is None:
+            if page is None or evidence is None or page.title in self.G:
                 continue
             self.add_node(page, depth + 1, query, hit.url)
             self.add_relation(page.title, title, "link", evidence.sentence, "", query, page.url)
@@ -249,7 +249,7 @@ class _Builder:
             read = self.reads[title]
             for f in read.facts:
                 if f.get("target") in self.G:
-                    self.add_relation(title, f["target"], "fact", f["sentence"], f["key"], "", read.url)
+                    self.add_relation(title, f["target"], "fact", fact_evidence(f), f["key"], "", read.url)
             for link in read.links:
                 if link.target in self.G:
                     self.add_relation(title, link.target, "link", link.sentence, "", link.query, read.url)
@@ -271,7 +271,7 @@ class _Builder:
                 return
             sources = linked_from[target]
             page = self.read(target, sources[0][1].url or None)
-            if page is None:
+            if page is None or page.title in self.G:
                 continue
             depth = 1 + min(self.G.nodes[s]["depth"] for s, _ in sources)
             query = self.find_query(page.title)[0]
@@ -297,6 +297,11 @@ class _Builder:
                 for b, fb in members[i + 1:]:
                     sentence = f"{a}: {fa['key']} = {fa['value']}; {b}: {fb['key']} = {fb['value']}"
                     self.add_relation(a, b, "shared_fact", sentence, fa["key"], "", self.G.nodes[a]["url"])
+
+
+def fact_evidence(fact: dict[str, Any]) -> str:
+    """The evidence text of a fact: the page's sentence that states it, else ``key: value``."""
+    return fact.get("sentence") or f"{fact['key']}: {fact['value']}"
 
 
 def _relating(key: str, value: str) -> bool:

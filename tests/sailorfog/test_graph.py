@@ -148,6 +148,7 @@ def test_explicit_seeds_and_fact_edges_on_the_gensim_dump(gensim_wiki):
         # infobox values that are pages become edges: Economy of Angola -sectors-> Agriculture
         assert any(r["source"] == "Economy of Angola" and r["target"] == "Agriculture" and r["key"] == "sectors"
                    for r in fact)
+        assert all(r["sentence"].startswith(f"{r['key']}: ") for r in fact)  # infobox facts: "key: value"
         targets = {f["target"] for f in G.nodes["Economy of Angola"]["facts"] if f["target"]}
         assert "Agriculture" in targets
         shared = [r for r in rels if r["kind"] == "shared_fact"]
