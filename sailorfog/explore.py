@@ -26,8 +26,8 @@ from wiki_sim.sentences import sentence_spans
 SEARCH_SEPARATOR = "\n=======\n"
 _HIT_LINE = re.compile(r"^\d{1,3}\. \[(?P<title>[^\n]{0,500})\]\((?P<url>[^\s)]{1,2000})\)$")
 # Capitalized names: up to 6 capitalized words, joined by spaces or short connectors.
-_NAME = re.compile(r"\b[A-Z][\w'’.-]{1,40}(?:(?: (?:of|the|de|von|van|da|la|and|for|du|del|in|on)){0,2} "
-                   r"[A-Z][\w'’.-]{0,40}){0,5}")
+_NAME = re.compile(r"\b[A-Z][\w'’-]{1,40}(?:(?: (?:of|the|de|von|van|da|la|and|for|du|del|in|on)){0,2} "
+                   r"[A-Z][\w'’-]{0,40}){0,5}")
 _QUALIFIER = re.compile(r"\s*\([^()]*\)$")
 _STOP_NAMES = frozenset("The A An In On It He She They This That These Those His Her Its Their There When While "
                         "After Before During From Since Although However As At By For With Of And But Or If "
@@ -54,6 +54,8 @@ class LinkRead:
     """The sentence of the page that names it ("" when unknown)."""
     query: str = ""
     """The search query that found the entity's page, when the link came from a search."""
+    url: str = ""
+    """The entity page's URL when it is not the Wikipedia URL of ``target`` (live web)."""
 
 
 @dataclass
@@ -84,6 +86,10 @@ class Explorer(Protocol):
     def page_stats(self) -> dict[str, PageInfo]:
         """Title -> (url, length, inbound links) for the whole corpus; ``{}`` when unknown (live web)."""
         ...
+
+
+def _is_wikipedia(url: str) -> bool:
+    return url_to_title(url) is not None and "://" in url and "wikipedia.org/" in url
 
 
 def display_name(title: str) -> str:
@@ -189,6 +195,12 @@ class ToolExplorer:
         self.max_names, self.max_text_chars = max_names, max_text_chars
         self.queries_per_call = queries_per_call
         self._stats = stats or {}
+        self._titles: dict[str, str] = {}
+        """URL -> title, from search hits (a non-Wikipedia page's title is known only from them)."""
+
+    def title_of(self, url: str, fallback: str = "") -> str | None:
+        """A page's node title: the Wikipedia title its URL names, else the title a search gave it."""
+        return url_to_title(url) if _is_wikipedia(url) else self._titles.get(url) or fallback or None
 
     def search(self, queries: list[str]) -> list[list[Found]]:
         out: list[list[Found]] = []
@@ -196,24 +208,29 @@ class ToolExplorer:
             batch = queries[i:i + self.queries_per_call]
             result = self.search_tool({"query": batch})
             parsed = parse_search_output(result.text) if result.ok else []
+            for hits in parsed:
+                for hit in hits:
+                    if not _is_wikipedia(hit.url):
+                        self._titles.setdefault(hit.url, normalize_title(hit.title) or hit.url)
             out.extend(parsed[:len(batch)] + [[] for _ in range(len(batch) - len(parsed))])
         return out
 
     def read(self, url: str, goal: str) -> PageRead | None:
         result = self.visit_tool({"url": [url], "goal": goal})
         text = parse_visit_output(result.text) if result.ok else None
-        title = url_to_title(url)
+        title = self.title_of(url, fallback=url)  # a page no search has shown is known by its URL
         if not text or not title:
             return None
         text = text[: self.max_text_chars]
-        return PageRead(title, title_to_url(title), text, self._link_names(title, text), [])
+        return PageRead(title, title_to_url(title) if _is_wikipedia(url) else url, text,
+                        self._link_names(title, text), [])
 
     def _link_names(self, title: str, text: str) -> list[LinkRead]:
         """Entities named in ``text``: each candidate name searched, kept if a hit is that page."""
         names: dict[str, int] = {}
         own = {title.casefold(), display_name(title).casefold()}
         for m in _NAME.finditer(text):
-            name = m.group(0).rstrip(".'’-")
+            name = m.group(0).rstrip("'’-")
             if name in _STOP_NAMES or len(name) < 3 or name.casefold() in own or name in names:
                 continue
             names[name] = m.start()
@@ -223,9 +240,11 @@ class ToolExplorer:
         links = []
         for (name, pos), hits in zip(names.items(), self.search(list(names))):
             for hit in hits:
-                hit_title = url_to_title(hit.url) or normalize_title(hit.title)
-                if hit_title != title and name.casefold() in (hit_title.casefold(), display_name(hit_title).casefold()):
-                    links.append(LinkRead(hit_title, name, _sentence_at(text, spans, pos), query=name))
+                hit_title = self.title_of(hit.url, normalize_title(hit.title))
+                if hit_title and hit_title != title and name.casefold() in (
+                        hit_title.casefold(), display_name(hit_title).casefold()):
+                    links.append(LinkRead(hit_title, name, _sentence_at(text, spans, pos), query=name,
+                                          url="" if _is_wikipedia(hit.url) else hit.url))
                     break
         return links
 

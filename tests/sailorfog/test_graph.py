@@ -12,7 +12,7 @@ from envs.formatting import format_search_batch
 from envs.wikisim import SearchTool, VisitTool
 from sailorfog.explore import Found, SimExplorer, ToolExplorer, parse_search_output
 from sailorfog.graph import (GraphConfig, GraphError, build_graph, compare_expansions, graph_metrics, load_graph,
-                             save_graph)
+                             node_link_data, save_graph)
 from wiki_sim import WikiSim
 
 NODE_KEYS = {"url", "lead", "depth", "provenance", "features", "facts", "dates", "numbers"}
@@ -103,14 +103,14 @@ def test_densification_makes_cycles_outward_expansion_does_not(dense, outward, s
 
 def test_same_seed_same_graph_and_json_round_trip(dense, sim, tmp_path):
     again = build_graph(sim, SMALL)
-    assert nx.node_link_data(again, edges="edges") == nx.node_link_data(dense, edges="edges")
+    assert node_link_data(again) == node_link_data(dense)
     other = build_graph(sim, dataclasses.replace(SMALL, seed=4))
     assert set(other) != set(dense)
     path = tmp_path / "graph.json"
     save_graph(dense, path)
     assert not (tmp_path / "graph.json.tmp").exists()
     loaded = load_graph(path)
-    assert nx.node_link_data(loaded, edges="edges") == nx.node_link_data(dense, edges="edges")
+    assert node_link_data(loaded) == node_link_data(dense)
     assert loaded.graph["seeds"] == dense.graph["seeds"]
 
 
@@ -148,6 +148,7 @@ def test_explicit_seeds_and_fact_edges_on_the_gensim_dump(gensim_wiki):
         # infobox values that are pages become edges: Economy of Angola -sectors-> Agriculture
         assert any(r["source"] == "Economy of Angola" and r["target"] == "Agriculture" and r["key"] == "sectors"
                    for r in fact)
+        assert all(r["sentence"].startswith(f"{r['key']}: ") for r in fact)  # infobox facts: "key: value"
         targets = {f["target"] for f in G.nodes["Economy of Angola"]["facts"] if f["target"]}
         assert "Agriculture" in targets
         shared = [r for r in rels if r["kind"] == "shared_fact"]
@@ -186,3 +187,70 @@ def test_the_same_builder_runs_through_the_tool_objects(sim):
                                     f"facts, dates, numbers and related entities of {r['source']}")
             assert r["sentence"] and r["sentence"] in source_text.replace("\n", " ") or r["sentence"] in source_text
     assert graph_metrics(G)["cycle_rank"] >= 1  # densified through the tools too
+
+
+class _FakeWebTools:
+    """Search and visit tools over a tiny non-Wikipedia web, speaking the shared tool formats."""
+
+    PAGES = {
+        "https://example.org/varnel": ("Varnel Observatory", "Varnel Observatory was founded in 1820 by Kato Mira. "
+                                       "It stands beside Lowrick Bridge. Its lenses came from Essen Glassworks."),
+        "https://example.org/lowrick": ("Lowrick Bridge", "Lowrick Bridge is 120 metres long. It was opened in 1851 "
+                                        "next to Varnel Observatory."),
+        "https://example.org/kato": ("Kato Mira", "Kato Mira (1790–1861) was an astronomer. Kato Mira ordered lenses "
+                                     "from Essen Glassworks."),
+        "https://example.org/essen": ("Essen Glassworks", "Essen Glassworks made lenses from 1801. Among its "
+                                      "customers was Kato Mira."),
+    }
+
+    def __init__(self):
+        self.queries: list[str] = []
+
+    def search(self, arguments):
+        from envs.tool import ToolResult
+
+        results = []
+        for q in arguments["query"]:
+            self.queries.append(q)
+            words = set(q.lower().split())
+            results.append([{"title": t, "url": u, "snippet": body[:60]} for u, (t, body) in self.PAGES.items()
+                            if words <= set(t.lower().split())])
+        return ToolResult(format_search_batch(arguments["query"], results))
+
+    def visit(self, arguments):
+        from envs.tool import ToolResult
+        from wiki_sim.focus import Focused, format_not_found, format_visit
+
+        [url] = arguments["url"]
+        if url not in self.PAGES:
+            return ToolResult(format_not_found(url))
+        return ToolResult(format_visit(url, arguments["goal"], Focused(self.PAGES[url][1], self.PAGES[url][0])))
+
+
+def test_tool_explorer_on_pages_that_are_not_wikipedia():
+    web = _FakeWebTools()
+    explorer = ToolExplorer(web.search, web.visit, max_names=8)
+    G = build_graph(explorer, GraphConfig(max_nodes=10, seeds=("Varnel Observatory",), search_neighbors=0))
+    assert set(G) == {"Varnel Observatory", "Lowrick Bridge", "Kato Mira", "Essen Glassworks"}
+    assert G.nodes["Kato Mira"]["url"] == "https://example.org/kato"
+    assert G.nodes["Kato Mira"]["provenance"] == {"query": "Kato Mira", "url": "https://example.org/varnel"}
+    assert "Kato Mira" in web.queries
+    assert [d["year"] for d in G.nodes["Kato Mira"]["dates"]] == [1790, 1861]
+    assert G.nodes["Lowrick Bridge"]["numbers"][0]["text"] == "120 metres"
+    # Varnel - Kato - Essen - Varnel: a cycle from names in the visited texts
+    assert nx.cycle_basis(G) and G.has_edge("Kato Mira", "Essen Glassworks")
+    assert G.nodes["Varnel Observatory"]["features"]["inbound_links"] == -1  # unknown on the web
+    with pytest.raises(GraphError, match="corpus statistics"):
+        build_graph(explorer, GraphConfig(max_nodes=10))
+
+
+def test_a_tiny_corpus_is_a_clear_error(tmp_path):
+    from tests.wiki_sim.simhelpers import build_jsonl
+
+    wiki = build_jsonl(tmp_path, [("Alpha", "Alpha is a town founded in 1850."), ("Beta", "Beta is a river."),
+                                  ("Gamma", "Gamma is a hill.")])
+    with WikiSim(wiki) as tiny:
+        with pytest.raises(GraphError, match="corpus is empty or tiny"):
+            build_graph(tiny, GraphConfig())
+        G = build_graph(tiny, GraphConfig(seeds=("Alpha",)))  # a seed with nothing to expand to
+        assert list(G) == ["Alpha"] and G.nodes["Alpha"]["dates"][0]["year"] == 1850
