@@ -174,9 +174,9 @@ def relation_clues(G: nx.Graph, u: str, v: str, titles: Mapping[str, str], alias
         checks: list[dict[str, Any]] = [{"type": "link", "a": a, "b": b}, {"type": "words", "node": a, "words": words}]
         spans = _year_spans(clause, a, checks)
         if "{" + a + "}" in clause and "{" + b + "}" in clause:
-            text = f"A source about {{{a}}} says: “{clause}”"
+            text = f"{{{a}}}'s page says: “{clause}”"
         else:
-            text = f"{{{a}}} is connected to {{{b}}}; a source about {{{a}}} says: “{clause}”"
+            text = f"{{{a}}}'s page links to {{{b}}} and says: “{clause}”"
         out.append(Clue(cid, "relation", text, checks, _evidence(G, src, sentence, rel.get("query", "")), spans))
     return out
 

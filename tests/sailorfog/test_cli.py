@@ -14,6 +14,7 @@ import pytest
 import envs  # noqa: F401
 from envs.protocol import parse_turn
 from sailorfog.cli import SynthConfig, SynthError, run_synth
+from sailorfog.text import distinctive_words, leaks
 from tests.sailorfog.chat_server import ChatServer
 from tests.wiki_sim.simhelpers import build_jsonl
 
@@ -54,7 +55,9 @@ def test_default_corpus_tasks_are_complete_loadable_and_solvable(default_wiki, d
     for r in records:
         assert r["uniqueness"]["steps"][-1]["candidates"] == 1 and r["generator"]["seed"] == 1
         assert len(r["generator"]["corpus"]) == 16
-        assert r["answer"] not in r["question"]
+        assert leaks(r["question"], [r["answer"], *r["aliases"]], distinctive_words(r["answer"])) == []
+        hidden = [n["title"] for n in r["subgraph"]["nodes"] if n["label"] != "X"]
+        assert leaks(r["question"], [h for h in hidden if len(h) >= 4]) == []
         assert r["difficulty"]["oracle_tool_calls"] >= len(r["subgraph"]["nodes"])
         assert all(n["url"].startswith("https://en.wikipedia.org/wiki/") for n in r["subgraph"]["nodes"])
     # The environments load the file unchanged, and the gold trajectories still solve their tasks.
