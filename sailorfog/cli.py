@@ -170,6 +170,10 @@ def run_synth(config: SynthConfig) -> dict[str, Any]:
     if summary["tasks"] == 0:
         raise SynthError(f"no task passed verification in {summary['attempts']} subgraph(s): "
                          f"{summary['dropped']}")
+    if summary["tasks"] < config.n:
+        print(f"websailor synth: warning: {summary['tasks']} of {config.n} tasks: every one of the "
+              f"{len(subgraphs)} distinct subgraphs was tried (a larger --graph-nodes or --max-attempts gives more)",
+              file=sys.stderr)
     print(json.dumps(summary, sort_keys=True))
     return summary
 
