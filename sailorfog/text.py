@@ -29,8 +29,8 @@ def display_title(title: str) -> str:
 
 
 def distinctive_words(name: str) -> list[str]:
-    """Words of a name that give it away: four letters or more, not stopwords or generic."""
-    return [w for w in tokenize(display_title(name)) if len(w) >= 4 and w not in GENERIC_TITLE_WORDS]
+    """Words of a name that give it away: three letters or more, not stopwords or generic."""
+    return [w for w in tokenize(display_title(name)) if len(w) >= 3 and w not in GENERIC_TITLE_WORDS]
 
 
 def _word_pattern(words: Iterable[str]) -> re.Pattern[str] | None:
