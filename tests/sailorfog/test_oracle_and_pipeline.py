@@ -94,3 +94,17 @@ def test_obfuscate_records_what_it_applies(toy_G, toy_index_):
         assert set(out.uncertainty) <= {"entity_by_description", "partial_names", "relative_time", "comparison",
                                         "vague_time", "fuzzy_quantities"}
     assert {"entity_by_description", "vague_time", "partial_names"} <= seen
+
+
+def test_difficulty_levels_and_recorded_kinds():
+    from sailorfog.clues import Clue, ClueSet
+    from sailorfog.synth import difficulty, uncertainty_kinds
+
+    assert difficulty(4, True)["level"] == "easy" and difficulty(12, False)["level"] == "hard"
+    assert difficulty(6, False) == {"oracle_tool_calls": 6, "heuristic_solved": False, "level": "medium"}
+    cs = ClueSet("T", "T", [], {"X": "T", "B": "U"}, [
+        Clue("d", "description", "{B} is a thing.", []),
+        Clue("y", "date", "{X} is tied to the 1880s.", [], uncertainty=["vague_time"]),
+    ], [Clue("n", "name", "pool only", [])], uncertainty=["weak_constraints", "partial_names"])
+    # Kinds come from the clues in the question (not the pool) and the set-level kinds.
+    assert uncertainty_kinds(cs) == ["entity_by_description", "vague_time", "weak_constraints"]
