@@ -17,7 +17,7 @@ import networkx as nx
 from sailorfog.clues import ClueSet, build_clues, question_leaks
 from sailorfog.corpus import CorpusIndex
 from sailorfog.oracle import run_oracle
-from sailorfog.uncertainty import apply, consistent, distractor, weak_constraints
+from sailorfog.uncertainty import apply, blur_pool, consistent, distractor, weak_constraints
 from sailorfog.verify import make_unique
 from sailorfog.writers import Writer
 
@@ -39,18 +39,6 @@ def attempt_rng(seed: int, index: int) -> random.Random:
     return random.Random(f"sailorfog:{seed}:{index}")
 
 
-def _blur_pool(cs: ClueSet, rng: random.Random, kind: str) -> ClueSet:
-    """Apply a blurring kind to the pool as well (clues added later are then already vague)."""
-    swapped = cs.copy()
-    swapped.clues, swapped.pool = swapped.pool, swapped.clues
-    out = apply(kind, swapped, rng)
-    if out is None:
-        return cs
-    out.clues, out.pool = out.pool, out.clues
-    out.uncertainty = [k for k in out.uncertainty if k != kind or kind in cs.uncertainty]
-    return out
-
-
 def obfuscate(cs: ClueSet, rng: random.Random, index: CorpusIndex) -> ClueSet:
     """The planned uncertainty transformations, each applied with its probability when it applies."""
     for kind, p in PLAN:
@@ -60,7 +48,7 @@ def obfuscate(cs: ClueSet, rng: random.Random, index: CorpusIndex) -> ClueSet:
         if out is not None:
             cs = out
         if kind in ("vague_time", "fuzzy_quantities"):
-            cs = _blur_pool(cs, rng, kind)
+            cs = blur_pool(cs, rng, kind)
     return cs
 
 

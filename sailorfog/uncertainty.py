@@ -73,9 +73,11 @@ def _spans(cs: ClueSet, kind: str) -> list[tuple[Clue, dict]]:
 
 
 def _blur(cs: ClueSet, rng: random.Random, span_type: str, kind: str,
-          phrase: Callable[[float, random.Random], tuple[str, float, float]]) -> ClueSet | None:
+          phrase: Callable[[float, random.Random], tuple[str, float, float]], promote: bool = True) -> ClueSet | None:
     out = cs.copy()
     spans = _spans(out, span_type)
+    if not spans and not promote:
+        return None
     if not spans:  # nothing to blur in the question yet: state one such fact from the pool, blurred
         pooled = [i for i, c in enumerate(out.pool) if any(s["type"] == span_type and not s.get("blurred")
                                                              for s in c.spans)]
@@ -93,6 +95,21 @@ def _blur(cs: ClueSet, rng: random.Random, span_type: str, kind: str,
         if kind not in clue.uncertainty:
             clue.uncertainty.append(kind)
     out.add_kind(kind)
+    return out
+
+
+def blur_pool(cs: ClueSet, rng: random.Random, kind: str) -> ClueSet:
+    """``cs`` with the pool's dates (``vague_time``) or numbers (``fuzzy_quantities``) blurred too, so that
+    clues added later by strengthening are as vague as the rest (the question itself is unchanged)."""
+    span_type, phrase = {"vague_time": ("year", lambda v, r: period(int(v), r)),
+                         "fuzzy_quantities": ("number", fuzzy_range)}[kind]
+    swapped = cs.copy()
+    swapped.clues, swapped.pool = swapped.pool, swapped.clues
+    out = _blur(swapped, rng, span_type, kind, phrase, promote=False)
+    if out is None:
+        return cs
+    out.clues, out.pool = out.pool, out.clues
+    out.uncertainty = list(cs.uncertainty)
     return out
 
 

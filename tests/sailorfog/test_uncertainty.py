@@ -149,3 +149,13 @@ def test_blurring_states_a_pool_fact_when_the_question_has_none(toy_G, toy_index
     added = [c for c in out.clues if c.kind == "date"]
     assert len(added) == 1 and added[0].spans[0]["blurred"] and "vague_time" in added[0].uncertainty
     assert len(out.pool) == len(cs.pool) - 1 and truth_ok(out, toy_index_)
+
+
+def test_blur_pool_blurs_only_the_pool(toy_G, toy_index_):
+    from sailorfog.uncertainty import blur_pool
+
+    cs = clue_set(toy_G, toy_index_, "Idris Kallan")
+    out = blur_pool(cs, random.Random(0), "vague_time")
+    assert [c.text for c in out.clues] == [c.text for c in cs.clues] and out.uncertainty == cs.uncertainty
+    assert all(s.get("blurred") for c in out.pool for s in c.spans if s["type"] == "year")
+    assert any(c.text != d.text for c, d in zip(out.pool, cs.pool))
