@@ -49,7 +49,7 @@ class _Episode:
     def __init__(self, env: Any, task: Mapping[str, Any]):
         self.env = env
         self.obs, _ = env.reset(options={"task": dict(task)})
-        self.pages: dict[str, tuple[str, int]] = {}  # url -> (text, tool call)
+        self.pages: dict[str, list[tuple[str, int]]] = {}  # url -> [(text, tool call)] of every visit
         self.calls = 0
         self.info: dict[str, Any] = {}
         self.reward = 0.0
@@ -61,7 +61,7 @@ class _Episode:
     def visit(self, url: str, goal: str, thought: str) -> str:
         self._step(format_turn(thought, tool_call=("visit", {"url": [url], "goal": goal})))
         text = next(iter(parse_visit_pages(self.obs).values()), "")
-        self.pages[url] = (text, self.calls)
+        self.pages.setdefault(url, []).append((text, self.calls))
         return text
 
     def answer(self, answer: str, thought: str) -> None:
@@ -126,6 +126,25 @@ def _evidence_page(clue: Clue, cs: ClueSet, G: nx.Graph) -> str:
     return G.nodes[title].get("url") or title_to_url(title) if title in G else title_to_url(title)
 
 
+def _find_evidence(ep: _Episode, clue: Clue, url: str) -> int | None:
+    """The tool call whose response holds the clue's evidence; on a long page whose goal-focused
+    excerpt missed it, one more visit with the evidence's own words as the goal."""
+    visits = ep.pages.get(url)
+    if not visits:
+        return None
+    for text, call in visits:
+        if _evidence_ok(clue, text):
+            return call
+    sentence = clue.evidence.get("sentence", "")
+    goal = " ".join(content_words(sentence, limit=12)) or sentence[:200]
+    if not goal:
+        return None
+    title = clue.evidence.get("title") or url
+    text = ep.visit(url, goal, f"The excerpt of {display_title(title)} missed the statement behind clue {clue.id}; "
+                               "read the page again for it.")
+    return ep.calls if _evidence_ok(clue, text) else None
+
+
 def run_oracle(env: Any, task: Mapping[str, Any], cs: ClueSet, G: nx.Graph, edges: Sequence[tuple[str, str]],
                index: CorpusIndex, aliases: Mapping[str, Sequence[str]] | None = None) -> OracleResult:
     """Play the oracle on ``task`` in ``env`` (a WikiSim environment); see the module docstring."""
@@ -138,12 +157,14 @@ def run_oracle(env: Any, task: Mapping[str, Any], cs: ClueSet, G: nx.Graph, edge
     if visited is None:
         return OracleResult(False, "no search found a page to start from", tool_calls=ep.calls)
     evidence: dict[str, int] = {}
-    for clue in cs.clues:
-        url = _evidence_page(clue, cs, G)
-        page = ep.pages.get(url)
-        if page is None or not _evidence_ok(clue, page[0]):
-            return OracleResult(False, f"no evidence reached for clue {clue.id}", tool_calls=ep.calls)
-        evidence[clue.id] = page[1]
+    try:
+        for clue in cs.clues:
+            found = _find_evidence(ep, clue, _evidence_page(clue, cs, G))
+            if found is None:
+                return OracleResult(False, f"no evidence reached for clue {clue.id}", tool_calls=ep.calls)
+            evidence[clue.id] = found
+    except _Stop as stop:
+        return OracleResult(False, str(stop), tool_calls=ep.calls)
     ep.answer(cs.answer, f"Every clue checks out against the pages read; X is {cs.answer}.")
     if not ep.info.get("is_correct"):
         return OracleResult(False, "the environment judged the oracle's answer wrong", tool_calls=ep.calls)
@@ -180,7 +201,7 @@ def _walk(ep: _Episode, cs: ClueSet, G: nx.Graph, edges: Sequence[tuple[str, str
         frontier = sorted({n for v in visited for n in adjacency[v]} - visited, key=lambda t: labels[t])
         if not frontier:
             raise _Stop("the subgraph is not connected")
-        texts = {t: ep.pages[url_of[t]][0] for t in visited}
+        texts = {t: " ".join(text for text, _ in ep.pages[url_of[t]]) for t in visited}
         named = [n for n in frontier if any(_named_in(texts[v], n, aliases) for v in visited)]
         node = named[0] if named else frontier[0]
         label = labels[node]
