@@ -100,7 +100,7 @@ class GraphConfig:
                              f"({self.seed_max_length})")
         if self.expansion not in ("dense", "outward"):
             raise ValueError(f"GraphConfig.expansion must be 'dense' or 'outward', got {self.expansion!r}")
-        if not 0.0 <= self.bridge_fraction < 1.0:
+        if not isinstance(self.bridge_fraction, (int, float)) or not 0.0 <= self.bridge_fraction < 1.0:
             raise ValueError(f"GraphConfig.bridge_fraction must be in [0, 1), got {self.bridge_fraction!r}")
         if isinstance(self.seeds, str) or not all(isinstance(s, str) and s for s in self.seeds):
             raise ValueError(f"GraphConfig.seeds must be a sequence of non-empty titles, got {self.seeds!r}")
