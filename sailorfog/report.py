@@ -1,6 +1,6 @@
 """``websailor synth-report``: what a synthesized task file covers, beside the released samples.
 
-Counts (summary.json) and PNG plots of topology classes, target orbits, uncertainty kinds,
+Counts (summary.json) and PNG plots of topology classes, target orbits and roles, uncertainty kinds,
 hops and oracle tool calls, and a side-by-side with the released question files in
 ``../shared/reference/`` (question length, number of constraints, share of questions with
 vague time, partial names and fuzzy quantities). The released files are read in place;
@@ -70,6 +70,7 @@ def task_summary(tasks: list[dict[str, Any]]) -> dict[str, Any]:
         "topology": Counter(t.get("wl_hash", "?")[:8] for t in tasks).most_common(),
         "subgraph_nodes": dict(sorted(Counter(len(t.get("subgraph", {}).get("nodes", [])) for t in tasks).items())),
         "target_orbit": dict(sorted(Counter(t.get("target_orbit") for t in tasks).items(), key=str)),
+        "target_role": dict(Counter(t.get("target_role", "?") for t in tasks).most_common()),
         "uncertainty": dict(Counter(k for t in tasks for k in t.get("uncertainty", [])).most_common()),
         "hops": dict(sorted(Counter(t.get("hops") for t in tasks).items(), key=str)),
         "oracle_tool_calls": dict(sorted(Counter(calls).items())),
@@ -97,6 +98,7 @@ def plot(summary: dict[str, Any], ours: dict[str, Any], refs: dict[str, dict[str
     files = []
     panels = [("topology.png", dict(summary["topology"][:30]), "tasks per topology class (WL hash)"),
               ("orbits.png", summary["target_orbit"], "tasks per target orbit index"),
+              ("roles.png", summary["target_role"], "tasks per answer role (degree d, eccentricity e)"),
               ("uncertainty.png", summary["uncertainty"], "tasks per uncertainty kind"),
               ("hops.png", summary["hops"], "tasks per answer eccentricity (hops)"),
               ("tool_calls.png", summary["oracle_tool_calls"], "tasks per oracle tool-call count")]

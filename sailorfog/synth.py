@@ -52,6 +52,16 @@ def obfuscate(cs: ClueSet, rng: random.Random, index: CorpusIndex) -> ClueSet:
     return cs
 
 
+def target_role(nodes: Sequence[str], edges: Sequence[tuple[str, str]], target: str) -> str:
+    """The answer's structural role, comparable across topologies (``d1e3``: degree 1, eccentricity 3)."""
+    from sailorfog.orbits import orbit_role
+
+    H = nx.Graph()
+    H.add_nodes_from(nodes)
+    H.add_edges_from(edges)
+    return orbit_role(H, frozenset([target]))
+
+
 def target_hops(G: nx.Graph, nodes: Sequence[str], target: str) -> int:
     """The largest number of edges between the answer and another entity of the subgraph."""
     return max(nx.single_source_shortest_path_length(G.subgraph(nodes), target).values())
@@ -112,6 +122,7 @@ class Synthesizer:
             "subgraph": self._subgraph(nodes, edges, cs),
             "wl_hash": subgraph.wl_hash,
             "target_orbit": orbit,
+            "target_role": target_role(nodes, edges, target),
             "hops": target_hops(self.G, nodes, target),
             "clues": [{"id": c.id, "kind": c.kind, "text": c.text, "checks": c.checks, "evidence": c.evidence,
                        "uncertainty": c.uncertainty} for c in cs.clues],

@@ -19,7 +19,8 @@ from tests.sailorfog.chat_server import ChatServer
 from tests.wiki_sim.simhelpers import build_jsonl
 
 ROOT = Path(__file__).resolve().parents[2]
-FIELDS = {"id", "question", "answer", "aliases", "uncertainty", "subgraph", "wl_hash", "target_orbit", "hops", "clues",
+FIELDS = {"id", "question", "answer", "aliases", "uncertainty", "subgraph", "wl_hash", "target_orbit", "target_role",
+          "hops", "clues",
           "uniqueness", "distractor", "oracle", "difficulty", "generator"}
 
 

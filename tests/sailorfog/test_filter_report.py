@@ -67,7 +67,7 @@ def test_report_writes_counts_and_plots(tmp_path):
     report = run_report(ReportConfig(str(tasks), out_dir=str(tmp_path / "rep"), reference_dir=str(tmp_path)))
     summary = report["summary"]
     assert summary["tasks"] == 12 and summary["topology_classes"] == 3
-    assert summary["uncertainty"] == {"vague_time": 12, "fuzzy_quantities": 6}
+    assert summary["uncertainty"] == {"vague_time": 12, "fuzzy_quantities": 6} and summary["target_role"] == {"?": 12}
     assert summary["oracle_tool_calls_over_10"] == round(5 / 12, 3)
     for name in report["plots"]:
         assert (tmp_path / "rep" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -76,6 +76,7 @@ def test_one_attempt_end_to_end_is_deterministic(toy_G, toy_index_, toy_env):
     assert records[0] == records[1]
     record = json.loads(records[0])
     assert record["answer"] == "Idris Kallan" and record["target_orbit"] == 1 and record["wl_hash"] == sub.wl_hash
+    assert record["target_role"] == f"d{len([e for e in sub.edges if 'Idris Kallan' in e])}e{record['hops']}"
     assert record["generator"] == {"version": "sailorfog-0.1", "seed": 3, "index": 5, "writer": "template",
                                    "corpus": ""}
     assert record["uniqueness"]["steps"][-1]["candidates"] == 1
