@@ -252,7 +252,7 @@ def lead_description(G: nx.Graph, node: str, titles: Mapping[str, str],
 
 
 def build_clues(G: nx.Graph, nodes: Sequence[str], edges: Sequence[tuple[str, str]], target: str,
-                aliases: Mapping[str, Sequence[str]] | None = None, max_words: int = 16) -> ClueSet:
+                aliases: Mapping[str, Sequence[str]] | None = None, max_words: int = 12) -> ClueSet:
     """The clue set for ``target`` in the subgraph (``nodes``, ``edges``) of ``G``.
 
     Active clues are one relation per edge that has a usable evidence sentence; the pool
