@@ -134,11 +134,22 @@ def _evidence(G: nx.Graph, node: str, sentence: str, query: str = "") -> dict[st
             "title": node}
 
 
+_FULL_DATE = re.compile(r"(?:\bon\s+)?(?:\b\d{1,2}\s+)?\b(?:" + "|".join(MONTHS) + r")\s+(?:\d{1,2},?\s+)?(\d{4})\b")
+
+
+def _stated_words(text: str, limit: int = 5) -> list[str]:
+    """The distinctive words a clue keeps whatever is blurred: not placeholders, not dates."""
+    return content_words(_FULL_DATE.sub(" ", _PLACEHOLDER.sub(" ", text)), limit=limit)
+
+
 def _year_spans(clause: str, label: str, checks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One span per year in ``clause``; a full date ("on 30 April 1948") is one span, so that
+    blurring it leaves no stray day or month."""
+    full = {int(m.group(1)): m.group(0) for m in _FULL_DATE.finditer(clause)}
     spans = []
     for year in dict.fromkeys(years(clause)):
         checks.append({"type": "year", "node": label, "lo": year, "hi": year})
-        spans.append({"type": "year", "text": str(year), "value": year, "check": len(checks) - 1})
+        spans.append({"type": "year", "text": full.get(year, str(year)), "value": year, "check": len(checks) - 1})
     return spans
 
 
@@ -168,7 +179,7 @@ def relation_clues(G: nx.Graph, u: str, v: str, titles: Mapping[str, str], alias
         clause = _masked(clause_around(sentence, dst.split()[0], max_words), G, titles, aliases)
         if "{" + b + "}" not in clause and rel.get("anchor"):
             clause = mask(clause, [rel["anchor"]], "{" + b + "}")
-        words = content_words(_PLACEHOLDER.sub(" ", clause), limit=5)
+        words = _stated_words(clause)
         if len(words) < 3:  # "F comprises:": a sentence that says nothing by itself
             continue
         checks: list[dict[str, Any]] = [{"type": "link", "a": a, "b": b}, {"type": "words", "node": a, "words": words}]
@@ -287,7 +298,7 @@ def build_clues(G: nx.Graph, nodes: Sequence[str], edges: Sequence[tuple[str, st
         cs.pool.extend(c for c in node_clues(G, title, label, f"{label}") if ok(c))
         phrase = lead_description(G, title, titles, aliases)
         if phrase:
-            desc_words = content_words(_PLACEHOLDER.sub(" ", phrase), limit=5)
+            desc_words = _stated_words(phrase)
             checks: list[dict[str, Any]] = [{"type": "words", "node": label, "words": desc_words}]
             spans = _year_spans(phrase, label, checks)
             lead = G.nodes[title].get("lead", "")

@@ -89,6 +89,8 @@ def _blur(cs: ClueSet, rng: random.Random, span_type: str, kind: str,
         text, lo, hi = phrase(span["value"], rng)
         if span["text"] not in clue.text:
             continue
+        if span["text"].startswith("on "):  # "on 30 April 1948" -> "in the 1940s"
+            text = "in " + text
         clue.text = clue.text.replace(span["text"], text, 1)
         clue.checks[span["check"]].update(lo=lo, hi=hi)
         span.update(text=text, blurred=True)

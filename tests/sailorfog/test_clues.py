@@ -62,3 +62,20 @@ def test_relation_clues_hold_for_the_true_entities(toy_G, toy_index_):
 def test_target_must_be_in_the_subgraph(toy_G):
     with pytest.raises(ValueError, match="not a node of the subgraph"):
         build_clues(toy_G, NODES, [], "Tarnis")
+
+
+def test_a_full_date_is_one_span_and_blurs_cleanly():
+    import random
+
+    from sailorfog.clues import Clue, ClueSet, _year_spans
+    from sailorfog.uncertainty import vague_time
+
+    checks: list = []
+    clause = "It was founded on 30 April 1948 and renamed in 1970."
+    spans = _year_spans(clause, "B", checks)
+    assert [s["text"] for s in spans] == ["on 30 April 1948", "1970"] and len(checks) == 2
+    cs = ClueSet("T", "T", [], {"X": "T", "B": "U"}, [Clue("r", "relation", clause, checks, spans=spans)], [])
+    out = vague_time(cs, random.Random(0))
+    text = out.clues[0].text
+    assert "April" not in text and "30" not in text and "1948" not in text and "1970" not in text
+    assert " in the " in text
