@@ -13,7 +13,7 @@ trajectory (short, action-oriented thoughts) in the DESIGN trajectory format.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import networkx as nx
 
@@ -121,28 +121,60 @@ def _evidence_ok(clue: Clue, text: str) -> bool:
     return True
 
 
-def _evidence_page(clue: Clue, cs: ClueSet, G: nx.Graph) -> str:
+@dataclass
+class _Need:
+    """One piece of evidence a clue needs: a page, what its text must show, and a goal to re-read it with."""
+
+    url: str
+    title: str
+    ok: Callable[[str], bool]
+    sentence: str
+
+
+def _year_sentence(G: nx.Graph, title: str, year: int) -> str:
+    dates = (G.nodes[title].get("dates") or []) if title in G else []
+    return next((d.get("sentence", "") for d in dates if d.get("year") == year), "")
+
+
+def _needs(clue: Clue, cs: ClueSet, G: nx.Graph, index: CorpusIndex) -> list[_Need]:
+    """What the oracle must read for ``clue``: its evidence sentence's words and values, and for a
+    comparison or relative date the years on every page compared."""
+    url_of = lambda t: (G.nodes[t].get("url") if t in G else "") or title_to_url(t)  # noqa: E731
+    years_of: dict[str, set[int]] = {}
+    for check in clue.checks:
+        if check["type"] == "earlier":
+            for label in (check["node"], check["other"]):
+                title = cs.titles[label]
+                years_of.setdefault(title, set()).add(index.page_min_year[index.ids[title]])
+        elif check["type"] == "relyear":
+            node, ref = cs.titles[check["node"]], cs.titles[check["ref"]]
+            pairs = sorted((y, r) for y in index.page_years[index.ids[node]] for r in index.page_years[index.ids[ref]]
+                           if check["lo"] <= y - r <= check["hi"])
+            if pairs:
+                years_of.setdefault(node, set()).add(pairs[0][0])
+                years_of.setdefault(ref, set()).add(pairs[0][1])
+    needs = [_Need(url_of(t), t, lambda text, y=y: float(y) in numbers(text), _year_sentence(G, t, y))
+             for t, ys in sorted(years_of.items()) for y in sorted(ys)]
     title = clue.evidence.get("title") or cs.target
-    return G.nodes[title].get("url") or title_to_url(title) if title in G else title_to_url(title)
+    needs.append(_Need(url_of(title), title, lambda text: _evidence_ok(clue, text), clue.evidence.get("sentence", "")))
+    return needs
 
 
-def _find_evidence(ep: _Episode, clue: Clue, url: str) -> int | None:
-    """The tool call whose response holds the clue's evidence; on a long page whose goal-focused
-    excerpt missed it, one more visit with the evidence's own words as the goal."""
-    visits = ep.pages.get(url)
+def _find_evidence(ep: _Episode, need: _Need, clue_id: str) -> int | None:
+    """The tool call whose response shows ``need``; on a long page whose goal-focused excerpt
+    missed it, one more visit with the evidence's own words as the goal."""
+    visits = ep.pages.get(need.url)
     if not visits:
         return None
     for text, call in visits:
-        if _evidence_ok(clue, text):
+        if need.ok(text):
             return call
-    sentence = clue.evidence.get("sentence", "")
-    goal = " ".join(content_words(sentence, limit=12)) or sentence[:200]
+    goal = " ".join(content_words(need.sentence, limit=12)) or need.sentence[:200]
     if not goal:
         return None
-    title = clue.evidence.get("title") or url
-    text = ep.visit(url, goal, f"The excerpt of {display_title(title)} missed the statement behind clue {clue.id}; "
-                               "read the page again for it.")
-    return ep.calls if _evidence_ok(clue, text) else None
+    text = ep.visit(need.url, goal, f"The excerpt of {display_title(need.title)} missed the statement behind "
+                                    f"clue {clue_id}; read the page again for it.")
+    return ep.calls if need.ok(text) else None
 
 
 def run_oracle(env: Any, task: Mapping[str, Any], cs: ClueSet, G: nx.Graph, edges: Sequence[tuple[str, str]],
@@ -159,10 +191,11 @@ def run_oracle(env: Any, task: Mapping[str, Any], cs: ClueSet, G: nx.Graph, edge
     evidence: dict[str, int] = {}
     try:
         for clue in cs.clues:
-            found = _find_evidence(ep, clue, _evidence_page(clue, cs, G))
-            if found is None:
-                return OracleResult(False, f"no evidence reached for clue {clue.id}", tool_calls=ep.calls)
-            evidence[clue.id] = found
+            for need in _needs(clue, cs, G, index):
+                found = _find_evidence(ep, need, clue.id)
+                if found is None:
+                    return OracleResult(False, f"no evidence reached for clue {clue.id}", tool_calls=ep.calls)
+                evidence[clue.id] = max(found, evidence.get(clue.id, 0))
     except _Stop as stop:
         return OracleResult(False, str(stop), tool_calls=ep.calls)
     ep.answer(cs.answer, f"Every clue checks out against the pages read; X is {cs.answer}.")

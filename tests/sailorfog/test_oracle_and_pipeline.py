@@ -109,3 +109,20 @@ def test_difficulty_levels_and_recorded_kinds():
     ], [Clue("n", "name", "pool only", [])], uncertainty=["weak_constraints", "partial_names"])
     # Kinds come from the clues in the question (not the pool) and the set-level kinds.
     assert uncertainty_kinds(cs) == ["entity_by_description", "vague_time", "weak_constraints"]
+
+
+def test_oracle_reads_the_years_a_comparison_rests_on(toy_G, toy_index_, toy_env):
+    from sailorfog.oracle import _needs
+    from sailorfog.uncertainty import comparison
+
+    edges = subgraph(toy_G, NODES).edges
+    cs = consistent(build_clues(toy_G, NODES, edges, "Idris Kallan"), toy_index_)
+    cs = make_unique(comparison(cs, random.Random(0), toy_index_), toy_index_, random.Random(0)).clues
+    clue = next(c for c in cs.clues if c.kind == "comparison")
+    needs = _needs(clue, cs, toy_G, toy_index_)
+    assert {n.title for n in needs[:-1]} >= {"Idris Kallan"} and len(needs) >= 3
+    kallan = next(n for n in needs if n.title == "Idris Kallan")  # earliest year on his page: 1851
+    assert kallan.ok("born in 1851") and not kallan.ok("born in 1852")
+    task = {"id": "t2", "question": TemplateWriter().write(cs), "answer": cs.answer}
+    result = run_oracle(toy_env, task, cs, toy_G, edges, toy_index_)
+    assert result.solved and clue.id in result.evidence
