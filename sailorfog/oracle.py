@@ -129,6 +129,8 @@ class _Need:
     title: str
     ok: Callable[[str], bool]
     sentence: str
+    fallback_goal: str = ""
+    """The goal of a re-read when no sentence is known (a year: what happened then)."""
 
 
 def _year_sentence(G: nx.Graph, title: str, year: int) -> str:
@@ -146,14 +148,11 @@ def _needs(clue: Clue, cs: ClueSet, G: nx.Graph, index: CorpusIndex) -> list[_Ne
             for label in (check["node"], check["other"]):
                 title = cs.titles[label]
                 years_of.setdefault(title, set()).add(index.page_min_year[index.ids[title]])
-        elif check["type"] == "relyear":
-            node, ref = cs.titles[check["node"]], cs.titles[check["ref"]]
-            pairs = sorted((y, r) for y in index.page_years[index.ids[node]] for r in index.page_years[index.ids[ref]]
-                           if check["lo"] <= y - r <= check["hi"])
-            if pairs:
-                years_of.setdefault(node, set()).add(pairs[0][0])
-                years_of.setdefault(ref, set()).add(pairs[0][1])
-    needs = [_Need(url_of(t), t, lambda text, y=y: float(y) in numbers(text), _year_sentence(G, t, y))
+        elif check["type"] == "relyear" and check.get("years"):  # the two dates the clue was made from
+            years_of.setdefault(cs.titles[check["node"]], set()).add(int(check["years"][0]))
+            years_of.setdefault(cs.titles[check["ref"]], set()).add(int(check["years"][1]))
+    needs = [_Need(url_of(t), t, lambda text, y=y: float(y) in numbers(text), _year_sentence(G, t, y),
+                   f"what happened in {y}")
              for t, ys in sorted(years_of.items()) for y in sorted(ys)]
     title = clue.evidence.get("title") or cs.target
     needs.append(_Need(url_of(title), title, lambda text: _evidence_ok(clue, text), clue.evidence.get("sentence", "")))
@@ -169,7 +168,7 @@ def _find_evidence(ep: _Episode, need: _Need, clue_id: str) -> int | None:
     for text, call in visits:
         if need.ok(text):
             return call
-    goal = " ".join(content_words(need.sentence, limit=12)) or need.sentence[:200]
+    goal = " ".join(content_words(need.sentence, limit=12)) or need.sentence[:200] or need.fallback_goal
     if not goal:
         return None
     text = ep.visit(need.url, goal, f"The excerpt of {display_title(need.title)} missed the statement behind "

@@ -200,7 +200,7 @@ def relative_time(cs: ClueSet, rng: random.Random, index: CorpusIndex | None = N
         words = f"between {lo} and {hi} years after"
     text = f"The date tied to {{{node}}} is {words} the date tied to {{{ref}}}."
     clue = Clue(f"rel{node}{ref}", "relative_time", text,
-                [{"type": "relyear", "node": node, "ref": ref, "lo": lo, "hi": hi}], n_clue.evidence)
+                [{"type": "relyear", "node": node, "ref": ref, "lo": lo, "hi": hi, "years": [ny, ry]}], n_clue.evidence)
     # The node's absolute date is replaced by the relative one; the reference date is stated.
     out.clues = [x for x in out.clues if x.id != n_clue.id]
     out.pool = [x for x in out.pool if x.id != n_clue.id]
