@@ -5,8 +5,9 @@ hits) and ``read`` (a URL -> the page's text, its links to other entities, its f
 Two implementations:
 
 - :class:`SimExplorer` over a :class:`wiki_sim.WikiSim`: search is the search tool's
-  backend (``WikiSim.search``), reading is the visit tool's (``WikiSim.read``), and the
-  page's links and infobox facts come structured from the store (fast; the default);
+  backend (``WikiSim.search``); a read is the page the visit tool would open, whole (no
+  goal-focused summary), with its links and infobox facts structured from the store (fast;
+  the default);
 - :class:`ToolExplorer` over any ``search`` and ``visit`` tool objects (``envs.tools``
   protocol: the simulator's :class:`envs.wikisim.SearchTool`/``VisitTool`` or the live
   layer's ``LiveSearchTool``/``LiveVisitTool``): it sees only what an agent sees, the tools'

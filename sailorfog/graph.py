@@ -10,7 +10,8 @@ expansion (``expansion="outward"``: a forest, one discovery edge per node), the 
 infobox facts pointing at each other, shared facts, and bridge pages linked from several
 nodes; the graph then has cycles (:func:`graph_metrics`).
 
-Node key: canonical page title. Node and edge attributes are those of contract C2.
+Node key: canonical page title. Node and edge attributes are those of contract C2; a
+seed's provenance is ``{"query": "", "url": its own URL}``.
 """
 
 from __future__ import annotations
@@ -99,7 +100,7 @@ class GraphConfig:
                              f"({self.seed_max_length})")
         if self.expansion not in ("dense", "outward"):
             raise ValueError(f"GraphConfig.expansion must be 'dense' or 'outward', got {self.expansion!r}")
-        if not 0.0 <= self.bridge_fraction < 1.0:
+        if not isinstance(self.bridge_fraction, (int, float)) or not 0.0 <= self.bridge_fraction < 1.0:
             raise ValueError(f"GraphConfig.bridge_fraction must be in [0, 1), got {self.bridge_fraction!r}")
         if isinstance(self.seeds, str) or not all(isinstance(s, str) and s for s in self.seeds):
             raise ValueError(f"GraphConfig.seeds must be a sequence of non-empty titles, got {self.seeds!r}")
@@ -166,7 +167,7 @@ class _Builder:
         """``(link, kind, key)`` for each new entity the page relates to, obscure ones first."""
         seen: set[str] = set()
         out = []
-        fact_links = [(LinkRead(f["target"], f["value"], f["sentence"]), "fact", f["key"]) for f in read.facts
+        fact_links = [(LinkRead(f["target"], f["value"], fact_evidence(f)), "fact", f["key"]) for f in read.facts
                       if f.get("target")]
         for link, kind, key in fact_links + [(x, "link", "") for x in read.links]:
             if link.target in seen or link.target in self.G or link.target == read.title:
@@ -191,7 +192,7 @@ class _Builder:
             if taken >= c.branching or len(self.G) >= limit:
                 break
             page = self.read(link.target, link.url or None)
-            if page is None:
+            if page is None or page.title in self.G:  # a redirect or another name of a node
                 continue
             query = link.query or self.find_query(page.title)[0]
             self.add_node(page, depth + 1, query, read.url)
@@ -214,7 +215,7 @@ class _Builder:
                 continue
             page = self.read(hit.title, hit.url)
             evidence = next((x for x in page.links if x.target == title), None) if page else None
-            if page is None or evidence is None:
+            if page is None or evidence is None or page.title in self.G:
                 continue
             self.add_node(page, depth + 1, query, hit.url)
             self.add_relation(page.title, title, "link", evidence.sentence, "", query, page.url)
@@ -248,7 +249,7 @@ class _Builder:
             read = self.reads[title]
             for f in read.facts:
                 if f.get("target") in self.G:
-                    self.add_relation(title, f["target"], "fact", f["sentence"], f["key"], "", read.url)
+                    self.add_relation(title, f["target"], "fact", fact_evidence(f), f["key"], "", read.url)
             for link in read.links:
                 if link.target in self.G:
                     self.add_relation(title, link.target, "link", link.sentence, "", link.query, read.url)
@@ -270,7 +271,7 @@ class _Builder:
                 return
             sources = linked_from[target]
             page = self.read(target, sources[0][1].url or None)
-            if page is None:
+            if page is None or page.title in self.G:
                 continue
             depth = 1 + min(self.G.nodes[s]["depth"] for s, _ in sources)
             query = self.find_query(page.title)[0]
@@ -296,6 +297,11 @@ class _Builder:
                 for b, fb in members[i + 1:]:
                     sentence = f"{a}: {fa['key']} = {fa['value']}; {b}: {fb['key']} = {fb['value']}"
                     self.add_relation(a, b, "shared_fact", sentence, fa["key"], "", self.G.nodes[a]["url"])
+
+
+def fact_evidence(fact: dict[str, Any]) -> str:
+    """The evidence text of a fact: the page's sentence that states it, else ``key: value``."""
+    return fact.get("sentence") or f"{fact['key']}: {fact['value']}"
 
 
 def _relating(key: str, value: str) -> bool:
@@ -350,7 +356,9 @@ def choose_seeds(explorer: Explorer, config: GraphConfig, rng: random.Random) ->
 
 
 def build_graph(sim: Any, config: GraphConfig | None = None) -> nx.Graph:
-    """Explore ``sim`` (a :class:`wiki_sim.WikiSim` or any :class:`~sailorfog.explore.Explorer`) into an entity graph."""
+    """Explore ``sim`` (a :class:`wiki_sim.WikiSim` or an :class:`~sailorfog.explore.Explorer`) into an entity graph.
+
+    Raises :class:`GraphError` when no seed qualifies or a given seed does not exist."""
     config = config or GraphConfig()
     explorer = sim if isinstance(sim, Explorer) else SimExplorer(sim, k=config.search_k,
                                                                   max_text_chars=config.max_text_chars)
@@ -400,10 +408,18 @@ def compare_expansions(sim: Any, config: GraphConfig | None = None) -> dict[str,
 
 
 # --- JSON ------------------------------------------------------------------------------
+def node_link_data(G: nx.Graph) -> dict[str, Any]:
+    """networkx node-link data with the edge list under ``edges`` (the key networkx 3.4+ writes)."""
+    try:
+        return nx.node_link_data(G, edges="edges")
+    except TypeError:  # networkx < 3.4 names the argument ``link``
+        return nx.node_link_data(G, link="edges")
+
+
 def save_graph(G: nx.Graph, path: str | os.PathLike) -> None:
     """Write ``G`` as node-link JSON (atomically: ``PATH.tmp`` then rename)."""
     path = Path(path)
-    data = nx.node_link_data(G, edges="edges")
+    data = node_link_data(G)
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "w", encoding="utf-8") as f:
         json.dump(data, f, ensure_ascii=False)
@@ -421,7 +437,10 @@ def load_graph(path: str | os.PathLike) -> nx.Graph:
         raise GraphError(f"{path} is not a graph JSON file ({exc})") from None
     if not isinstance(data, dict) or "nodes" not in data or "edges" not in data:
         raise GraphError(f"{path} is not a node-link graph (expected keys 'nodes' and 'edges')")
-    G = nx.node_link_graph(data, edges="edges")
+    try:
+        G = nx.node_link_graph(data, edges="edges")
+    except TypeError:  # networkx < 3.4 names the argument ``link``
+        G = nx.node_link_graph(data, link="edges")
     if G.is_directed() or G.is_multigraph():
         raise GraphError(f"{path} holds a directed or multi graph; expected an undirected simple graph")
     return G

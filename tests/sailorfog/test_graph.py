@@ -12,7 +12,7 @@ from envs.formatting import format_search_batch
 from envs.wikisim import SearchTool, VisitTool
 from sailorfog.explore import Found, SimExplorer, ToolExplorer, parse_search_output
 from sailorfog.graph import (GraphConfig, GraphError, build_graph, compare_expansions, graph_metrics, load_graph,
-                             save_graph)
+                             node_link_data, save_graph)
 from wiki_sim import WikiSim
 
 NODE_KEYS = {"url", "lead", "depth", "provenance", "features", "facts", "dates", "numbers"}
@@ -103,14 +103,14 @@ def test_densification_makes_cycles_outward_expansion_does_not(dense, outward, s
 
 def test_same_seed_same_graph_and_json_round_trip(dense, sim, tmp_path):
     again = build_graph(sim, SMALL)
-    assert nx.node_link_data(again, edges="edges") == nx.node_link_data(dense, edges="edges")
+    assert node_link_data(again) == node_link_data(dense)
     other = build_graph(sim, dataclasses.replace(SMALL, seed=4))
     assert set(other) != set(dense)
     path = tmp_path / "graph.json"
     save_graph(dense, path)
     assert not (tmp_path / "graph.json.tmp").exists()
     loaded = load_graph(path)
-    assert nx.node_link_data(loaded, edges="edges") == nx.node_link_data(dense, edges="edges")
+    assert node_link_data(loaded) == node_link_data(dense)
     assert loaded.graph["seeds"] == dense.graph["seeds"]
 
 
@@ -148,6 +148,7 @@ def test_explicit_seeds_and_fact_edges_on_the_gensim_dump(gensim_wiki):
         # infobox values that are pages become edges: Economy of Angola -sectors-> Agriculture
         assert any(r["source"] == "Economy of Angola" and r["target"] == "Agriculture" and r["key"] == "sectors"
                    for r in fact)
+        assert all(r["sentence"].startswith(f"{r['key']}: ") for r in fact)  # infobox facts: "key: value"
         targets = {f["target"] for f in G.nodes["Economy of Angola"]["facts"] if f["target"]}
         assert "Agriculture" in targets
         shared = [r for r in rels if r["kind"] == "shared_fact"]
@@ -241,3 +242,15 @@ def test_tool_explorer_on_pages_that_are_not_wikipedia():
     assert G.nodes["Varnel Observatory"]["features"]["inbound_links"] == -1  # unknown on the web
     with pytest.raises(GraphError, match="corpus statistics"):
         build_graph(explorer, GraphConfig(max_nodes=10))
+
+
+def test_a_tiny_corpus_is_a_clear_error(tmp_path):
+    from tests.wiki_sim.simhelpers import build_jsonl
+
+    wiki = build_jsonl(tmp_path, [("Alpha", "Alpha is a town founded in 1850."), ("Beta", "Beta is a river."),
+                                  ("Gamma", "Gamma is a hill.")])
+    with WikiSim(wiki) as tiny:
+        with pytest.raises(GraphError, match="corpus is empty or tiny"):
+            build_graph(tiny, GraphConfig())
+        G = build_graph(tiny, GraphConfig(seeds=("Alpha",)))  # a seed with nothing to expand to
+        assert list(G) == ["Alpha"] and G.nodes["Alpha"]["dates"][0]["year"] == 1850

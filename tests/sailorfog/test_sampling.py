@@ -8,7 +8,7 @@ import networkx as nx
 import pytest
 
 from sailorfog.esu import esu
-from sailorfog.sampling import IsoClasses, MaskClassifier, Subgraph, sample_subgraphs, wl_hash
+from sailorfog.sampling import IsoClasses, MaskClassifier, Subgraph, canonical_mask, sample_subgraphs, wl_hash
 
 # Connected graphs on k unlabeled nodes (OEIS A001349).
 CONNECTED_CLASSES = {1: 1, 2: 1, 3: 2, 4: 6, 5: 21, 6: 112, 7: 853}
@@ -104,3 +104,28 @@ def test_sampling_edge_cases():
         sample_subgraphs(tiny, 3, min_nodes=5, max_nodes=3)
     with pytest.raises(ValueError, match="per_class"):
         sample_subgraphs(tiny, 3, per_class=0)
+
+
+def test_canonical_mask_is_exact_on_every_small_graph():
+    import random
+
+    rng = random.Random(0)
+    forms = []
+    for g in [g for k in range(3, 8) for g in atlas(k)]:
+        nodes = list(g)
+        seen = set()
+        for _ in range(4):
+            rng.shuffle(nodes)
+            mask = sum(1 << b for b, (i, j) in enumerate(itertools.combinations(range(len(nodes)), 2))
+                       if g.has_edge(nodes[i], nodes[j]))
+            seen.add(canonical_mask(len(nodes), mask))
+        assert len(seen) == 1  # the same form under every labelling
+        forms.append(seen.pop())
+    known = [f for f in forms if f is not None]
+    assert len(known) == len(set(known)) and len(known) > 900  # distinct classes, distinct forms
+
+
+def test_sampling_stops_when_the_graph_has_no_more_classes():
+    G = nx.path_graph(30)  # one class per size: P3..P7
+    subs = sample_subgraphs(G, 1000, seed=0, patience=500)
+    assert len(subs) == 5
