@@ -27,6 +27,7 @@ import os
 import random
 import shutil
 import time
+import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Literal
@@ -325,6 +326,9 @@ def train(config: SFTConfig, *, model: Any = None, tokenizer: Any = None,
             metrics["train/epoch"] = (step + 1) / per_epoch
             log.log(metrics)
             history.append(metrics)
+            if counters["nonfinite_in_row"] >= config.max_nonfinite:
+                raise RuntimeError(f"{config.max_nonfinite} steps in a row had a non-finite loss "
+                                   f"(last: step {step + 1})")
             if (step + 1) % config.save_every == 0 or step + 1 == total:
                 save_checkpoint(out / "checkpoint.pt", {
                     **meta, "step": step + 1, "counters": dict(counters), "model": model.state_dict(),
@@ -390,15 +394,15 @@ def _train_step(model: Any, optimizer: Any, scheduler: Any, examples: list, step
         counters["skipped"] += 1
         counters["nonfinite_in_row"] += 1
         metrics.update({"loss/sft": None, "train/skipped": 1})
-        if counters["nonfinite_in_row"] >= config.max_nonfinite:
-            raise RuntimeError(f"{config.max_nonfinite} steps in a row had a non-finite loss (last: step {step + 1})")
     else:
         counters["nonfinite_in_row"] = 0
         params = [p for p in model.parameters() if p.requires_grad]
         norm = torch.nn.utils.clip_grad_norm_(params, config.max_grad_norm if config.max_grad_norm > 0 else math.inf)
         optimizer.step()
         metrics.update({"loss/sft": total, "train/grad_norm": float(norm), "train/skipped": 0})
-    scheduler.step()
+    with warnings.catch_warnings():  # a skipped step keeps the schedule on time, without optimizer.step()
+        warnings.simplefilter("ignore", UserWarning)
+        scheduler.step()
     metrics["time/step_s"] = time.perf_counter() - started
     return metrics
 

@@ -45,6 +45,12 @@ COMMANDS: dict[str, dict[str, Command]] = {
         "derive-tasks": Command("envs.cli", "DeriveTasksConfig", "run_derive_tasks",
                                 "derive title-lookup tasks from a built simulator"),
     },
+    "sft": {
+        "train": Command("trainers.sft", "SFTConfig", "run_sft",
+                         "SFT cold start on rejection-sampled trajectory JSONL (loss on assistant tokens)"),
+        "thoughts": Command("trainers.thoughts", "ThoughtsConfig", "run_thoughts",
+                            "rewrite each assistant thought into a short, action-oriented one (WebSailor)"),
+    },
 }
 
 
