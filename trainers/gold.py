@@ -34,7 +34,7 @@ class TopKSearch:
     parameters = {"type": "object", "properties": {"query": {"type": "array", "items": {"type": "string"}}},
                   "required": ["query"]}
 
-    def __init__(self, sim: Any, k: int = 2, max_queries: int = 2, snippet_chars: int = 160):
+    def __init__(self, sim: Any, k: int = 2, max_queries: int = 1, snippet_chars: int = 100):
         self.sim, self.k, self.max_queries, self.snippet_chars = sim, k, max_queries, snippet_chars
 
     def __call__(self, arguments: dict[str, Any]) -> ToolResult:
@@ -57,7 +57,7 @@ class ShortVisit:
     parameters = {"type": "object", "properties": {"url": {"type": "array", "items": {"type": "string"}},
                                                    "goal": {"type": "string"}}, "required": ["url", "goal"]}
 
-    def __init__(self, sim: Any, max_urls: int = 1, max_chars: int = 400):
+    def __init__(self, sim: Any, max_urls: int = 1, max_chars: int = 200):
         self.sim, self.max_urls, self.max_chars = sim, max_urls, max_chars
 
     def __call__(self, arguments: dict[str, Any]) -> ToolResult:
