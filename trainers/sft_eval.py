@@ -76,3 +76,29 @@ def format_validity(model: Any, tokenizer: Any, env: Any, task_indices: list[int
         model.train(was_training)
     return {"turns": turns, "strict_turns": strict, "rate": strict / turns if turns else 0.0,
             "tool_calls": tool_calls, "answers": answers, "examples": examples}
+
+
+def format_validity_on_transcripts(model: Any, tokenizer: Any, transcripts: list[list[dict[str, str]]], *,
+                                   max_new_tokens: int = 512, max_turns: int | None = None) -> dict[str, Any]:
+    """Teacher-forced variant without an environment: for every assistant turn of each held-out
+    transcript, generate a turn from the messages before it and parse it strictly."""
+    was_training = model.training
+    model.eval()
+    stops = stop_sequences(tokenizer)
+    turns = strict = 0
+    examples: list[str] = []
+    try:
+        for messages in transcripts:
+            positions = [i for i, m in enumerate(messages) if m["role"] == "assistant"][:max_turns]
+            for i in positions:
+                ids = prompt_ids(messages[:i], tokenizer)
+                new = _strip_stop(generate_turn(model, tokenizer, ids, max_new_tokens=max_new_tokens, stops=stops),
+                                  stops)
+                text = tokenizer.decode(new, skip_special_tokens=True)
+                turns += 1
+                strict += parse_turn(text).strict
+                if len(examples) < 3:
+                    examples.append(text)
+    finally:
+        model.train(was_training)
+    return {"turns": turns, "strict_turns": strict, "rate": strict / turns if turns else 0.0, "examples": examples}
