@@ -310,7 +310,10 @@ class _Runner:
         except Exception as exc:  # one broken environment must not end the run
             ep.info = {**ep.info, "termination": "env_error", "error": f"{type(exc).__name__}: {exc}"[:500]}
             ep.done = True
-            envs[ep.slot].close()
+            try:
+                envs[ep.slot].close()
+            except Exception:  # closing a broken environment may fail too; it is dropped either way
+                pass
             envs[ep.slot] = None  # a fresh one for the next episode
             return False
         if kind == "reset":
