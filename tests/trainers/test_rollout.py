@@ -204,3 +204,23 @@ def test_bad_config_and_policy():
         list(iter_collect(EchoTextPolicy(), TASKS, RolloutConfig(env_id=MINI_ENV_ID), group_size=0))
     with pytest.raises(ValueError, match="Policy"):
         collect(object(), TASKS, RolloutConfig(env_id=MINI_ENV_ID), progress=False)
+
+
+class _BreaksOnSdo(gym.Wrapper):
+    """An environment whose step raises on one task (a bug in an environment, not in a tool)."""
+
+    def step(self, action):
+        if self.env.unwrapped.task.id == "sdo":
+            raise RuntimeError("environment bug")
+        return self.env.step(action)
+
+
+def test_a_broken_environment_ends_only_its_episode(tokenizer):
+    env_id = "test/MiniWikiBroken-v0"
+    if env_id not in gym.registry:
+        gym.register(env_id, entry_point=lambda **kw: _BreaksOnSdo(make_mini_env(**kw)))
+    config = RolloutConfig(env_id=env_id, num_envs=1)
+    trajs = collect(ScriptedPolicy(tokenizer), TASKS, config, progress=False)
+    assert [t.termination for t in trajs] == ["answer", "env_error", "answer"]
+    assert "environment bug" in trajs[1].info["error"] and trajs[1].truncated
+    assert json.loads(json.dumps(trajs[1].to_record()))["termination"] == "env_error"
