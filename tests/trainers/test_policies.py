@@ -8,6 +8,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 import torch
+from transformers import ByT5Tokenizer
 
 from envs.tokens import stop_sequences
 from trainers.policies import (Generation, OpenAIPolicy, Policy, TextPolicy, TransformersPolicy, cut_at_stop,
@@ -147,3 +148,69 @@ def test_openai_policy_errors_name_the_url_not_the_key():
     with pytest.raises(RuntimeError) as exc:
         policy.generate_text([[{"role": "user", "content": "x"}]], max_new_tokens=1)
     assert "127.0.0.1:9" in str(exc.value) and "sk-secret" not in str(exc.value)
+
+
+class _FakeVLLM:
+    """A stand-in for the parts of vLLM's documented API the backend uses (vLLM cannot run here)."""
+
+    def __init__(self):
+        import types
+
+        self.module = types.ModuleType("vllm")
+        self.inputs = types.ModuleType("vllm.inputs")
+        self.created: list[dict] = []
+        self.params: list[dict] = []
+        fake = self
+
+        class SamplingParams:
+            def __init__(self, **kwargs):
+                fake.params.append(kwargs)
+                self.kwargs = kwargs
+
+        class Logprob:
+            def __init__(self, logprob):
+                self.logprob = logprob
+
+        class LLM:
+            def __init__(self, model, **kwargs):
+                fake.created.append({"model": model, **kwargs})
+
+            def get_tokenizer(self):
+                return ByT5Tokenizer()
+
+            def generate(self, prompts, params, use_tqdm=True):
+                outs = []
+                for i, prompt in enumerate(prompts):
+                    ids = [100 + i, 101, 63, 127, 108, 112, 98, 104, 113, 103, 127, 65, 7] if i == 0 else [50, 51]
+                    lps = [{t: Logprob(-0.5 - 0.01 * j), 3: Logprob(-9.0)} for j, t in enumerate(ids)]
+                    completion = types.SimpleNamespace(token_ids=ids, logprobs=lps,
+                                                       finish_reason="stop" if i == 0 else "length")
+                    outs.append(types.SimpleNamespace(prompt_token_ids=prompt["prompt_token_ids"], outputs=[completion]))
+                return outs
+
+        self.module.LLM, self.module.SamplingParams = LLM, SamplingParams
+        self.inputs.TokensPrompt = dict
+        self.module.inputs = self.inputs
+
+
+def test_vllm_backend_against_its_documented_interface(monkeypatch):
+    fake = _FakeVLLM()
+    monkeypatch.setitem(__import__("sys").modules, "vllm", fake.module)
+    monkeypatch.setitem(__import__("sys").modules, "vllm.inputs", fake.inputs)
+    from trainers.policies import VLLMPolicy
+
+    policy = VLLMPolicy("some/model", seed=7, gpu_memory_utilization=0.5)
+    assert fake.created == [{"model": "some/model", "logprobs_mode": "processed_logprobs",
+                             "gpu_memory_utilization": 0.5}]
+    tok = ByT5Tokenizer()
+    im_end = tok.encode("<|im_end|>", add_special_tokens=False)
+    gens = policy.generate([[5, 6], [7]], max_new_tokens=20, temperature=0.85, top_p=0.95, stop_ids=[im_end, [1]])
+    params = fake.params[-1]
+    assert params["stop_token_ids"] == [1] and params["stop"] == ["<|im_end|>"] and params["logprobs"] == 0
+    assert params["temperature"] == 0.85 and params["top_p"] == 0.95 and params["max_tokens"] == 20
+    assert params["seed"] == 7 and params["include_stop_str_in_output"] is True
+    assert gens[0].token_ids == [100, 101] + im_end and gens[0].finish_reason == "stop"  # cut after the stop ids
+    assert gens[0].logprobs == pytest.approx([-0.5 - 0.01 * j for j in range(12)])
+    assert gens[1].token_ids == [50, 51] and gens[1].finish_reason == "length"
+    policy.generate([[5]], max_new_tokens=2, temperature=1.0, top_p=1.0)
+    assert fake.params[-1]["seed"] == 8  # a fresh seed per call
