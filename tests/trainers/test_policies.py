@@ -10,9 +10,11 @@ import pytest
 import torch
 from transformers import ByT5Tokenizer
 
+from tests.trainers.conftest import tiny_qwen2
+
 from envs.tokens import stop_sequences
 from trainers.policies import (Generation, OpenAIPolicy, Policy, TextPolicy, TransformersPolicy, cut_at_stop,
-                               import_vllm, normalize_stops)
+                               import_vllm, normalize_stops, sampling_logprobs)
 
 
 def _forward_logprobs(model, prompt, ids, temperature):
@@ -38,14 +40,43 @@ def test_logprobs_match_a_forward_pass_with_left_padding(model, tokenizer):
         assert gen.text == tokenizer.decode(gen.token_ids, skip_special_tokens=False)
 
 
-def test_top_p_logprobs_are_renormalized_and_greedy_is_deterministic(model, tokenizer):
+def test_a_checkpoints_own_sampling_defaults_do_not_apply(tokenizer):
+    model = tiny_qwen2(seed=3)
+    model.generation_config.top_k = 3
+    model.generation_config.repetition_penalty = 3.0
+    policy = TransformersPolicy(model, tokenizer)
+    prompt = tokenizer.encode("abcabc", add_special_tokens=False)
+    torch.manual_seed(0)
+    gen = policy.generate([prompt], max_new_tokens=10, temperature=1.0, top_p=1.0)[0]
+    expected = _forward_logprobs(model, prompt, gen.token_ids, 1.0)
+    assert torch.allclose(torch.tensor(gen.logprobs), expected, atol=1e-4)
+    assert model.generation_config.top_k == 3  # restored
+
+
+def test_sampling_logprobs_by_hand():
+    logits = torch.log(torch.tensor([[0.5, 0.3, 0.2]]))
+    assert torch.allclose(sampling_logprobs(logits, 1.0, 0.7).exp(), torch.tensor([[0.625, 0.375, 0.0]]))
+    assert torch.allclose(sampling_logprobs(logits, 1.0, 0.4).exp(), torch.tensor([[1.0, 0.0, 0.0]]))
+    assert torch.allclose(sampling_logprobs(logits, 1.0, 1.0).exp(), torch.tensor([[0.5, 0.3, 0.2]]))
+    t2 = torch.softmax(logits / 2.0, -1)
+    assert torch.allclose(sampling_logprobs(logits, 2.0, 1.0).exp(), t2)
+    # Greedy: the raw distribution.
+    assert torch.allclose(sampling_logprobs(logits, 0.0, 1.0).exp(), torch.tensor([[0.5, 0.3, 0.2]]))
+
+
+def test_top_p_logprobs_are_the_nucleus_distribution_and_greedy_is_deterministic(model, tokenizer):
     policy = TransformersPolicy(model, tokenizer)
     prompt = [tokenizer.encode("question", add_special_tokens=False)]
     torch.manual_seed(1)
-    gen = policy.generate(prompt, max_new_tokens=8, temperature=1.0, top_p=0.5)[0]
-    full = _forward_logprobs(model, prompt[0], gen.token_ids, 1.0)
-    # Under top-p the kept mass is <= 1, so each sampled id is at least as likely as untruncated.
-    assert all(a >= b - 1e-5 for a, b in zip(gen.logprobs, full.tolist()))
+    gen = policy.generate(prompt, max_new_tokens=8, temperature=0.8, top_p=0.3)[0]
+    seq = torch.tensor([prompt[0] + gen.token_ids])
+    with torch.no_grad():
+        logits = model(seq).logits[0, len(prompt[0]) - 1:-1]
+    expected = sampling_logprobs(logits, 0.8, 0.3).gather(-1, torch.tensor(gen.token_ids)[:, None]).squeeze(-1)
+    assert torch.isfinite(expected).all()  # every sampled id lies inside its nucleus
+    assert torch.allclose(torch.tensor(gen.logprobs), expected, atol=1e-4)
+    full = _forward_logprobs(model, prompt[0], gen.token_ids, 0.8)
+    assert all(a > b for a, b in zip(gen.logprobs, full.tolist()))  # renormalized over the nucleus
     a = policy.generate(prompt, max_new_tokens=6, temperature=0, top_p=1.0)[0]
     b = policy.generate(prompt, max_new_tokens=6, temperature=0, top_p=1.0)[0]
     assert a.token_ids == b.token_ids
