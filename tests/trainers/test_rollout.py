@@ -224,3 +224,34 @@ def test_a_broken_environment_ends_only_its_episode(tokenizer):
     assert [t.termination for t in trajs] == ["answer", "env_error", "answer"]
     assert "environment bug" in trajs[1].info["error"] and trajs[1].truncated
     assert json.loads(json.dumps(trajs[1].to_record()))["termination"] == "env_error"
+
+
+class SearchThenAnswer:
+    """A text policy: one search, then the answer "a"."""
+
+    def generate_text(self, conversations, *, max_new_tokens, temperature, top_p, stop=()):
+        out = []
+        for c in conversations:
+            turn = (format_turn("t", answer="a") if any(m["role"] == "assistant" for m in c)
+                    else format_turn("t", tool_call=("search", {"query": ["anarchism"]})))
+            out.append(Generation([], [], turn, "stop"))
+        return out
+
+
+def test_rollouts_on_the_simulator_share_one_wikisim(gensim_wiki):
+    from envs.wikisim import SHARED_SIMS
+
+    before = SHARED_SIMS.open_count()
+    sim, release = SHARED_SIMS.acquire(gensim_wiki)  # held here to read its cache afterwards
+    try:
+        config = RolloutConfig(env_kwargs={"wiki_dir": str(gensim_wiki), "tools": ["search", "visit"]}, num_envs=3)
+        tasks = [{"id": "x", "question": "Which philosophy?", "answer": "a"}]
+        first = collect(SearchThenAnswer(), tasks, config, group_size=1, progress=False)
+        trajs = first + collect(SearchThenAnswer(), tasks, config, group_size=3, progress=False)
+        assert [t.termination for t in trajs] == ["answer"] * 4 and all(t.is_correct for t in trajs)
+        assert all("<tool_response>" in t.messages[3]["content"] for t in trajs)
+        # Every environment searched through the one simulator: the second run's searches were cache hits.
+        assert sim.stats()["search_cache"]["hits"] >= 3
+    finally:
+        release()
+    assert SHARED_SIMS.open_count() == before
