@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 
 import gymnasium as gym
 import pytest
@@ -145,10 +146,11 @@ class SlowTool:
     description = "waits until released"
     parameters = {"type": "object", "properties": {}}
 
-    def __init__(self, release: threading.Event):
-        self.release = release
+    def __init__(self, release: threading.Event, sleep_s: float = 0.0):
+        self.release, self.sleep_s = release, sleep_s
 
     def __call__(self, arguments):
+        time.sleep(self.sleep_s)
         released = self.release.wait(timeout=30)
         return ToolResult("released" if released else "timed out")
 
@@ -174,10 +176,12 @@ def test_limits_end_episodes(tokenizer):
     traj = collect(ScriptedPolicy(tokenizer), TASKS[:1], tight, progress=False)[0]
     assert traj.termination == "context_limit" and traj.truncated and traj.reward == 0.0 and traj.num_turns == 1
     assert len(traj.prompt_ids) + sum(traj.loss_mask) <= 2700 < len(traj.prompt_ids) + len(traj.token_ids)
-    release = threading.Event()
-    env_id = "test/MiniWikiSlow-v0"
-    config = RolloutConfig(env_id=env_id, env_kwargs={"release": release}, num_envs=1, max_episode_seconds=0.2)
-    threading.Timer(1.0, release.set).start()
+    released = threading.Event()
+    released.set()
+    env_id = "test/MiniWikiSleepy-v0"
+    if env_id not in gym.registry:
+        gym.register(env_id, entry_point=lambda **kw: make_mini_env(tools=[SlowTool(kw.pop("release"), 0.5)], **kw))
+    config = RolloutConfig(env_id=env_id, env_kwargs={"release": released}, num_envs=1, max_episode_seconds=0.2)
     traj = collect(ScriptedPolicy(tokenizer, slow_first="Solar"), TASKS[1:2], config, progress=False)[0]
     assert traj.termination == "time_limit" and traj.truncated and traj.num_tool_calls == 1
 
