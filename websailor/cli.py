@@ -51,6 +51,10 @@ COMMANDS: dict[str, dict[str, Command]] = {
         "thoughts": Command("trainers.thoughts", "ThoughtsConfig", "run_thoughts",
                             "rewrite each assistant thought into a short, action-oriented one (WebSailor)"),
     },
+    "eval": {
+        "run": Command("trainers.eval", "EvalConfig", "run_eval",
+                       "pass@1/pass@k of a policy on a task file, per-task results, optional budget sweep (PNG)"),
+    },
 }
 
 
