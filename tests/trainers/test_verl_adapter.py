@@ -92,3 +92,41 @@ def test_agent_loop_says_what_to_install_without_verl():
         from verl.experimental.agent_loop.agent_loop import AgentLoopBase, _agent_loop_registry
 
         assert issubclass(WebSailorAgentLoop, AgentLoopBase) and "websailor_agent" in _agent_loop_registry
+
+
+def test_agent_loop_run_returns_verl_output(setup):
+    """Against verl's own classes (skipped when verl is not importable, as in the shared test environment)."""
+    pytest.importorskip("verl.experimental.agent_loop.agent_loop")
+    from omegaconf import OmegaConf
+    from verl.experimental.agent_loop.agent_loop import AgentLoopOutput, DictConfigWrap
+    from verl.workers.rollout.replica import TokenOutput
+
+    task, tok, env = setup
+    turns = [format_turn("look", tool_call=("search", {"query": [task["question"][:60]]})),
+             format_turn("found", answer=task["answer"])]
+    generate, _ = _scripted(turns, tok)
+
+    class Servers:  # verl's AsyncLLMServerManager interface
+        async def generate(self, request_id, *, prompt_ids, sampling_params, image_data=None, video_data=None):
+            ids, lps = await generate(prompt_ids, sampling_params["max_tokens"])
+            return TokenOutput(token_ids=ids, log_probs=lps)
+
+    config = OmegaConf.create({"actor_rollout_ref": {"rollout": {"response_length": 20000, "prompt_length": 4096}},
+                               "data": {}})
+    from trainers.gold import COMPACT_SYSTEM_PROMPT
+
+    import inspect
+
+    from verl.experimental.agent_loop.agent_loop import AgentLoopBase
+
+    # verl 0.9 calls it data_config; its main branch dataset_config
+    data_key = "data_config" if "data_config" in inspect.signature(AgentLoopBase.__init__).parameters \
+        else "dataset_config"
+    loop = WebSailorAgentLoop(trainer_config=DictConfigWrap(config), server_manager=Servers(), tokenizer=tok,
+                              processor=None, dataset_cls=None, **{data_key: DictConfigWrap(config.data)},
+                              env_kwargs={"wiki_dir": str(env.unwrapped.tools[0].sim.path),
+                                          "tools": ["search", "visit"], "system_prompt": COMPACT_SYSTEM_PROMPT})
+    out = asyncio.run(loop.run({"temperature": 1.0}, extra_info={"task": task}, raw_prompt=[]))
+    assert isinstance(out, AgentLoopOutput) and out.reward_score == 1.0 and out.num_turns == 3
+    assert len(out.response_ids) == len(out.response_mask) == len(out.response_logprobs)
+    assert 0 in out.response_mask and out.response_mask[0] == 1
