@@ -7,7 +7,7 @@ the action and the observation it got. Here the model is any OpenAI-compatible e
 (:class:`wiki_sim.chat.ChatClient`); only the ``<think>`` block changes, the rest of every
 turn (tool call or answer) stays byte for byte.
 
-``websailor sft thoughts IN OUT --base-url ... --model ...`` rewrites a trajectory file;
+``websailor sft thoughts --input IN --output OUT --base-url ... --model ...`` rewrites a trajectory file;
 a record whose rewrite fails (endpoint down, empty reply) is left out and counted, and the
 output is written to ``OUT.tmp`` and renamed at the end.
 """

@@ -102,3 +102,17 @@ def test_malformed_input_line_names_file_and_line(tmp_path):
     with chat_server(_reply) as server, pytest.raises(ValueError, match=r"bad.jsonl:2"):
         run_thoughts(ThoughtsConfig(str(src), str(tmp_path / "o.jsonl"), server.base_url, "m"))
     assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_websailor_sft_thoughts_command(tmp_path, capsys):
+    from websailor.cli import main
+
+    src = tmp_path / "in.jsonl"
+    src.write_text(json.dumps({"type": "chatml", "messages": MESSAGES, "answer": ["Santa Claus"]}) + "\n")
+    with chat_server(_reply) as server:
+        rc = main(["sft", "thoughts", "--input", str(src), "--output", str(tmp_path / "out.jsonl"),
+                   "--base-url", server.base_url, "--model", "m"])
+    assert rc == 0 and json.loads(capsys.readouterr().out.strip().splitlines()[-1])["written"] == 1
+    rc = main(["sft", "thoughts", "--input", str(tmp_path / "nope.jsonl"), "--output", "x", "--base-url",
+               "http://127.0.0.1:1/v1", "--model", "m"])
+    assert rc == 2 and "not found" in capsys.readouterr().err
