@@ -3,9 +3,10 @@
 Gold data: the heuristic agent on tasks derived from the default simulator, compact
 environment, rejection-sampled. This short test checks that SFT lowers the loss on the
 assistant tokens of *held-out* trajectories well below the untrained model's. The full
-claim (>= 90% strictly well-formed turns on held-out tasks) needs far more steps than a
-test can take on two CPU cores; ``python -m benchmarks.sft_learning`` measures it and
-writes the learning curve.
+claim (>= 90% strictly well-formed turns on held-out tasks) is NOT shown: after 400 steps
+(9 minutes on two shared CPU cores, loss 1.6 nats/byte) the tiny byte-level model still
+writes no well-formed turn; ``python -m benchmarks.sft_learning`` measures it and writes
+the learning curve, for a longer run or a GPU.
 """
 
 from __future__ import annotations
@@ -53,3 +54,18 @@ def test_sft_on_gold_trajectories_lowers_heldout_loss(default_wiki, tmp_path):
     assert result.filter_report["dropped"].get("incorrect", 0) == sum(not r["is_correct"] for r in records[:20])
     after = _heldout_loss(model, heldout)
     assert after < 0.7 * before, (before, after)
+
+
+def test_format_validity_plays_episodes_and_counts_strict_turns(default_wiki):
+    from trainers.sft_eval import format_validity
+
+    tasks = [t.to_dict() for t in derive_tasks(default_wiki, 2, seed=0)]
+    env = make_env(default_wiki, tasks)
+    model, tok = tiny_lm(hidden=32, seed=0)
+    try:
+        result = format_validity(model, tok, env, [0, 1], max_new_tokens=8, max_turns=2)
+    finally:
+        env.close()
+    # an untrained model writes noise: every turn is counted and none is well formed
+    assert result["turns"] == 4 and result["strict_turns"] == 0 and result["rate"] == 0.0
+    assert model.training  # the training mode is restored
