@@ -214,3 +214,15 @@ def test_lora_trains_adapters_only_and_saves_a_merged_model(tmp_path):
     assert torch.equal(merged["model.layers.0.mlp.up_proj.weight"], before["model.layers.0.mlp.up_proj.weight"])
     assert not torch.equal(merged["model.layers.0.self_attn.q_proj.weight"],
                            before["model.layers.0.self_attn.q_proj.weight"])
+
+
+def test_a_chat_template_is_used_when_the_tokenizer_has_one(tmp_path):
+    _, tok = tiny_lm(hidden=32)
+    tok.chat_template = ("{% for m in messages %}<<{{ m['role'] }}>>{{ m['content'] }}<<end>>\n{% endfor %}"
+                         "{% if add_generation_prompt %}<<assistant>>{% endif %}")
+    rec = _record(3)
+    (ex,), _ = build_examples(read_records([_write(tmp_path / "t.jsonl", [rec])]), tok, FilterConfig())
+    text = tok.decode(ex.input_ids.tolist())
+    assert text.startswith("<<system>>Be brief.<<end>>") and "<|im_start|>" not in text
+    turns = [m["content"] for m in rec["messages"] if m["role"] == "assistant"]
+    assert tok.decode(ex.input_ids[ex.loss_mask.bool()].tolist()) == "".join(t + "<<end>>" for t in turns)
