@@ -3,10 +3,9 @@
 Gold data: the heuristic agent on tasks derived from the default simulator, compact
 environment, rejection-sampled. This short test checks that SFT lowers the loss on the
 assistant tokens of *held-out* trajectories well below the untrained model's. The full
-claim (>= 90% strictly well-formed turns on held-out tasks) is NOT shown: after 400 steps
-(9 minutes on two shared CPU cores, loss 1.6 nats/byte) the tiny byte-level model still
-writes no well-formed turn; ``python -m benchmarks.sft_learning`` measures it and writes
-the learning curve, for a longer run or a GPU.
+claim (>= 90% strictly well-formed turns on held-out tasks) is NOT shown here:
+``python -m benchmarks.sft_learning`` measures it and writes the learning curve (700 steps,
+width 128, 8.5 minutes on two CPU cores: 33% of held-out turns well formed, from 0%).
 """
 
 from __future__ import annotations
