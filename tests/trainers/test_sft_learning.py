@@ -4,8 +4,8 @@ Gold data: the heuristic agent on tasks derived from the default simulator, comp
 environment, rejection-sampled. This short test checks that SFT lowers the loss on the
 assistant tokens of *held-out* trajectories well below the untrained model's. The full
 claim (>= 90% strictly well-formed turns on held-out tasks) is NOT shown here:
-``python -m benchmarks.sft_learning`` measures it and writes the learning curve (700 steps,
-width 128, 8.5 minutes on two CPU cores: 33% of held-out turns well formed, from 0%).
+``python -m benchmarks.sft_learning`` measures it and writes the learning curve (1800 steps,
+width 128, 14.5 minutes on two CPU cores: 67% of held-out turns well formed, from 0%).
 """
 
 from __future__ import annotations
