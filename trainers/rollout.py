@@ -53,7 +53,8 @@ class RolloutConfig:
     env_id: str = "websailor/WikiSim-v0"
     """Registered environment id, made with ``gym.make``."""
     env_kwargs: dict[str, Any] = field(default_factory=dict)
-    """Keyword arguments for ``gym.make`` (``wiki_dir``, ``tasks``, ``max_tool_calls``, ...)."""
+    """Keyword arguments for ``gym.make`` (``wiki_dir``, ``max_tool_calls``, ...; ``tasks`` defaults
+    to the collected tasks, as every reset names its task anyway)."""
     max_new_tokens: int = 2048
     """Sampled tokens per assistant turn."""
     temperature: float = 1.0
@@ -228,12 +229,15 @@ class _Runner:
         self.policy, self.config = policy, config
         self.kind = _policy_kind(policy)
         self.tokens = _Tokens(policy.tokenizer, config.use_chat_template) if self.kind == "tokens" else None
+        self.tasks = tasks
         self.work = deque((i * group_size + j, task) for i, task in enumerate(tasks) for j in range(group_size))
         self.total = len(self.work)
         self.progress = progress
 
     def _make_env(self, slot: int) -> gym.Env:
-        env = gym.make(self.config.env_id, **dict(self.config.env_kwargs))
+        kwargs = dict(self.config.env_kwargs)
+        kwargs.setdefault("tasks", self.tasks)  # every reset names its task; this only satisfies the constructor
+        env = gym.make(self.config.env_id, **kwargs)
         if self.config.max_episode_seconds is not None:
             env = EpisodeTimeLimit(env, self.config.max_episode_seconds)
         return env
@@ -310,7 +314,10 @@ class _Runner:
         except Exception as exc:  # one broken environment must not end the run
             ep.info = {**ep.info, "termination": "env_error", "error": f"{type(exc).__name__}: {exc}"[:500]}
             ep.done = True
-            envs[ep.slot].close()
+            try:
+                envs[ep.slot].close()
+            except Exception:  # closing a broken environment may fail too; it is dropped either way
+                pass
             envs[ep.slot] = None  # a fresh one for the next episode
             return False
         if kind == "reset":

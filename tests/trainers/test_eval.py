@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from envs.tasks import write_jsonl_tasks, task_from_dict
@@ -79,3 +81,51 @@ def test_bad_eval_input(task_file, tmp_path, capsys):
         EvalConfig(tasks=str(task_file), env_id=MINI_ENV_ID, judge="llm")
     with pytest.raises(ValueError, match="sweep-tool-calls"):
         EvalConfig(tasks=str(task_file), env_id=MINI_ENV_ID, sweep_tool_calls=[0])
+
+
+class _AgentAndGrader(BaseHTTPRequestHandler):
+    """Plays the agent (always answers Paris) and the LLM grader (yes when the response is the gold answer)."""
+
+    seen: list[dict] = []
+
+    def do_POST(self):  # noqa: N802
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        _AgentAndGrader.seen.append(body)
+        last = body["messages"][-1]["content"]
+        if "Judge whether" in last:
+            response = last.split("[response]:", 1)[1].split("\n", 1)[0].strip()
+            gold = last.split("[correct_answer]:", 1)[1].split("\n", 1)[0].strip()
+            verdict = "yes" if response == gold else "no"
+            content = f"extracted_final_answer: {response.strip()}\nreasoning: r\ncorrect: {verdict}\nconfidence: 90%"
+        else:
+            content = "<think>\nI know it.\n</think>\n<answer>Paris</answer>"
+        data = json.dumps({"choices": [{"message": {"role": "assistant", "content": content},
+                                        "finish_reason": "stop"}]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_openai_policy_with_llm_judge_on_a_loopback_server(task_file, tmp_path):
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _AgentAndGrader)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    try:
+        config = EvalConfig(tasks=str(task_file), policy="openai", model="agent-model", base_url=base,
+                            env_id=MINI_SHORT_ENV_ID, out=str(tmp_path / "eval"), judge="llm",
+                            judge_base_url=base, judge_model="grader", num_envs=3)
+        summary = run_eval(config)
+    finally:
+        server.shutdown()
+        server.server_close()
+    rows = {r["id"]: r for r in map(json.loads, (tmp_path / "eval" / "agent-model.jsonl").read_text().splitlines())}
+    assert rows["capital"]["is_correct"] == [True] and rows["horse"]["is_correct"] == [False]
+    assert summary["pass@1"] == pytest.approx(1 / 3) and summary["judge"] == "llm"
+    agent_requests = [b for b in _AgentAndGrader.seen if b["model"] == "agent-model"]
+    assert agent_requests[0]["temperature"] == 0.85 and agent_requests[0]["top_p"] == 0.95
+    assert agent_requests[0]["messages"][0]["role"] == "system"

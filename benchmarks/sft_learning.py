@@ -1,0 +1,123 @@
+"""SFT learning curve: a tiny model learns the turn protocol from the heuristic agent's gold trajectories.
+
+Gold data: the heuristic agent (envs.baselines) on title-lookup tasks derived from a built
+simulator (envs.derived_tasks), compact environment (trainers.gold), rejection-sampled
+(correct answers only). The first tasks train, the last ones are held out. The model is a
+randomly initialized Qwen2 over bytes (trainers.tiny_lm). Every ``--eval-every`` steps the
+share of strictly well-formed turns (envs.protocol.parse_turn) the model writes on the
+held-out transcripts is measured (teacher-forced contexts), side by side with the untrained
+model at step 0. Writes ``learning_curve.png`` and ``curve.json`` into ``--out-dir``;
+prints a table and, last, one line of JSON.
+
+    python -m benchmarks.sft_learning --wiki-dir data/wiki            # builds the gold data
+    python -m benchmarks.sft_learning --gold gold.jsonl --device cuda # from a saved gold file
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+
+def gold_records(wiki_dir: str, num_tasks: int, seed: int) -> list[dict]:
+    from envs.derived_tasks import derive_tasks
+    from trainers.gold import heuristic_trajectories, make_env
+
+    tasks = [t.to_dict() for t in derive_tasks(wiki_dir, num_tasks, seed=seed)]
+    env = make_env(wiki_dir, tasks)
+    try:
+        return heuristic_trajectories(env, len(tasks))
+    finally:
+        env.close()
+
+
+def main(argv: list[str] | None = None) -> dict:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--wiki-dir", default="data/wiki")
+    p.add_argument("--gold", help="gold trajectory JSONL (skips building it from --wiki-dir)")
+    p.add_argument("--num-tasks", type=int, default=120)
+    p.add_argument("--heldout", type=int, default=20)
+    p.add_argument("--steps", type=int, default=1800)
+    p.add_argument("--eval-every", type=int, default=900)
+    p.add_argument("--hidden", type=int, default=128)
+    p.add_argument("--lr", type=float, default=3e-3)
+    p.add_argument("--batch-size", type=int, default=4)
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--out-dir", default="runs/sft_learning")
+    args = p.parse_args(argv)
+
+    from envs.trajectory import read_trajectories, write_trajectories
+    from trainers.sft import SFTConfig, train
+    from trainers.sft_eval import format_validity_on_transcripts
+    from trainers.tiny_lm import tiny_lm
+
+    out = Path(args.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    records = list(read_trajectories(args.gold)) if args.gold else gold_records(args.wiki_dir, args.num_tasks, 0)
+    train_recs, held = records[:-args.heldout], [r for r in records[-args.heldout:] if r["is_correct"]]
+    write_trajectories(out / "train.jsonl", train_recs)
+    heldout = [r["messages"] for r in held]
+    model, tok = tiny_lm(hidden=args.hidden, heads=4, seed=0)
+    curve: list[dict] = []
+
+    def evaluate(step: int) -> None:
+        r = format_validity_on_transcripts(model, tok, heldout, max_new_tokens=600)
+        curve.append({"step": step, "format_valid": r["rate"], "turns": r["turns"]})
+        print(f"step {step:5d}  format-valid {r['rate']:.3f} ({r['strict_turns']}/{r['turns']})", flush=True)
+
+    model.to(args.device)
+    evaluate(0)
+    losses: list[tuple[int, float]] = []
+
+    def on_step(m: dict) -> None:
+        if m.get("loss/sft") is not None:
+            losses.append((m["step"], m["loss/sft"]))
+        if m["step"] % args.eval_every == 0:
+            evaluate(m["step"])
+
+    config = SFTConfig(data=[str(out / "train.jsonl")], model="-", output_dir=str(out / "run"), lr=args.lr,
+                       min_lr=args.lr * 0.01, max_steps=args.steps, batch_size=args.batch_size, micro_batch_size=1,
+                       warmup_ratio=0.05, resume=False, save_every=10 ** 9, tensorboard="off", device=args.device)
+    started = time.perf_counter()
+    result = train(config, model=model, tokenizer=tok, on_step=on_step)
+    seconds = time.perf_counter() - started
+    if curve[-1]["step"] != args.steps:
+        evaluate(args.steps)
+    _plot(out / "learning_curve.png", losses, curve)
+    summary = {"benchmark": "sft_learning", "device": args.device, "steps": args.steps, "hidden": args.hidden,
+               "train_trajectories": result.filter_report["kept"], "heldout_transcripts": len(heldout),
+               "format_valid_untrained": curve[0]["format_valid"], "format_valid_sft": curve[-1]["format_valid"],
+               "final_loss": result.final_loss, "train_seconds": round(seconds, 1)}
+    (out / "curve.json").write_text(json.dumps({"losses": losses, "eval": curve, "summary": summary}) + "\n")
+    print(f"{'model':<12}{'format-valid turns':>20}\n{'untrained':<12}{curve[0]['format_valid']:>20.3f}\n"
+          f"{'SFT':<12}{curve[-1]['format_valid']:>20.3f}")
+    print(json.dumps(summary))
+    return summary
+
+
+def _plot(path: Path, losses: list, curve: list) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib is not installed (pip install 'websailor-gym[plots]'): no PNG written")
+        return
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.plot([s for s, _ in losses], [v for _, v in losses], color="tab:blue", lw=0.8)
+    ax.set_xlabel("optimizer step")
+    ax.set_ylabel("SFT loss (assistant tokens)", color="tab:blue")
+    ax2 = ax.twinx()
+    ax2.plot([c["step"] for c in curve], [c["format_valid"] for c in curve], "o-", color="tab:red")
+    ax2.set_ylabel("format-valid turns (held out)", color="tab:red")
+    ax2.set_ylim(0, 1.05)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+if __name__ == "__main__":
+    main()

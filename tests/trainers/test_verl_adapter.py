@@ -1,0 +1,132 @@
+"""The verl agent-loop adapter's episode logic (plain Python; verl itself is not installed here)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from envs.derived_tasks import derive_tasks
+from envs.protocol import format_turn
+from envs.tokens import end_of_turn_ids, encode
+from trainers.adapters.verl import WebSailorAgentLoop, play_episode, task_from_sample
+from trainers.gold import make_env
+from trainers.tiny_lm import tiny_lm
+
+
+def _scripted(turns: list[str], tokenizer, *, cut_marker: bool = False):
+    calls: list[tuple[int, int]] = []
+
+    async def generate(ids: list[int], max_tokens: int):
+        calls.append((len(ids), max_tokens))
+        text = turns[min(len(calls) - 1, len(turns) - 1)]
+        out = encode(text, tokenizer) + ([] if cut_marker else end_of_turn_ids(tokenizer)) + encode("junk", tokenizer)
+        out = out[:max_tokens]
+        return out, [-0.5] * len(out)
+
+    return generate, calls
+
+
+@pytest.fixture(scope="module")
+def setup(default_wiki):
+    task = derive_tasks(default_wiki, 1, seed=1)[0].to_dict()
+    _, tokenizer = tiny_lm(hidden=32)
+    env = make_env(default_wiki, [task])
+    yield task, tokenizer, env
+    env.close()
+
+
+def test_episode_ids_masks_and_reward(setup):
+    task, tok, env = setup
+    turns = [format_turn("look", tool_call=("search", {"query": [task["question"][:60]]})),
+             format_turn("found", answer=task["answer"])]
+    generate, calls = _scripted(turns, tok)
+    ep = asyncio.run(play_episode(env, task, generate, tok, response_length=20000, max_new_tokens=4000))
+    assert ep.reward == 1.0 and ep.termination == "answer" and ep.num_turns == 3
+    assert len(ep.response_ids) == len(ep.response_mask) == len(ep.response_logprobs)
+    eot = end_of_turn_ids(tok)
+    sampled = [i for i, m in zip(ep.response_ids, ep.response_mask) if m]
+    assert sampled == encode(turns[0], tok) + eot + encode(turns[1], tok) + eot  # cut after the marker, "junk" dropped
+    assert all(lp == 0.0 for lp, m in zip(ep.response_logprobs, ep.response_mask) if m == 0)
+    text = tok.decode(ep.response_ids)
+    observed = tok.decode([i for i, m in zip(ep.response_ids, ep.response_mask) if not m])
+    assert "<tool_response>" in observed and observed.endswith("<|im_start|>assistant\n")
+    assert text.startswith(turns[0]) and text.endswith(turns[1] + "<|im_end|>")
+    assert calls[1][0] == len(ep.prompt_ids) + text.index(turns[1])  # the second turn saw everything before it
+
+
+def test_response_length_bounds_the_episode(setup):
+    task, tok, env = setup
+    generate, calls = _scripted([format_turn("look", tool_call=("search", {"query": ["x"]}))], tok)
+    ep = asyncio.run(play_episode(env, task, generate, tok, response_length=300, max_new_tokens=4000))
+    assert len(ep.response_ids) == 300 and ep.termination == "response_length"
+    assert all(budget <= 300 for _, budget in calls)
+
+
+def test_turn_cut_off_before_its_marker_is_closed_with_mask_zero(setup):
+    task, tok, env = setup
+    turn = format_turn("look", tool_call=("search", {"query": ["x"]}))
+    generate, _ = _scripted([turn], tok, cut_marker=True)
+    ep = asyncio.run(play_episode(env, task, generate, tok, response_length=2000, max_new_tokens=len(turn)))
+    n = len(encode(turn, tok))
+    eot = end_of_turn_ids(tok)
+    assert ep.response_ids[n:n + len(eot)] == eot and ep.response_mask[n:n + len(eot)] == [0] * len(eot)
+
+
+def test_task_from_sample_reads_verl_rows():
+    assert task_from_sample({"extra_info": {"task": {"question": "Q", "answer": "A"}}}) == {"question": "Q",
+                                                                                          "answer": "A"}
+    row = {"raw_prompt": [{"role": "user", "content": "Q2"}], "reward_model": {"ground_truth": "A2"}}
+    assert task_from_sample(row) == {"question": "Q2", "answer": "A2"}
+    with pytest.raises(ValueError, match="extra_info.task"):
+        task_from_sample({"raw_prompt": []})
+
+
+def test_agent_loop_says_what_to_install_without_verl():
+    try:
+        import verl  # noqa: F401
+    except ImportError:
+        with pytest.raises(ImportError, match="pip install verl"):
+            WebSailorAgentLoop()
+    else:
+        from verl.experimental.agent_loop.agent_loop import AgentLoopBase, _agent_loop_registry
+
+        assert issubclass(WebSailorAgentLoop, AgentLoopBase) and "websailor_agent" in _agent_loop_registry
+
+
+def test_agent_loop_run_returns_verl_output(setup):
+    """Against verl's own classes (skipped when verl is not importable, as in the shared test environment)."""
+    pytest.importorskip("verl.experimental.agent_loop.agent_loop")
+    from omegaconf import OmegaConf
+    from verl.experimental.agent_loop.agent_loop import AgentLoopOutput, DictConfigWrap
+    from verl.workers.rollout.replica import TokenOutput
+
+    task, tok, env = setup
+    turns = [format_turn("look", tool_call=("search", {"query": [task["question"][:60]]})),
+             format_turn("found", answer=task["answer"])]
+    generate, _ = _scripted(turns, tok)
+
+    class Servers:  # verl's AsyncLLMServerManager interface
+        async def generate(self, request_id, *, prompt_ids, sampling_params, image_data=None, video_data=None):
+            ids, lps = await generate(prompt_ids, sampling_params["max_tokens"])
+            return TokenOutput(token_ids=ids, log_probs=lps)
+
+    config = OmegaConf.create({"actor_rollout_ref": {"rollout": {"response_length": 20000, "prompt_length": 4096}},
+                               "data": {}})
+    from trainers.gold import COMPACT_SYSTEM_PROMPT
+
+    import inspect
+
+    from verl.experimental.agent_loop.agent_loop import AgentLoopBase
+
+    # verl 0.9 calls it data_config; its main branch dataset_config
+    data_key = "data_config" if "data_config" in inspect.signature(AgentLoopBase.__init__).parameters \
+        else "dataset_config"
+    loop = WebSailorAgentLoop(trainer_config=DictConfigWrap(config), server_manager=Servers(), tokenizer=tok,
+                              processor=None, dataset_cls=None, **{data_key: DictConfigWrap(config.data)},
+                              env_kwargs={"wiki_dir": str(env.unwrapped.tools[0].sim.path),
+                                          "tools": ["search", "visit"], "system_prompt": COMPACT_SYSTEM_PROMPT})
+    out = asyncio.run(loop.run({"temperature": 1.0}, extra_info={"task": task}, raw_prompt=[]))
+    assert isinstance(out, AgentLoopOutput) and out.reward_score == 1.0 and out.num_turns == 3
+    assert len(out.response_ids) == len(out.response_mask) == len(out.response_logprobs)
+    assert 0 in out.response_mask and out.response_mask[0] == 1

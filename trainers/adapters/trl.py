@@ -1,0 +1,142 @@
+"""Train on the environments under TRL's ``GRPOTrainer`` (optional extra ``trl``).
+
+TRL offers two hooks for multi-turn environments. ``environment_factory`` exposes an
+environment's *methods* as tools and lets the trainer parse tool calls through the
+tokenizer's chat template and response schema; our environments speak the ReAct text
+protocol (``<think>``, ``<tool_call>``, ``<answer>``) and a byte-level test tokenizer has no
+template, so this adapter uses the other hook, ``rollout_func``: it plays whole episodes
+in ``gym.make``'s environment with :func:`trainers.rollout.collect` on the trainer's current
+model and hands TRL, per rollout, the ids it needs:
+
+- ``prompt_ids``: the first prompt (system message, question, generation prompt);
+- ``completion_ids``: everything after it, the sampled ids and the environment's
+  observations, exactly as the model saw them (nothing decoded and re-encoded);
+- ``logprobs``: sampling log-probabilities (0.0 on environment ids);
+- ``env_mask``: 1 on sampled ids, 0 on environment ids; TRL multiplies its loss mask by it
+  (its "tool mask"), so tool responses carry no gradient;
+- ``env_reward``: the episode's reward, passed on to reward functions; :func:`env_reward`
+  is the reward function that returns it.
+
+Usage (see :func:`make_grpo_trainer` for the whole wiring)::
+
+    rollout = EnvRollout(tasks, RolloutConfig(env_kwargs={"wiki_dir": DIR, "tasks": tasks}, ...))
+    trainer = GRPOTrainer(model=model, processing_class=tokenizer, reward_funcs=[env_reward],
+                          train_dataset=rollout.dataset(), rollout_func=rollout, args=GRPOConfig(...))
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from trainers.rollout import RolloutConfig, Trajectory, collect
+
+
+def _require_trl() -> None:
+    try:
+        import datasets  # noqa: F401
+        import trl  # noqa: F401
+    except ImportError:
+        raise ImportError("the TRL adapter needs trl and datasets: pip install 'websailor-gym[trl]'") from None
+
+
+def _question(prompt: Any) -> str:
+    """The question of a dataset prompt: a string, or the last user message of a conversation."""
+    if isinstance(prompt, str):
+        return prompt
+    if isinstance(prompt, Sequence):
+        users = [m.get("content") for m in prompt if isinstance(m, Mapping) and m.get("role") == "user"]
+        if users and isinstance(users[-1], str):
+            return users[-1]
+    raise ValueError(f"expected a prompt string or a list of messages with a user message, got {str(prompt)[:100]!r}")
+
+
+def rollout_outputs(trajectories: Sequence[Trajectory]) -> dict[str, list]:
+    """TRL's ``rollout_func`` result for finished trajectories (one completion each).
+
+    Raises ``ValueError`` when a trajectory's fields disagree in length (TRL would pad them
+    silently and train on shifted masks: TRL #5144).
+    """
+    out: dict[str, list] = {"prompt_ids": [], "completion_ids": [], "logprobs": [], "env_mask": [],
+                            "env_reward": [], "is_correct": [], "num_tool_calls": [], "termination": []}
+    for t in trajectories:
+        if not (len(t.token_ids) == len(t.loss_mask) == len(t.logprobs)):
+            raise ValueError(f"trajectory {t.index}: token_ids ({len(t.token_ids)}), loss_mask ({len(t.loss_mask)}) "
+                             f"and logprobs ({len(t.logprobs)}) must have the same length")
+        if not t.token_ids:
+            raise ValueError(f"trajectory {t.index}: no completion ids (the episode produced no turn)")
+        out["prompt_ids"].append(list(t.prompt_ids))
+        out["completion_ids"].append(list(t.token_ids))
+        out["logprobs"].append([float(x) for x in t.logprobs])
+        out["env_mask"].append([int(m) for m in t.loss_mask])
+        out["env_reward"].append(float(t.reward))
+        out["is_correct"].append(bool(t.is_correct))
+        out["num_tool_calls"].append(int(t.num_tool_calls))
+        out["termination"].append(str(t.termination))
+    return out
+
+
+@dataclass
+class EnvRollout:
+    """A TRL ``rollout_func`` that plays each prompt's task in the environment.
+
+    ``tasks`` are task dicts (``question``, ``answer``, ...); the dataset's prompts are their
+    questions (:meth:`dataset`), and a prompt is mapped back to its task by the question.
+    ``config`` says which environment (``env_id``, ``env_kwargs``) and how to sample; its
+    ``temperature`` is replaced by the trainer's ``args.temperature``.
+    """
+
+    tasks: Sequence[Mapping[str, Any]]
+    config: RolloutConfig
+    progress: bool = False
+
+    def __post_init__(self) -> None:
+        self._by_question: dict[str, Mapping[str, Any]] = {}
+        for task in self.tasks:
+            question = task.get("question") if isinstance(task, Mapping) else None
+            if not isinstance(question, str) or not question:
+                raise ValueError(f"every task needs a non-empty 'question' string, got {str(task)[:100]!r}")
+            if question in self._by_question and self._by_question[question] != task:
+                raise ValueError(f"two different tasks share the question {question[:100]!r}; "
+                                 "the rollout cannot tell them apart")
+            self._by_question[question] = task
+
+    def dataset(self) -> Any:
+        """A ``datasets.Dataset`` with one conversational ``prompt`` per task."""
+        _require_trl()
+        from datasets import Dataset
+
+        return Dataset.from_list([{"prompt": [{"role": "user", "content": q}]} for q in self._by_question])
+
+    def __call__(self, prompts: list, trainer: Any) -> dict[str, list]:
+        from dataclasses import replace
+
+        from trainers.policies import TransformersPolicy
+
+        tasks = []
+        for prompt in prompts:
+            question = _question(prompt)
+            if question not in self._by_question:
+                raise ValueError(f"no task has the question {question[:100]!r}")
+            tasks.append(dict(self._by_question[question]))
+        model = trainer.accelerator.unwrap_model(trainer.model)
+        policy = TransformersPolicy(model, trainer.processing_class, device=trainer.accelerator.device)
+        config = replace(self.config, temperature=float(getattr(trainer.args, "temperature", self.config.temperature)))
+        # TRL's sampler already repeats each prompt num_generations times: one episode per prompt.
+        return rollout_outputs(collect(policy, tasks, config, group_size=1, progress=self.progress))
+
+
+def env_reward(prompts: list, completions: list, env_reward: list[float], **kwargs: Any) -> list[float]:
+    """TRL reward function: the environment's episode reward, as ``rollout_func`` returned it."""
+    return [float(r) for r in env_reward]
+
+
+def make_grpo_trainer(model: Any, tokenizer: Any, rollout: EnvRollout, args: Any,
+                      reward_funcs: Sequence[Any] = (), **kwargs: Any) -> Any:
+    """A ``trl.GRPOTrainer`` over the environment: ``env_reward`` plus any extra ``reward_funcs``."""
+    _require_trl()
+    from trl import GRPOTrainer
+
+    tokenizer.padding_side = "left"
+    return GRPOTrainer(model=model, processing_class=tokenizer, reward_funcs=[env_reward, *reward_funcs],
+                       train_dataset=rollout.dataset(), rollout_func=rollout, args=args, **kwargs)

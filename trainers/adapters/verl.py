@@ -1,0 +1,187 @@
+"""Train on the environments with verl (multi-node RL): an agent loop for verl's ``AgentLoopWorker``.
+
+verl runs one ``AgentLoopBase`` instance per sample; its ``async run(sampling_params,
+**dataset_fields)`` talks to verl's inference servers through
+``server_manager.generate(request_id, prompt_ids=..., sampling_params=...)`` (which returns
+``TokenOutput(token_ids, log_probs, ...)``) and returns an ``AgentLoopOutput`` with
+``prompt_ids``, ``response_ids``, ``response_mask`` (1 on sampled ids, 0 on tool output),
+``response_logprobs``, ``reward_score`` and ``num_turns`` (verl
+``verl/experimental/agent_loop/agent_loop.py``).
+
+:class:`WebSailorAgentLoop` plays one episode of a ``gym.make`` environment per sample with
+:func:`play_episode`, which is plain Python (no verl import; unit-tested here): the prompt is
+:func:`envs.tokens.prompt_ids` of the first observation, each turn's sampled ids are kept as
+sampled (mask 1), the environment's text is added with :func:`envs.tokens.observation_ids`
+(mask 0), and the response never exceeds ``response_length`` (verl pads it to that length and
+cannot take more). The reward is the environment's, so verl's reward manager is not needed.
+
+Wiring (verl's agent loop config file, ``actor_rollout_ref.rollout.agent.agent_loop_config_path``)::
+
+    - name: websailor_agent
+      _target_: trainers.adapters.verl.WebSailorAgentLoop
+      env_id: websailor/WikiSim-v0
+      env_kwargs: {wiki_dir: /data/wiki}
+
+and each dataset row carries ``agent_name: websailor_agent`` and its task in
+``extra_info: {task: {question, answer, aliases}}`` (or ``reward_model.ground_truth`` as the
+answer and the question as the last user message of ``raw_prompt``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable, Mapping
+
+from envs.tokens import end_of_turn_ids, ends_with_any, observation_ids, prompt_ids, stop_sequences
+
+# (prompt ids, max new tokens) -> (sampled ids, their log-probs or None)
+Generate = Callable[[list[int], int], Awaitable[tuple[list[int], list[float] | None]]]
+
+
+@dataclass
+class EpisodeIds:
+    """One episode as verl's ``AgentLoopOutput`` wants it."""
+
+    prompt_ids: list[int]
+    response_ids: list[int] = field(default_factory=list)
+    response_mask: list[int] = field(default_factory=list)
+    """1 on sampled ids, 0 on ids the environment added."""
+    response_logprobs: list[float] = field(default_factory=list)
+    """Sampling log-probabilities (0.0 where the mask is 0)."""
+    reward: float = 0.0
+    num_turns: int = 0
+    """Messages after the prompt (assistant turns and observations), as verl counts turns."""
+    termination: str = ""
+    """The environment's ``info["termination"]``, or ``response_length`` when the budget ended it."""
+
+    def add(self, ids: list[int], mask: int, logprobs: list[float] | None, budget: int) -> bool:
+        """Append up to the budget; False when the response is full."""
+        room = budget - len(self.response_ids)
+        ids = ids[:max(0, room)]
+        self.response_ids += ids
+        self.response_mask += [mask] * len(ids)
+        lps = list(logprobs[:len(ids)]) if logprobs is not None and mask else []
+        self.response_logprobs += lps + [0.0] * (len(ids) - len(lps))
+        return len(self.response_ids) < budget
+
+
+def task_from_sample(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """The task of a verl dataset row: ``extra_info.task``, else the last user message of
+    ``raw_prompt`` as the question and ``reward_model.ground_truth`` as the answer."""
+    extra = fields.get("extra_info") or {}
+    if isinstance(extra, Mapping) and isinstance(extra.get("task"), Mapping):
+        return dict(extra["task"])
+    prompt = fields.get("raw_prompt") or []
+    users = [m.get("content") for m in prompt if isinstance(m, Mapping) and m.get("role") == "user"]
+    answer = (fields.get("reward_model") or {}).get("ground_truth")
+    if not users or not isinstance(users[-1], str) or answer is None:
+        raise ValueError("a verl sample needs extra_info.task, or raw_prompt with a user message and "
+                         "reward_model.ground_truth")
+    return {"question": users[-1], "answer": answer if isinstance(answer, str) else str(answer)}
+
+
+def _cut_at_stop(ids: list[int], stops: list[list[int]]) -> tuple[list[int], bool]:
+    """The ids up to and including the first stop sequence, and whether one was found."""
+    for end in range(1, len(ids) + 1):
+        if ends_with_any(ids[:end], stops):
+            return ids[:end], True
+    return ids, False
+
+
+async def play_episode(env: Any, task: Mapping[str, Any], generate: Generate, tokenizer: Any, *,
+                       response_length: int, max_new_tokens: int) -> EpisodeIds:
+    """Play ``task`` in ``env`` (a Gymnasium research environment) with ``generate``.
+
+    Environment steps (tool calls) run in the default executor so the event loop, which
+    verl shares across many agent loops, is never blocked.
+    """
+    if response_length < 1 or max_new_tokens < 1:
+        raise ValueError(f"expected response_length >= 1 and max_new_tokens >= 1, got {response_length}, "
+                         f"{max_new_tokens}")
+    loop = asyncio.get_running_loop()
+    await loop.run_in_executor(None, lambda: env.reset(options={"task": dict(task)}))
+    episode = EpisodeIds(prompt_ids=prompt_ids(env.unwrapped.messages(), tokenizer))
+    stops, eot = stop_sequences(tokenizer), end_of_turn_ids(tokenizer)
+    while True:
+        room = response_length - len(episode.response_ids)
+        sampled, logprobs = await generate(episode.prompt_ids + episode.response_ids, min(max_new_tokens, room))
+        sampled, stopped = _cut_at_stop(list(sampled), stops)
+        logprobs = None if logprobs is None else list(logprobs)[:len(sampled)]
+        text_ids = sampled[:len(sampled) - len(eot)] if stopped and ends_with_any(sampled, [eot]) else sampled
+        episode.num_turns += 1
+        if not episode.add(sampled, 1, logprobs, response_length):
+            episode.termination = "response_length"
+            return episode
+        text = tokenizer.decode(text_ids, skip_special_tokens=False)
+        obs, reward, terminated, truncated, info = await loop.run_in_executor(None, env.step, text)
+        episode.reward += float(reward)
+        if terminated or truncated:
+            episode.termination = str(info.get("termination", ""))
+            return episode
+        extra = [] if ends_with_any(sampled, [eot]) else list(eot)  # close a turn cut off before its marker
+        episode.num_turns += 1
+        if not episode.add(extra + observation_ids(obs, tokenizer), 0, None, response_length):
+            episode.termination = "response_length"
+            return episode
+
+
+def _agent_loop_class() -> type:
+    try:
+        from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutput, register
+    except ImportError:
+        return _MissingVerl
+
+    @register("websailor_agent")
+    class WebSailorAgentLoop(AgentLoopBase):
+        """verl agent loop over a ``gym.make`` research environment (see the module docstring)."""
+
+        def __init__(self, *args: Any, env_id: str = "websailor/WikiSim-v0",
+                     env_kwargs: Mapping[str, Any] | None = None, max_new_tokens: int | None = None, **kwargs: Any):
+            super().__init__(*args, **kwargs)
+            self.env_id, self.env_kwargs = env_id, dict(env_kwargs or {})
+            self.response_length = int(self.config.actor_rollout_ref.rollout.response_length)
+            self.max_new_tokens = int(max_new_tokens or self.response_length)
+
+        async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> Any:
+            import time
+            from uuid import uuid4
+
+            import gymnasium as gym
+
+            import envs  # noqa: F401  (registers the environment ids)
+
+            task = task_from_sample(kwargs)
+            request_id = uuid4().hex  # one sticky server session per episode
+            spent = {"generate_sequences": 0.0}
+
+            async def generate(ids: list[int], max_tokens: int) -> tuple[list[int], list[float] | None]:
+                started = time.perf_counter()
+                out = await self.server_manager.generate(request_id=request_id, prompt_ids=ids,
+                                                         sampling_params={**sampling_params, "max_tokens": max_tokens})
+                spent["generate_sequences"] += time.perf_counter() - started
+                return list(out.token_ids), (list(out.log_probs) if out.log_probs is not None else None)
+
+            env = gym.make(self.env_id, tasks=[task], **self.env_kwargs)
+            try:
+                ep = await play_episode(env, task, generate, self.tokenizer, response_length=self.response_length,
+                                        max_new_tokens=self.max_new_tokens)
+            finally:
+                env.close()
+            return AgentLoopOutput(prompt_ids=ep.prompt_ids, response_ids=ep.response_ids,
+                                   response_mask=ep.response_mask, response_logprobs=ep.response_logprobs,
+                                   reward_score=ep.reward, num_turns=ep.num_turns, metrics=spent,
+                                   extra_fields={"termination": ep.termination})
+
+    return WebSailorAgentLoop
+
+
+class _MissingVerl:
+    """Stands in for the agent loop when verl is not installed; says what to install."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        raise ImportError("WebSailorAgentLoop needs verl (pip install verl; it pins its own transformers and "
+                          "torch versions, so use a separate environment)")
+
+
+WebSailorAgentLoop = _agent_loop_class()
