@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import random
 import time
+import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -96,6 +96,9 @@ class GRPOConfig:
     """Nucleus sampling of rollouts."""
     num_envs: int = 0
     """Episodes run at once per rank (0: the whole batch share)."""
+    lockstep_rollouts: bool = False
+    """Generate only when every running environment step has finished: reproducible batches, hence the
+    same samples on a rerun or after a resume, at the cost of waiting for the slowest tool call each turn."""
     save_every: int = 50
     """Steps between checkpoints (0: only at the end)."""
     keep_checkpoints: int = 2
@@ -261,7 +264,8 @@ class GRPOTrainer:
         env_kwargs.setdefault("max_tool_calls", cfg.max_tool_calls)
         rollout_cfg = RolloutConfig(env_id=cfg.env_id, env_kwargs=env_kwargs, max_new_tokens=cfg.max_new_tokens,
                                     temperature=cfg.temperature, top_p=cfg.top_p,
-                                    num_envs=cfg.num_envs or len(tasks) * cfg.group_size)
+                                    num_envs=cfg.num_envs or len(tasks) * cfg.group_size,
+                                    lockstep=cfg.lockstep_rollouts, seed=cfg.seed)
         policy = TransformersPolicy(self.model, self.tokenizer, device=self.device)
         self.model.eval()
         try:
@@ -277,7 +281,8 @@ class GRPOTrainer:
         global_tokens = self.dist.all_reduce_sum(float(local_tokens))
         if global_tokens == 0:
             self.bad_in_row = 0
-            return {"loss/policy": 0.0, "train/tokens": 0, "train/skipped": 1, "train/empty": 1}
+            self._scheduler_step()
+            return {"loss/policy": 0.0, "train/tokens": 0, "train/skipped": 1, "train/no_signal": 1, "train/empty": 1}
         batch = batch.to(self.device) if batch is not None else _dummy_batch(self.pad_id, self.device)
         normalizer = global_tokens / self.dist.world_size  # DDP averages gradients over ranks
         self.model.train()
@@ -290,8 +295,11 @@ class GRPOTrainer:
         grad_norm = self._grad_norm()
         stats = self.dist.all_reduce_dict(sums)
         finite = math.isfinite(grad_norm) and math.isfinite(stats["loss"])
+        # No signal (every advantage 0): Adam would still move the weights along its momentum, so don't step.
+        no_signal = finite and grad_norm == 0.0
         if finite:
-            self.optimizer.step()
+            if not no_signal:
+                self.optimizer.step()
             self.bad_in_row = 0
         else:
             self.bad_in_row += 1
@@ -299,12 +307,13 @@ class GRPOTrainer:
                 print(f"grpo: step {self.step}: non-finite loss ({stats['loss']}) or gradient norm ({grad_norm}); "
                       f"step skipped ({self.bad_in_row} in a row)", flush=True)
         self.optimizer.zero_grad(set_to_none=True)
-        self.scheduler.step()
+        self._scheduler_step()
         n = max(global_tokens, 1.0)
         out = {"loss/policy": stats["loss"], "policy/entropy": stats["entropy"] / n,
                "policy/ratio_mean": stats["ratio"] / n, "policy/clip_frac_low": stats["clip_low"] / n,
                "policy/clip_frac_high": stats["clip_high"] / n, "grad/norm": grad_norm,
-               "train/tokens": int(global_tokens), "train/skipped": int(not finite), "train/empty": 0}
+               "train/tokens": int(global_tokens), "train/skipped": int(not finite or no_signal),
+               "train/no_signal": int(no_signal), "train/empty": 0}
         if cfg.kl_beta > 0:
             out["policy/kl"] = stats["kl"] / n
             out["loss/total"] = stats["loss"] + cfg.kl_beta * stats["kl"] / n
@@ -339,6 +348,12 @@ class GRPOTrainer:
             sums["ratio"] += float(masked_sum(ratio, mask))
             sums["clip_low"] += float(((ratio < 1 - cfg.clip_low) & (adv < 0) & keepm).sum())
             sums["clip_high"] += float(((ratio > 1 + cfg.clip_high) & (adv > 0) & keepm).sum())
+
+    def _scheduler_step(self) -> None:
+        # The schedule follows training steps, skipped ones included; torch warns when a step had no optimizer step.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            self.scheduler.step()
 
     def _grad_norm(self) -> float:
         params = [p for p in self.model.parameters() if p.grad is not None]

@@ -30,7 +30,7 @@ class GroupStats:
     duplicated: int = 0
     """Groups with signal added again to fill the batch (``dupo``)."""
     excluded_trajectories: int = 0
-    """Trajectories left out of the loss: cut off without an answer (``exclude_truncated``)."""
+    """Trajectories left out of the loss: cut off by a limit without an answer (``exclude_truncated``)."""
 
 
 def select_groups(rewards: Sequence[float], group_size: int, mode: EqualGroups,
@@ -126,6 +126,26 @@ def build_batch(trajectories: Sequence[Any], advantages: Sequence[float], includ
     return TrainBatch(ids, att, lmask, old, torch.tensor(list(advantages), dtype=torch.float32), first)
 
 
+CUT_OFF_TERMINATIONS = frozenset({"max_tool_calls", "context_limit", "time_limit"})
+
+
+def is_cut_off(traj: Any) -> bool:
+    """True when the episode was cut off without a final answer by a limit: the tool-call (turn)
+    budget, the context, the wall clock, or the token limit of its last turn (the rollout then
+    closes the turn with end-of-turn ids it did not sample, so the loss mask ends in 0).
+
+    An episode that ended on its own malformed turns (``format_error``) is *not* cut off: it
+    stays in the loss with its reward, so that bad format is pushed down. Leaving it out would
+    bias the update towards malformed turns (well-formed wrong answers get negative advantages,
+    malformed ones would get none)."""
+    if str(getattr(traj, "termination", "")) == "answer":
+        return False
+    if str(getattr(traj, "termination", "")) in CUT_OFF_TERMINATIONS:
+        return True
+    mask = list(getattr(traj, "loss_mask", []) or [])
+    return bool(mask) and mask[-1] == 0
+
+
 def prepare_step(trajectories: Sequence[Any], group_size: int, *, advantage: Literal["loo", "mean"],
                  scale_std: bool, equal_groups: EqualGroups, exclude_truncated: bool,
                  rng: random.Random) -> tuple[list[Any], list[float], list[bool], GroupStats]:
@@ -133,7 +153,7 @@ def prepare_step(trajectories: Sequence[Any], group_size: int, *, advantage: Lit
 
     Advantages are computed over the whole group, truncated trajectories included (their
     reward, usually 0, is part of the baseline); ``exclude_truncated`` then only takes the
-    truncated ones out of the loss. Returns trajectories, advantages and ``include`` flags
+    cut-off ones (:func:`is_cut_off`) out of the loss. Returns trajectories, advantages and ``include`` flags
     in training order, and the group statistics.
     """
     rewards = [float(t.reward) for t in trajectories]
@@ -143,7 +163,7 @@ def prepare_step(trajectories: Sequence[Any], group_size: int, *, advantage: Lit
     for g in groups:
         for i in range(g * group_size, (g + 1) * group_size):
             t = trajectories[i]
-            inc = not (exclude_truncated and bool(getattr(t, "truncated", False)))
+            inc = not (exclude_truncated and is_cut_off(t))
             stats.excluded_trajectories += 0 if inc else 1
             out_t.append(t)
             out_a.append(float(adv_all[i]))
@@ -237,10 +257,10 @@ class TaskPool:
             return 0
         done = [i for i in self.active
                 if len(self.history.get(i, [])) >= self.window and len(set(self.history[i])) == 1]
-        done = done[:max(len(self.active) - self.min_active, 0)]
         if not done:
             return 0
         fresh = self._fresh(len(done))
+        done = done[:len(fresh) + max(len(self.active) - self.min_active, 0)]
         self.active = [i for i in self.active if i not in done] + fresh
         for i in done:
             self.history.pop(i, None)

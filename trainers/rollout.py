@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 import math
 from collections import deque
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import ALL_COMPLETED, FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
@@ -73,6 +73,10 @@ class RolloutConfig:
     """Written into each trajectory record's ``policy``."""
     seed: int = 0
     """Seeds each environment's first reset (``seed + slot``)."""
+    lockstep: bool = False
+    """Generate only once every running reset/step has finished, episodes in index order: batches
+    (and so seeded sampling) are then the same on every run, at the cost of waiting for the
+    slowest tool call each turn (GRPO's exact-resume mode)."""
 
     def __post_init__(self) -> None:
         check_sampling(self.max_new_tokens, self.temperature, self.top_p)
@@ -244,6 +248,8 @@ class _Runner:
                     ep = _Episode(index, task, slot)
                     running[pool.submit(_reset, envs[slot], task, seed)] = ep
                 if ready:
+                    if self.config.lockstep:
+                        ready.sort(key=lambda ep: ep.index)
                     for ep, text in self._generate(ready):
                         if ep.done:
                             continue
@@ -254,7 +260,7 @@ class _Runner:
                         yield from self._finish(ep, envs, free, bar)
                 if not running:
                     continue
-                done, _ = wait(list(running), return_when=FIRST_COMPLETED)
+                done, _ = wait(list(running), return_when=ALL_COMPLETED if self.config.lockstep else FIRST_COMPLETED)
                 for fut in [f for f in running if f in done]:
                     ep = running.pop(fut)
                     if self._advance(ep, fut, envs, pool, running):
