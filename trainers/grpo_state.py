@@ -271,14 +271,28 @@ def load_checkpoint(path: Path, model: torch.nn.Module) -> dict:
 
 def load_model(model_dir: str, tokenizer_dir: str | None, dtype: str) -> tuple[Any, Any]:
     """A causal LM and its tokenizer from local directories (nothing is downloaded)."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
 
     if not Path(model_dir).is_dir():
         raise FileNotFoundError(f"model directory not found: {model_dir}")
     torch_dtype = torch.bfloat16 if dtype == "bfloat16" else torch.float32
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch_dtype, local_files_only=True)
-    tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir or model_dir, local_files_only=True)
-    return model, tokenizer
+    return model, load_tokenizer(tokenizer_dir or model_dir)
+
+
+def load_tokenizer(path: str) -> Any:
+    """The tokenizer saved in ``path``, as the class its ``tokenizer_config.json`` names.
+
+    ``AutoTokenizer`` prefers the model type's tokenizer when a model ``config.json`` sits next
+    to it, which turns a saved ``ByT5Tokenizer`` next to a Qwen2 model into an empty Qwen2 one."""
+    import transformers
+
+    cfg = Path(path) / "tokenizer_config.json"
+    name = json.loads(cfg.read_text(encoding="utf-8")).get("tokenizer_class") if cfg.is_file() else None
+    cls = getattr(transformers, name, None) if isinstance(name, str) else None
+    if cls is None:
+        cls = transformers.AutoTokenizer
+    return cls.from_pretrained(path, local_files_only=True)
 
 
 def load_tasks(path: str) -> list[dict]:

@@ -45,6 +45,10 @@ COMMANDS: dict[str, dict[str, Command]] = {
         "derive-tasks": Command("envs.cli", "DeriveTasksConfig", "run_derive_tasks",
                                 "derive title-lookup tasks from a built simulator"),
     },
+    "train": {
+        "grpo": Command("trainers.grpo", "GRPOConfig", "run",
+                        "GRPO on a Gymnasium environment (on-policy groups, token-level clipped loss)"),
+    },
 }
 
 
