@@ -150,7 +150,7 @@ def test_torchrun_two_processes_gloo(cold_model_dir, tmp_path):
     tasks.write_text("".join(json.dumps(t) + "\n" for t in toy_env.TASKS))
     out = tmp_path / "ddp"
     env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "0",
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
            "-m", "tests.trainers.ddp_worker", str(cold_model_dir), str(tasks), str(out)]
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
