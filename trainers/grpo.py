@@ -265,7 +265,7 @@ class GRPOTrainer:
         rollout_cfg = RolloutConfig(env_id=cfg.env_id, env_kwargs=env_kwargs, max_new_tokens=cfg.max_new_tokens,
                                     temperature=cfg.temperature, top_p=cfg.top_p,
                                     num_envs=cfg.num_envs or len(tasks) * cfg.group_size,
-                                    lockstep=cfg.lockstep_rollouts, seed=cfg.seed)
+                                    schedule="lockstep" if cfg.lockstep_rollouts else "async", seed=cfg.seed)
         policy = TransformersPolicy(self.model, self.tokenizer, device=self.device)
         self.model.eval()
         try:

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, Sequence, runtime_checkable
 
 import torch
+from transformers import LogitsProcessor, StoppingCriteria
 
 from envs.tokens import ends_with_any
 
@@ -91,25 +92,77 @@ def cut_at_stop(ids: Sequence[int], stops: Sequence[Sequence[int]]) -> tuple[lis
     return list(ids), False
 
 
-class _StopOnSequences:
-    """A ``transformers`` stopping criterion: per row, True once the generated ids end with a stop sequence."""
+def sampling_logprobs(scores: torch.Tensor, temperature: float, top_p: float) -> torch.Tensor:
+    """``(B, V)`` logits -> ``(B, V)`` log-probabilities of the sampling distribution: divided by
+    ``temperature`` (none for 0, greedy), then the top-p nucleus kept and renormalized (the
+    smallest set of tokens whose mass reaches ``top_p``; at least one), ``-inf`` elsewhere."""
+    scores = scores.float()
+    if temperature > 0:
+        scores = scores / temperature
+    logp = torch.log_softmax(scores, dim=-1)
+    if top_p < 1:
+        sorted_logp, order = torch.sort(logp, dim=-1, descending=True)
+        mass_before = torch.cumsum(sorted_logp.exp(), dim=-1) - sorted_logp.exp()
+        drop_sorted = mass_before >= top_p  # the first token is always kept (mass before it is 0)
+        drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
+        logp = torch.log_softmax(logp.masked_fill(drop, float("-inf")), dim=-1)
+    return logp
 
-    def __init__(self, stops: list[list[int]], prompt_len: int):
-        self.stops, self.prompt_len = stops, prompt_len
+
+class _SampleAndRecord:
+    """What one ``generate`` call samples from, and what it sampled.
+
+    :meth:`process` (as a logits processor) turns the model's logits into the sampling
+    distribution's log-probabilities (:func:`sampling_logprobs`; ``generate`` is given no
+    temperature or top-p of its own, so it samples from exactly these); :meth:`stop` (as a
+    stopping criterion, called after each sampled token is appended) keeps that token's
+    log-probability (``(B,)`` per step: no ``(B, N, V)`` score tensor is ever held) and stops
+    the rows that end with a multi-token stop sequence.
+    """
+
+    def __init__(self, temperature: float, top_p: float, stops: list[list[int]], prompt_len: int):
+        self.temperature, self.top_p, self.stops, self.prompt_len = temperature, top_p, stops, prompt_len
+        self._current: torch.Tensor | None = None
+        self.steps: list[torch.Tensor] = []
+
+    def process(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        self._current = sampling_logprobs(scores, self.temperature, self.top_p)
+        return self._current
+
+    def stop(self, input_ids: torch.LongTensor, scores: Any) -> torch.BoolTensor:
+        self.steps.append(self._current.gather(-1, input_ids[:, -1:]).squeeze(-1))
+        done = [bool(self.stops) and ends_with_any(row[self.prompt_len:].tolist(), self.stops) for row in input_ids]
+        return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
+
+    def logprobs(self) -> torch.Tensor:
+        """``(B, N)``: each sampled token's log-probability."""
+        return torch.stack(self.steps, dim=1)
+
+
+class _Processor(LogitsProcessor):
+    def __init__(self, recorder: _SampleAndRecord):
+        self.recorder = recorder
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        return self.recorder.process(input_ids, scores)
+
+
+class _Criterion(StoppingCriteria):
+    def __init__(self, recorder: _SampleAndRecord):
+        self.recorder = recorder
 
     def __call__(self, input_ids: torch.LongTensor, scores: Any, **kwargs: Any) -> torch.BoolTensor:
-        done = [ends_with_any(row[self.prompt_len:].tolist(), self.stops) for row in input_ids]
-        return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
+        return self.recorder.stop(input_ids, scores)
 
 
 class TransformersPolicy:
     """Sampling with a ``transformers`` causal LM's ``generate`` (CPU or GPU).
 
-    Prompts are left-padded into batches of at most ``max_batch_size``. Log-probabilities
-    come from the processed scores ``generate`` sampled from (temperature and top-p
-    applied; top-k off), so with ``top_p=1`` they equal ``log_softmax(logits / T)`` of a
-    forward pass, the quantity a trainer's importance ratio compares against.
-    ``temperature=0`` is greedy (log-probabilities then of the raw logits).
+    Prompts are left-padded into batches of at most ``max_batch_size``. ``generate`` samples
+    from :func:`sampling_logprobs` (temperature, then top-p; top-k off), and each sampled
+    token's log-probability is kept as it is sampled, so with ``top_p=1`` they equal
+    ``log_softmax(logits / T)`` of a forward pass, the quantity a trainer's importance ratio
+    compares against. ``temperature=0`` is greedy (log-probabilities of the raw logits).
     """
 
     def __init__(self, model: Any, tokenizer: Any, device: str | torch.device = "cpu", max_batch_size: int = 64):
@@ -139,24 +192,28 @@ class TransformersPolicy:
 
     def _generate_batch(self, prompts: list[list[int]], max_new_tokens: int, temperature: float, top_p: float,
                         stops: list[list[int]]) -> list[Generation]:
-        from transformers import GenerationConfig, StoppingCriteriaList
+        from transformers import GenerationConfig, LogitsProcessorList, StoppingCriteriaList
 
         width = max(len(p) for p in prompts)
         ids = torch.tensor([[self.pad_id] * (width - len(p)) + list(p) for p in prompts], device=self.device)
         attention = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], device=self.device)
-        sample = temperature > 0
+        recorder = _SampleAndRecord(temperature, top_p, [s for s in stops if len(s) > 1], width)
         config = GenerationConfig(
-            max_new_tokens=max_new_tokens, do_sample=sample, temperature=temperature if sample else None,
-            top_p=top_p if sample and top_p < 1 else None, top_k=0, pad_token_id=self.pad_id,
-            eos_token_id=[s[0] for s in stops if len(s) == 1] or None,
-            return_dict_in_generate=True, output_scores=True)
-        multi = [s for s in stops if len(s) > 1]
-        criteria = StoppingCriteriaList([_StopOnSequences(multi, width)]) if multi else None
-        result = self.model.generate(input_ids=ids, attention_mask=attention, generation_config=config,
-                                     stopping_criteria=criteria)
+            max_new_tokens=max_new_tokens, do_sample=temperature > 0, temperature=1.0, top_p=None, top_k=0,
+            pad_token_id=self.pad_id, eos_token_id=[s[0] for s in stops if len(s) == 1] or None,
+            return_dict_in_generate=True)
+        # generate() fills every field left unset from model.generation_config (a checkpoint's
+        # top_k, repetition_penalty, ...), which would change what is sampled; hide it meanwhile.
+        saved = self.model.generation_config
+        self.model.generation_config = GenerationConfig()
+        try:
+            result = self.model.generate(input_ids=ids, attention_mask=attention, generation_config=config,
+                                         logits_processor=LogitsProcessorList([_Processor(recorder)]),
+                                         stopping_criteria=StoppingCriteriaList([_Criterion(recorder)]))
+        finally:
+            self.model.generation_config = saved
         new = result.sequences[:, width:]
-        scores = torch.stack(result.scores, dim=1).float()  # (B, N, V): what was sampled from
-        logprobs = torch.log_softmax(scores, dim=-1).gather(-1, new.unsqueeze(-1)).squeeze(-1)  # (B, N)
+        logprobs = recorder.logprobs()[:, : new.shape[1]].cpu()  # (B, N)
         out = []
         for row in range(len(prompts)):
             token_ids, stopped = cut_at_stop(new[row].tolist(), stops)

@@ -30,10 +30,11 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from collections import deque
 from concurrent.futures import ALL_COMPLETED, FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator, Literal, Mapping, Sequence
 
 import gymnasium as gym
 
@@ -52,7 +53,8 @@ class RolloutConfig:
     env_id: str = "websailor/WikiSim-v0"
     """Registered environment id, made with ``gym.make``."""
     env_kwargs: dict[str, Any] = field(default_factory=dict)
-    """Keyword arguments for ``gym.make`` (``wiki_dir``, ``tasks``, ``max_tool_calls``, ...)."""
+    """Keyword arguments for ``gym.make`` (``wiki_dir``, ``max_tool_calls``, ...; ``tasks`` defaults
+    to the collected tasks, as every reset names its task anyway)."""
     max_new_tokens: int = 2048
     """Sampled tokens per assistant turn."""
     temperature: float = 1.0
@@ -73,18 +75,28 @@ class RolloutConfig:
     """Written into each trajectory record's ``policy``."""
     seed: int = 0
     """Seeds each environment's first reset (``seed + slot``)."""
-    lockstep: bool = False
-    """Generate only once every running reset/step has finished, episodes in index order: batches
-    (and so seeded sampling) are then the same on every run, at the cost of waiting for the
-    slowest tool call each turn (GRPO's exact-resume mode)."""
+    min_batch_fraction: float = 0.5
+    """async: generate once this share of the running episodes waits for the model ..."""
+    max_batch_wait_s: float = 0.25
+    """... or once this long has passed with at least one waiting (bigger batches, less GPU time per token)."""
+    schedule: Literal["async", "lockstep"] = "async"
+    """``async``: generate for whichever episodes are ready; ``lockstep``: wait for every running
+    step first, as a synchronous vector environment does (kept for comparison, see
+    ``benchmarks/rollout_async.py``)."""
 
     def __post_init__(self) -> None:
+        if self.schedule not in ("async", "lockstep"):
+            raise ValueError(f"schedule must be 'async' or 'lockstep', got {self.schedule!r}")
         check_sampling(self.max_new_tokens, self.temperature, self.top_p)
         for name in ("num_envs", "tool_workers", "max_total_tokens"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
         check_seconds(self.max_episode_seconds)
+        if not 0 <= self.min_batch_fraction <= 1:
+            raise ValueError(f"min_batch_fraction must be in [0, 1], got {self.min_batch_fraction!r}")
+        if not (isinstance(self.max_batch_wait_s, (int, float)) and 0 <= self.max_batch_wait_s < math.inf):
+            raise ValueError(f"max_batch_wait_s must be a finite number >= 0, got {self.max_batch_wait_s!r}")
         if not isinstance(self.env_kwargs, Mapping):
             raise ValueError(f"env_kwargs must be a dict, got {type(self.env_kwargs).__name__}")
 
@@ -217,12 +229,15 @@ class _Runner:
         self.policy, self.config = policy, config
         self.kind = _policy_kind(policy)
         self.tokens = _Tokens(policy.tokenizer, config.use_chat_template) if self.kind == "tokens" else None
+        self.tasks = tasks
         self.work = deque((i * group_size + j, task) for i, task in enumerate(tasks) for j in range(group_size))
         self.total = len(self.work)
         self.progress = progress
 
     def _make_env(self, slot: int) -> gym.Env:
-        env = gym.make(self.config.env_id, **dict(self.config.env_kwargs))
+        kwargs = dict(self.config.env_kwargs)
+        kwargs.setdefault("tasks", self.tasks)  # every reset names its task; this only satisfies the constructor
+        env = gym.make(self.config.env_id, **kwargs)
         if self.config.max_episode_seconds is not None:
             env = EpisodeTimeLimit(env, self.config.max_episode_seconds)
         return env
@@ -248,8 +263,6 @@ class _Runner:
                     ep = _Episode(index, task, slot)
                     running[pool.submit(_reset, envs[slot], task, seed)] = ep
                 if ready:
-                    if self.config.lockstep:
-                        ready.sort(key=lambda ep: ep.index)
                     for ep, text in self._generate(ready):
                         if ep.done:
                             continue
@@ -258,15 +271,21 @@ class _Runner:
                     ready = []
                     for ep in finished:
                         yield from self._finish(ep, envs, free, bar)
-                if not running:
-                    continue
-                done, _ = wait(list(running), return_when=ALL_COMPLETED if self.config.lockstep else FIRST_COMPLETED)
-                for fut in [f for f in running if f in done]:
-                    ep = running.pop(fut)
-                    if self._advance(ep, fut, envs, pool, running):
-                        ready.append(ep)
-                    elif ep.done:
-                        yield from self._finish(ep, envs, free, bar)
+                deadline = time.monotonic() + self.config.max_batch_wait_s
+                while self._wait_more(ready, running, free, deadline):
+                    if self.config.schedule == "lockstep":
+                        done, _ = wait(list(running), return_when=ALL_COMPLETED)
+                    else:
+                        timeout = None if not ready else max(0.0, deadline - time.monotonic())
+                        done, _ = wait(list(running), timeout=timeout, return_when=FIRST_COMPLETED)
+                    for fut in [f for f in running if f in done]:
+                        ep = running.pop(fut)
+                        if self._advance(ep, fut, envs, pool, running):
+                            ready.append(ep)
+                        elif ep.done:
+                            yield from self._finish(ep, envs, free, bar)
+                    if self.config.schedule == "lockstep":
+                        break
         finally:
             for fut in running:
                 fut.cancel()
@@ -277,6 +296,16 @@ class _Runner:
             if bar is not None:
                 bar.close()
 
+    def _wait_more(self, ready: list[_Episode], running: dict, free: list[int], deadline: float) -> bool:
+        """Whether to wait for more steps before the next generation."""
+        if not running or (free and self.work):
+            return False  # nothing to wait for, or new episodes to start first
+        if not ready:
+            return True
+        # Some are ready: wait (up to the deadline) until a large enough share of the active episodes is.
+        share = len(ready) / (len(ready) + len(running))
+        return share < self.config.min_batch_fraction and time.monotonic() < deadline
+
     def _advance(self, ep: _Episode, fut: Future, envs: list, pool: ThreadPoolExecutor,
                  running: dict[Future, _Episode]) -> bool:
         """Take a finished reset/step; True when the episode now waits for a batched generation."""
@@ -285,7 +314,10 @@ class _Runner:
         except Exception as exc:  # one broken environment must not end the run
             ep.info = {**ep.info, "termination": "env_error", "error": f"{type(exc).__name__}: {exc}"[:500]}
             ep.done = True
-            envs[ep.slot].close()
+            try:
+                envs[ep.slot].close()
+            except Exception:  # closing a broken environment may fail too; it is dropped either way
+                pass
             envs[ep.slot] = None  # a fresh one for the next episode
             return False
         if kind == "reset":

@@ -49,6 +49,10 @@ COMMANDS: dict[str, dict[str, Command]] = {
         "grpo": Command("trainers.grpo", "GRPOConfig", "run",
                         "GRPO on a Gymnasium environment (on-policy groups, token-level clipped loss)"),
     },
+    "eval": {
+        "run": Command("trainers.eval", "EvalConfig", "run_eval",
+                       "pass@1/pass@k of a policy on a task file, per-task results, optional budget sweep (PNG)"),
+    },
 }
 
 

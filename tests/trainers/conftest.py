@@ -12,6 +12,8 @@ from envs.wikisim import SearchTool, VisitTool
 from tests.envs.conftest import TASKS, MiniWiki
 
 MINI_ENV_ID = "test/MiniWiki-v0"
+MINI_SHORT_ENV_ID = "test/MiniWikiShort-v0"
+"""The same with a one-line system prompt: short prompts keep tiny-model tests fast."""
 
 
 def make_mini_env(tools=None, **kwargs):
@@ -23,6 +25,8 @@ def make_mini_env(tools=None, **kwargs):
 
 if MINI_ENV_ID not in gym.registry:
     gym.register(MINI_ENV_ID, entry_point=make_mini_env)
+if MINI_SHORT_ENV_ID not in gym.registry:
+    gym.register(MINI_SHORT_ENV_ID, entry_point=make_mini_env, kwargs={"system_prompt": "Answer with tools."})
 
 
 def tiny_qwen2(seed: int = 0, vocab_size: int = 384) -> Qwen2ForCausalLM:

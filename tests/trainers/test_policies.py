@@ -8,10 +8,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 import torch
+from transformers import ByT5Tokenizer
+
+from tests.trainers.conftest import tiny_qwen2
 
 from envs.tokens import stop_sequences
 from trainers.policies import (Generation, OpenAIPolicy, Policy, TextPolicy, TransformersPolicy, cut_at_stop,
-                               import_vllm, normalize_stops)
+                               import_vllm, normalize_stops, sampling_logprobs)
 
 
 def _forward_logprobs(model, prompt, ids, temperature):
@@ -37,14 +40,43 @@ def test_logprobs_match_a_forward_pass_with_left_padding(model, tokenizer):
         assert gen.text == tokenizer.decode(gen.token_ids, skip_special_tokens=False)
 
 
-def test_top_p_logprobs_are_renormalized_and_greedy_is_deterministic(model, tokenizer):
+def test_a_checkpoints_own_sampling_defaults_do_not_apply(tokenizer):
+    model = tiny_qwen2(seed=3)
+    model.generation_config.top_k = 3
+    model.generation_config.repetition_penalty = 3.0
+    policy = TransformersPolicy(model, tokenizer)
+    prompt = tokenizer.encode("abcabc", add_special_tokens=False)
+    torch.manual_seed(0)
+    gen = policy.generate([prompt], max_new_tokens=10, temperature=1.0, top_p=1.0)[0]
+    expected = _forward_logprobs(model, prompt, gen.token_ids, 1.0)
+    assert torch.allclose(torch.tensor(gen.logprobs), expected, atol=1e-4)
+    assert model.generation_config.top_k == 3  # restored
+
+
+def test_sampling_logprobs_by_hand():
+    logits = torch.log(torch.tensor([[0.5, 0.3, 0.2]]))
+    assert torch.allclose(sampling_logprobs(logits, 1.0, 0.7).exp(), torch.tensor([[0.625, 0.375, 0.0]]))
+    assert torch.allclose(sampling_logprobs(logits, 1.0, 0.4).exp(), torch.tensor([[1.0, 0.0, 0.0]]))
+    assert torch.allclose(sampling_logprobs(logits, 1.0, 1.0).exp(), torch.tensor([[0.5, 0.3, 0.2]]))
+    t2 = torch.softmax(logits / 2.0, -1)
+    assert torch.allclose(sampling_logprobs(logits, 2.0, 1.0).exp(), t2)
+    # Greedy: the raw distribution.
+    assert torch.allclose(sampling_logprobs(logits, 0.0, 1.0).exp(), torch.tensor([[0.5, 0.3, 0.2]]))
+
+
+def test_top_p_logprobs_are_the_nucleus_distribution_and_greedy_is_deterministic(model, tokenizer):
     policy = TransformersPolicy(model, tokenizer)
     prompt = [tokenizer.encode("question", add_special_tokens=False)]
     torch.manual_seed(1)
-    gen = policy.generate(prompt, max_new_tokens=8, temperature=1.0, top_p=0.5)[0]
-    full = _forward_logprobs(model, prompt[0], gen.token_ids, 1.0)
-    # Under top-p the kept mass is <= 1, so each sampled id is at least as likely as untruncated.
-    assert all(a >= b - 1e-5 for a, b in zip(gen.logprobs, full.tolist()))
+    gen = policy.generate(prompt, max_new_tokens=8, temperature=0.8, top_p=0.3)[0]
+    seq = torch.tensor([prompt[0] + gen.token_ids])
+    with torch.no_grad():
+        logits = model(seq).logits[0, len(prompt[0]) - 1:-1]
+    expected = sampling_logprobs(logits, 0.8, 0.3).gather(-1, torch.tensor(gen.token_ids)[:, None]).squeeze(-1)
+    assert torch.isfinite(expected).all()  # every sampled id lies inside its nucleus
+    assert torch.allclose(torch.tensor(gen.logprobs), expected, atol=1e-4)
+    full = _forward_logprobs(model, prompt[0], gen.token_ids, 0.8)
+    assert all(a > b for a, b in zip(gen.logprobs, full.tolist()))  # renormalized over the nucleus
     a = policy.generate(prompt, max_new_tokens=6, temperature=0, top_p=1.0)[0]
     b = policy.generate(prompt, max_new_tokens=6, temperature=0, top_p=1.0)[0]
     assert a.token_ids == b.token_ids
@@ -147,3 +179,69 @@ def test_openai_policy_errors_name_the_url_not_the_key():
     with pytest.raises(RuntimeError) as exc:
         policy.generate_text([[{"role": "user", "content": "x"}]], max_new_tokens=1)
     assert "127.0.0.1:9" in str(exc.value) and "sk-secret" not in str(exc.value)
+
+
+class _FakeVLLM:
+    """A stand-in for the parts of vLLM's documented API the backend uses (vLLM cannot run here)."""
+
+    def __init__(self):
+        import types
+
+        self.module = types.ModuleType("vllm")
+        self.inputs = types.ModuleType("vllm.inputs")
+        self.created: list[dict] = []
+        self.params: list[dict] = []
+        fake = self
+
+        class SamplingParams:
+            def __init__(self, **kwargs):
+                fake.params.append(kwargs)
+                self.kwargs = kwargs
+
+        class Logprob:
+            def __init__(self, logprob):
+                self.logprob = logprob
+
+        class LLM:
+            def __init__(self, model, **kwargs):
+                fake.created.append({"model": model, **kwargs})
+
+            def get_tokenizer(self):
+                return ByT5Tokenizer()
+
+            def generate(self, prompts, params, use_tqdm=True):
+                outs = []
+                for i, prompt in enumerate(prompts):
+                    ids = [100 + i, 101, 63, 127, 108, 112, 98, 104, 113, 103, 127, 65, 7] if i == 0 else [50, 51]
+                    lps = [{t: Logprob(-0.5 - 0.01 * j), 3: Logprob(-9.0)} for j, t in enumerate(ids)]
+                    completion = types.SimpleNamespace(token_ids=ids, logprobs=lps,
+                                                       finish_reason="stop" if i == 0 else "length")
+                    outs.append(types.SimpleNamespace(prompt_token_ids=prompt["prompt_token_ids"], outputs=[completion]))
+                return outs
+
+        self.module.LLM, self.module.SamplingParams = LLM, SamplingParams
+        self.inputs.TokensPrompt = dict
+        self.module.inputs = self.inputs
+
+
+def test_vllm_backend_against_its_documented_interface(monkeypatch):
+    fake = _FakeVLLM()
+    monkeypatch.setitem(__import__("sys").modules, "vllm", fake.module)
+    monkeypatch.setitem(__import__("sys").modules, "vllm.inputs", fake.inputs)
+    from trainers.policies import VLLMPolicy
+
+    policy = VLLMPolicy("some/model", seed=7, gpu_memory_utilization=0.5)
+    assert fake.created == [{"model": "some/model", "logprobs_mode": "processed_logprobs",
+                             "gpu_memory_utilization": 0.5}]
+    tok = ByT5Tokenizer()
+    im_end = tok.encode("<|im_end|>", add_special_tokens=False)
+    gens = policy.generate([[5, 6], [7]], max_new_tokens=20, temperature=0.85, top_p=0.95, stop_ids=[im_end, [1]])
+    params = fake.params[-1]
+    assert params["stop_token_ids"] == [1] and params["stop"] == ["<|im_end|>"] and params["logprobs"] == 0
+    assert params["temperature"] == 0.85 and params["top_p"] == 0.95 and params["max_tokens"] == 20
+    assert params["seed"] == 7 and params["include_stop_str_in_output"] is True
+    assert gens[0].token_ids == [100, 101] + im_end and gens[0].finish_reason == "stop"  # cut after the stop ids
+    assert gens[0].logprobs == pytest.approx([-0.5 - 0.01 * j for j in range(12)])
+    assert gens[1].token_ids == [50, 51] and gens[1].finish_reason == "length"
+    policy.generate([[5]], max_new_tokens=2, temperature=1.0, top_p=1.0)
+    assert fake.params[-1]["seed"] == 8  # a fresh seed per call

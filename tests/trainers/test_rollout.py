@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 
 import gymnasium as gym
 import pytest
@@ -111,7 +112,7 @@ def test_scripted_multi_turn_ids_are_the_sampled_ids(tokenizer):
 def test_tiny_model_rollout_exact_ids_logprobs_and_round_trip(model, tokenizer):
     policy = LoggingPolicy(TransformersPolicy(model, tokenizer))
     config = RolloutConfig(env_id=MINI_ENV_ID, env_kwargs={"system_prompt": "Answer with tools."}, num_envs=3,
-                           tool_workers=2, max_new_tokens=24, temperature=0.9)
+                           tool_workers=2, max_new_tokens=12, temperature=0.9)
     torch.manual_seed(0)
     trajs = collect(policy, TASKS[:2], config, group_size=2, progress=False)
     assert len(trajs) == 4 and max(policy.batches) > 1  # generation was batched across episodes
@@ -145,10 +146,11 @@ class SlowTool:
     description = "waits until released"
     parameters = {"type": "object", "properties": {}}
 
-    def __init__(self, release: threading.Event):
-        self.release = release
+    def __init__(self, release: threading.Event, sleep_s: float = 0.0):
+        self.release, self.sleep_s = release, sleep_s
 
     def __call__(self, arguments):
+        time.sleep(self.sleep_s)
         released = self.release.wait(timeout=30)
         return ToolResult("released" if released else "timed out")
 
@@ -174,10 +176,12 @@ def test_limits_end_episodes(tokenizer):
     traj = collect(ScriptedPolicy(tokenizer), TASKS[:1], tight, progress=False)[0]
     assert traj.termination == "context_limit" and traj.truncated and traj.reward == 0.0 and traj.num_turns == 1
     assert len(traj.prompt_ids) + sum(traj.loss_mask) <= 2700 < len(traj.prompt_ids) + len(traj.token_ids)
-    release = threading.Event()
-    env_id = "test/MiniWikiSlow-v0"
-    config = RolloutConfig(env_id=env_id, env_kwargs={"release": release}, num_envs=1, max_episode_seconds=0.2)
-    threading.Timer(1.0, release.set).start()
+    released = threading.Event()
+    released.set()
+    env_id = "test/MiniWikiSleepy-v0"
+    if env_id not in gym.registry:
+        gym.register(env_id, entry_point=lambda **kw: make_mini_env(tools=[SlowTool(kw.pop("release"), 0.5)], **kw))
+    config = RolloutConfig(env_id=env_id, env_kwargs={"release": released}, num_envs=1, max_episode_seconds=0.2)
     traj = collect(ScriptedPolicy(tokenizer, slow_first="Solar"), TASKS[1:2], config, progress=False)[0]
     assert traj.termination == "time_limit" and traj.truncated and traj.num_tool_calls == 1
 
@@ -204,3 +208,54 @@ def test_bad_config_and_policy():
         list(iter_collect(EchoTextPolicy(), TASKS, RolloutConfig(env_id=MINI_ENV_ID), group_size=0))
     with pytest.raises(ValueError, match="Policy"):
         collect(object(), TASKS, RolloutConfig(env_id=MINI_ENV_ID), progress=False)
+
+
+class _BreaksOnSdo(gym.Wrapper):
+    """An environment whose step raises on one task (a bug in an environment, not in a tool)."""
+
+    def step(self, action):
+        if self.env.unwrapped.task.id == "sdo":
+            raise RuntimeError("environment bug")
+        return self.env.step(action)
+
+
+def test_a_broken_environment_ends_only_its_episode(tokenizer):
+    env_id = "test/MiniWikiBroken-v0"
+    if env_id not in gym.registry:
+        gym.register(env_id, entry_point=lambda **kw: _BreaksOnSdo(make_mini_env(**kw)))
+    config = RolloutConfig(env_id=env_id, num_envs=1)
+    trajs = collect(ScriptedPolicy(tokenizer), TASKS, config, progress=False)
+    assert [t.termination for t in trajs] == ["answer", "env_error", "answer"]
+    assert "environment bug" in trajs[1].info["error"] and trajs[1].truncated
+    assert json.loads(json.dumps(trajs[1].to_record()))["termination"] == "env_error"
+
+
+class SearchThenAnswer:
+    """A text policy: one search, then the answer "a"."""
+
+    def generate_text(self, conversations, *, max_new_tokens, temperature, top_p, stop=()):
+        out = []
+        for c in conversations:
+            turn = (format_turn("t", answer="a") if any(m["role"] == "assistant" for m in c)
+                    else format_turn("t", tool_call=("search", {"query": ["anarchism"]})))
+            out.append(Generation([], [], turn, "stop"))
+        return out
+
+
+def test_rollouts_on_the_simulator_share_one_wikisim(gensim_wiki):
+    from envs.wikisim import SHARED_SIMS
+
+    before = SHARED_SIMS.open_count()
+    sim, release = SHARED_SIMS.acquire(gensim_wiki)  # held here to read its cache afterwards
+    try:
+        config = RolloutConfig(env_kwargs={"wiki_dir": str(gensim_wiki), "tools": ["search", "visit"]}, num_envs=3)
+        tasks = [{"id": "x", "question": "Which philosophy?", "answer": "a"}]
+        first = collect(SearchThenAnswer(), tasks, config, group_size=1, progress=False)
+        trajs = first + collect(SearchThenAnswer(), tasks, config, group_size=3, progress=False)
+        assert [t.termination for t in trajs] == ["answer"] * 4 and all(t.is_correct for t in trajs)
+        assert all("<tool_response>" in t.messages[3]["content"] for t in trajs)
+        # Every environment searched through the one simulator: the second run's searches were cache hits.
+        assert sim.stats()["search_cache"]["hits"] >= 3
+    finally:
+        release()
+    assert SHARED_SIMS.open_count() == before
