@@ -294,6 +294,8 @@ class GRPOTrainer:
                 self._micro_step(batch.slice(rows), normalizer, sums)
         grad_norm = self._grad_norm()
         stats = self.dist.all_reduce_dict(sums)
+        # each rank's loss is its token sum over (global tokens / world size): the sum over ranks is world_size x the loss
+        stats["loss"] /= self.dist.world_size
         finite = math.isfinite(grad_norm) and math.isfinite(stats["loss"])
         # No signal (every advantage 0): Adam would still move the weights along its momentum, so don't step.
         no_signal = finite and grad_norm == 0.0
