@@ -161,3 +161,16 @@ def test_torchrun_two_processes_gloo(cold_model_dir, tmp_path):
     rows = list(iter_metrics(out / "metrics.jsonl"))
     assert [r["step"] for r in rows] == [1, 2]
     assert rows[0]["rollout/trajectories"] == 16  # both ranks' trajectories are counted
+
+
+@pytest.mark.parametrize("mode,flag", [("keep", "train/no_signal"), ("drop", "train/empty")])
+def test_steps_without_signal_leave_the_weights_alone(cold_model_dir, tmp_path, mode, flag):
+    model, tok = load(cold_model_dir)
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    never = [{"id": "z", "question": "Code for red?", "answer": "zebra crossing"}]  # no sampled word can match
+    trainer = GRPOTrainer(config(tmp_path, steps=2, batch_size=8, micro_batch_size=8, equal_groups=mode), model, tok,
+                          never)
+    rows = trainer.train()
+    assert all(r[flag] == 1 and r["groups/all_equal"] == 1 for r in rows), rows
+    for n, p in model.named_parameters():
+        assert torch.equal(p, before[n]), n
