@@ -17,7 +17,6 @@ from trainers.grpo import GRPOConfig, run
 def main() -> None:
     model_dir, tasks, out = sys.argv[1:4]
     torch.set_num_threads(1)
-    before = None
     from safetensors.torch import load_file
 
     before = sum(float(t.double().sum()) for t in load_file(str(Path(model_dir) / "model.safetensors")).values())

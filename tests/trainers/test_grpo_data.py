@@ -6,7 +6,6 @@ import random
 from types import SimpleNamespace
 
 import pytest
-import torch
 
 from trainers.grpo_data import TaskPool, build_batch, is_cut_off, prepare_step, select_groups
 
