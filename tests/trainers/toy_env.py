@@ -1,0 +1,101 @@
+"""A small text environment in the research environments' protocol, for trainer tests and
+the GRPO learning-curve benchmark.
+
+It is the real :class:`envs.env.ResearchEnv` (same turn protocol, same ChatML, same
+exact-match judge and reward), with a one-line system prompt and a tiny tool so that a
+2-layer byte-level model can play it on a CPU:
+
+- tasks ask for the code word of a colour (``"Code for red?"`` -> ``"cat"``);
+- the ``lookup`` tool (``{"key": "red"}``) returns the code word inside a ``<tool_response>``.
+
+Registered as ``websailor-test/Toy-v0``; from another process, make it with
+``gym.make("tests.trainers.toy_env:websailor-test/Toy-v0")`` (the module is imported first).
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any, Sequence
+
+import torch
+from gymnasium.envs.registration import register, registry
+
+from envs.env import ResearchEnv
+from envs.tool import ToolResult
+
+ENV_ID = "websailor-test/Toy-v0"
+SPEC = f"{__name__}:{ENV_ID}"
+SYSTEM = "Reply <answer>word</answer>."
+WORDS = ["cat", "dog", "sun", "cup", "pen", "box", "hat", "key", "map", "egg", "fox", "owl", "ant", "bee", "cow", "pig"]
+KEYS = ["red", "blue", "green", "gold"]
+CODES = {"red": "cat", "blue": "dog", "green": "sun", "gold": "cup"}
+TASKS = [{"id": k, "question": f"Code for {k}?", "answer": CODES[k]} for k in KEYS]
+
+
+class LookupTool:
+    """``lookup {"key": str}``: the code word of a colour."""
+
+    name = "lookup"
+    description = "Look up the code word of a colour."
+    parameters = {"type": "object", "properties": {"key": {"type": "string"}}, "required": ["key"]}
+
+    def __call__(self, arguments: dict[str, Any]) -> ToolResult:
+        key = str(arguments.get("key", ""))
+        return ToolResult(text=CODES.get(key, "unknown"))
+
+
+def make_toy_env(tasks: Sequence[dict] | None = None, tools: Sequence[str] = (), **kwargs: Any) -> ResearchEnv:
+    """The toy environment; ``tools=["lookup"]`` adds the lookup tool."""
+    table = {"lookup": LookupTool}
+    kwargs.setdefault("system_prompt", SYSTEM)
+    kwargs.setdefault("current_date", "2026-01-01")
+    return ResearchEnv([table[t]() for t in tools], list(tasks or TASKS), **kwargs)
+
+
+if ENV_ID not in registry:
+    register(id=ENV_ID, entry_point=f"{__name__}:make_toy_env")
+
+
+def tiny_model(tokenizer: Any, seed: int = 0, hidden: int = 64, layers: int = 2) -> Any:
+    """A randomly initialised 2-layer Qwen2 for ``tokenizer`` (nothing downloaded)."""
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    cfg = Qwen2Config(vocab_size=len(tokenizer), hidden_size=hidden, intermediate_size=2 * hidden,
+                      num_hidden_layers=layers, num_attention_heads=4, num_key_value_heads=2,
+                      max_position_embeddings=1024, pad_token_id=tokenizer.pad_token_id,
+                      eos_token_id=tokenizer.eos_token_id, tie_word_embeddings=True)
+    torch.manual_seed(seed)
+    return Qwen2ForCausalLM(cfg)
+
+
+def cold_start(model: Any, tokenizer: Any, tasks: Sequence[dict] = TASKS, steps: int = 300, lr: float = 5e-3,
+               seed: int = 0, words: Sequence[str] = WORDS, per_prompt: int = 2) -> None:
+    """A short SFT cold start that teaches the answer *format* only: for every question, the
+    target is ``<answer>W</answer>`` with ``W`` drawn uniformly from ``words`` (so the model
+    then answers each task correctly with probability about ``1 / len(words)``)."""
+    from envs.tokens import IM_END, prompt_ids
+
+    rng = random.Random(seed)
+    prompts = [prompt_ids([{"role": "system", "content": SYSTEM}, {"role": "user", "content": t["question"]}],
+                          tokenizer) for t in tasks]
+    opt = torch.optim.AdamW(model.parameters(), lr=lr)
+    model.train()
+    for _ in range(steps):
+        rows, masks = [], []
+        for p in prompts:
+            for _ in range(per_prompt):
+                body = tokenizer.encode(f"<answer>{rng.choice(words)}</answer>{IM_END}", add_special_tokens=False)
+                rows.append(p + body)
+                masks.append([0] * len(p) + [1] * len(body))
+        width = max(len(r) for r in rows)
+        ids = torch.tensor([r + [tokenizer.pad_token_id] * (width - len(r)) for r in rows])
+        mask = torch.tensor([m + [0] * (width - len(m)) for m in masks], dtype=torch.float32)
+        logits = model(input_ids=ids, attention_mask=(torch.arange(width)[None] < torch.tensor(
+            [len(r) for r in rows])[:, None]).long()).logits[:, :-1]
+        nll = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1),
+                                                reduction="none").view(ids.shape[0], -1)
+        loss = (nll * mask[:, 1:]).sum() / mask[:, 1:].sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    model.eval()
