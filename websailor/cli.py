@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from typing import Callable, NamedTuple
 
+from websailor import __version__
 from websailor.config_cli import add_dataclass_arguments, config_from_args
 
 
@@ -58,6 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="websailor",
         description="websailor-gym: environments, data synthesis and trainers for web research agents.",
     )
+    parser.add_argument("--version", action="version", version=f"websailor-gym {__version__}")
     groups = parser.add_subparsers(dest="group", metavar="GROUP", required=True)
     for group, commands in COMMANDS.items():
         gp = groups.add_parser(group, help=f"{group} commands")
@@ -81,6 +84,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("websailor: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (`websailor ... | head`): not an error worth a message. Point
+        # stdout at /dev/null so the interpreter's final flush does not raise again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except (ValueError, OSError) as exc:  # UserError subclasses ValueError
         print(f"websailor {args.group} {args.command}: error: {exc}", file=sys.stderr)
         return 2

@@ -69,12 +69,20 @@ class LRUCache:
             return {"hits": self.hits, "misses": self.misses, "size": len(self._data), "maxsize": self.maxsize}
 
 
+# What a build leaves in its directory besides build.json (a folder holding some of these
+# but no build.json is an interrupted build; one holding none is not a simulator at all).
+_BUILD_OUTPUTS = (STORE_FILE, INDEX_DIR)
+
+
 def read_build_info(path: str | Path) -> dict[str, Any]:
     """The ``build.json`` of a complete simulator directory; :class:`WikiSimError` otherwise."""
     path = Path(path)
     if not path.is_dir():
         raise WikiSimError(f"no simulator at {path}: build one with `websailor wiki build --out {path}`")
     info_file = path / BUILD_FILE
+    if not info_file.is_file() and not any((path / name).exists() for name in _BUILD_OUTPUTS):
+        raise WikiSimError(f"{path} is not a simulator directory (no {BUILD_FILE}, store or index in it); "
+                           f"build one with `websailor wiki build --out {path}`")
     if not info_file.is_file():
         raise WikiSimError(f"{path} is not a complete simulator (no {BUILD_FILE}: its build was interrupted or "
                            f"failed); rebuild it with `websailor wiki build --out {path}`")
