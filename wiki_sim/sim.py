@@ -9,6 +9,7 @@ from an LRU cache.
 
 from __future__ import annotations
 
+import difflib
 import json
 import threading
 from collections import OrderedDict
@@ -171,9 +172,23 @@ class WikiSim:
         if cached is not None:
             return cached
         result = self.read(url, goal)
-        text = format_not_found(url) if result is None else format_visit(url, goal, result[1])
+        if result is None:
+            title = url_to_title(url)
+            text = format_not_found(url, goal, self.closest_pages(title) if title else [])
+        else:
+            text = format_visit(url, goal, result[1])
         self._visit_cache.put(key, text)
         return text
+
+    def closest_pages(self, title: str, n: int = 3) -> list[tuple[str, str]]:
+        """``(title, url)`` of the pages whose titles are closest to ``title`` (for "did you mean"):
+        the index's best hits for the title's words, ordered by how alike the titles are."""
+        title = title[:200].replace("_", " ").strip()
+        if not title:
+            return []
+        hits = self.search([title], k=10)[0]
+        alike = sorted(hits, key=lambda h: -difflib.SequenceMatcher(None, title.lower(), h.title.lower()).ratio())
+        return [(h.title, h.url) for h in alike[:n]]
 
     # --- look-ups for synthesis ---------------------------------------------------------
     def resolve(self, title: str) -> str | None:
