@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Literal
 
 from envs.tasks import Task
+from wiki_sim import WikiSim
 from wiki_sim.records import title_to_url
-from wiki_sim.store import Store
 
 TaskKind = Literal["description", "lead", "mixed"]
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
@@ -46,27 +46,40 @@ def masked_first_sentence(title: str, lead: str, max_chars: int = 300) -> str | 
     return masked
 
 
-def _unique_descriptions(store: Store) -> dict[str, str]:
+def _unique_descriptions(sim: WikiSim) -> dict[str, str]:
     pages_by_value: dict[str, set[str]] = defaultdict(set)
-    for row in store.conn.execute("SELECT page, value FROM facts WHERE key = 'description'"):
-        value = " ".join(str(row[1]).split())
+    descriptions = [(page, " ".join(str(value).split())) for page, _, value, _, _ in sim.iter_facts("description")]
+    for page, value in descriptions:
         if len(value) >= 12:
-            pages_by_value[value.lower()].add(row[0])
-    out = {}
-    for row in store.conn.execute("SELECT page, value FROM facts WHERE key = 'description'"):
-        value = " ".join(str(row[1]).split())
-        if len(pages_by_value.get(value.lower(), ())) == 1:
-            out[row[0]] = value
-    return out
+            pages_by_value[value.lower()].add(page)
+    return {page: value for page, value in descriptions if len(pages_by_value.get(value.lower(), ())) == 1}
 
 
-def _task(store: Store, title: str, kind: str, question: str) -> Task:
-    aliases = [a for a in store.aliases(title) if a != title]
+def _task(sim: WikiSim, title: str, kind: str, question: str) -> Task:
+    aliases = [a for a in sim.aliases(title) if a != title]
     if _display(title) != title:
         aliases.insert(0, _display(title))
     return Task(id=f"wikisim-{kind}-{title_to_url(title).rsplit('/', 1)[1]}", question=question, answer=title,
                 aliases=tuple(dict.fromkeys(aliases)),
                 metadata={"kind": kind, "source": "wikisim-derived", "url": title_to_url(title)})
+
+
+def _candidates(sim: WikiSim, kind: TaskKind) -> list[Task]:
+    candidates: list[Task] = []
+    if kind in ("description", "mixed"):
+        descriptions = _unique_descriptions(sim)
+        for title in sorted(descriptions):
+            q = (f"Which Wikipedia article has the short description \"{descriptions[title]}\"? "
+                 "Answer with the article's title.")
+            candidates.append(_task(sim, title, "description", q))
+    if kind in ("lead", "mixed"):
+        for title, lead in sim.iter_leads():
+            masked = masked_first_sentence(title, lead)
+            if masked:
+                q = (f"Which Wikipedia article begins with this sentence (its subject replaced by ___): "
+                     f"\"{masked}\"? Answer with the article's title.")
+                candidates.append(_task(sim, title, "lead", q))
+    return candidates
 
 
 def derive_tasks(wiki_dir: str | os.PathLike, n: int, *, seed: int = 0, kind: TaskKind = "mixed") -> list[Task]:
@@ -75,25 +88,11 @@ def derive_tasks(wiki_dir: str | os.PathLike, n: int, *, seed: int = 0, kind: Ta
         raise ValueError(f"n must be >= 1, got {n}")
     if kind not in ("description", "lead", "mixed"):
         raise ValueError(f"kind must be 'description', 'lead' or 'mixed', got {kind!r}")
-    store = Store(Path(wiki_dir) / "store.sqlite")
-    rng = random.Random(seed)
-    candidates: list[Task] = []
-    if kind in ("description", "mixed"):
-        descriptions = _unique_descriptions(store)
-        for title in sorted(descriptions):
-            q = (f"Which Wikipedia article has the short description \"{descriptions[title]}\"? "
-                 "Answer with the article's title.")
-            candidates.append(_task(store, title, "description", q))
-    if kind in ("lead", "mixed"):
-        for row in store.conn.execute("SELECT title, lead FROM pages ORDER BY id"):
-            masked = masked_first_sentence(row[0], row[1] or "")
-            if masked:
-                q = (f"Which Wikipedia article begins with this sentence (its subject replaced by ___): "
-                     f"\"{masked}\"? Answer with the article's title.")
-                candidates.append(_task(store, row[0], "lead", q))
+    with WikiSim(Path(wiki_dir)) as sim:
+        candidates = _candidates(sim, kind)
     if not candidates:
         raise ValueError(f"{wiki_dir}: no page yields a {kind} task (no unique short descriptions or naming leads)")
-    rng.shuffle(candidates)
+    random.Random(seed).shuffle(candidates)
     if kind == "mixed":  # alternate the kinds so a small n still has both
         by_kind = {k: [t for t in candidates if t.metadata["kind"] == k] for k in ("description", "lead")}
         candidates = [t for pair in zip(by_kind["description"], by_kind["lead"]) for t in pair] + \

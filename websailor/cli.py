@@ -32,7 +32,7 @@ class Command(NamedTuple):
 
 # group -> name -> command. The modules named here keep their imports light (heavy work
 # is imported inside the run functions), so building the parser stays fast.
-COMMANDS: dict[str, dict[str, Command]] = {
+COMMANDS: dict[str, dict[str, Command] | Command] = {
     "wiki": {
         "build": Command("wiki_sim.cli", "BuildConfig", "run_build", "build a simulator from a corpus"),
         "search": Command("wiki_sim.cli", "SearchConfig", "run_search", "search a built simulator"),
@@ -47,6 +47,13 @@ COMMANDS: dict[str, dict[str, Command]] = {
         "derive-tasks": Command("envs.cli", "DeriveTasksConfig", "run_derive_tasks",
                                 "derive title-lookup tasks from a built simulator"),
     },
+    # A Command in place of a group is a top-level command (`websailor synth --wiki ...`).
+    "synth": Command("sailorfog.cli", "SynthConfig", "run_synth",
+                     "synthesize verified SailorFog-QA-V2 tasks from a built simulator"),
+    "synth-filter": Command("sailorfog.filter", "FilterConfig", "run_filter",
+                            "keep the tasks some but not all rollouts solve (pass-rate filter)"),
+    "synth-report": Command("sailorfog.report", "ReportConfig", "run_report",
+                            "counts and plots of a task file beside the released samples"),
 }
 
 
@@ -63,20 +70,29 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"websailor-gym {__version__}")
     groups = parser.add_subparsers(dest="group", metavar="GROUP", required=True)
     for group, commands in COMMANDS.items():
+        if isinstance(commands, Command):
+            _add_command(groups, group, commands)
+            continue
         gp = groups.add_parser(group, help=f"{group} commands")
         sub = gp.add_subparsers(dest="command", metavar="COMMAND", required=True)
         for name, cmd in commands.items():
-            config_cls, _ = _load(cmd)
-            sp = sub.add_parser(name, help=cmd.help, description=(config_cls.__doc__ or cmd.help).strip(),
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-            add_dataclass_arguments(sp, config_cls)
+            _add_command(sub, name, cmd)
     return parser
+
+
+def _add_command(subparsers: argparse._SubParsersAction, name: str, cmd: Command) -> None:
+    config_cls, _ = _load(cmd)
+    sp = subparsers.add_parser(name, help=cmd.help, description=(config_cls.__doc__ or cmd.help).strip(),
+                               formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_dataclass_arguments(sp, config_cls)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    cmd = COMMANDS[args.group][args.command]
+    entry = COMMANDS[args.group]
+    cmd = entry if isinstance(entry, Command) else entry[args.command]
+    name = args.group if isinstance(entry, Command) else f"{args.group} {args.command}"
     config_cls, run = _load(cmd)
     try:
         config = config_from_args(config_cls, args)
@@ -90,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
     except (ValueError, OSError) as exc:  # UserError subclasses ValueError
-        print(f"websailor {args.group} {args.command}: error: {exc}", file=sys.stderr)
+        print(f"websailor {name}: error: {exc}", file=sys.stderr)
         return 2
     return result if isinstance(result, int) else 0
 

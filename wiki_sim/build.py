@@ -26,10 +26,9 @@ from typing import Any
 from wiki_sim.errors import WikiSimError
 from wiki_sim.index import ALIASES_BOOST, INDEX_DIR, TITLE_BOOST, build_index
 from wiki_sim.records import Page
-from wiki_sim.sim import BUILD_FILE
+from wiki_sim.sim import BUILD_FILE, BUILD_FORMAT
 from wiki_sim.store import STORE_FILE, StoreWriter
 
-BUILD_FORMAT = 1
 _LEFTOVER = re.compile(r"^\.(?P<name>.+)\.(?P<kind>building|old)-(?P<pid>\d+)-[^/]*$")
 
 
@@ -53,7 +52,7 @@ def build(kind: str, path: str | Path | None = None, out: str | Path = "data/wik
     fingerprint = source_fingerprint(source.meta)
     if reuse:
         current = _current_build(out)
-        if current and current.get("source_fingerprint") == fingerprint \
+        if current and current.get("source_fingerprint") == fingerprint and current.get("format") == BUILD_FORMAT \
                 and current.get("versions", {}).get("websailor-gym") == _package_version():
             return {**current, "reused": True}
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.building-{os.getpid()}-", dir=out.parent))

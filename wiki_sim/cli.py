@@ -197,7 +197,7 @@ def run_stats(config: StatsConfig) -> int:
     print(f"simulator   {stats['path']}")
     print(f"source      {src.get('kind')} {src.get('corpus') or src.get('path', '')}")
     print(f"pages       {stats['pages']} (indexed {stats['documents_indexed']})")
-    for key in ("redirects", "links", "links_resolved", "facts"):
+    for key in ("redirects", "links", "links_resolved", "facts", "facts_with_target"):
         print(f"{key:<11} {c.get(key)}")
     print(f"skipped     {b.get('skipped', {}).get('count')}")
     print(f"built at    {b.get('built_at')} in {b.get('durations_s', {}).get('total')} s")

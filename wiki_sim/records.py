@@ -37,6 +37,38 @@ class Page:
     """(normalized target title, anchor text) for each wikilink, in order."""
     facts: list[tuple[str, str, str]] = field(default_factory=list)
     """(key, value, source): infobox fields (source ``infobox:<template>``), short description, ..."""
+    hidden_links: set[int] = field(default_factory=set)
+    """Indexes into ``links`` of links not shown in ``text`` (infobox values, hatnotes): they
+    have no sentence."""
+    fact_targets: dict[int, str] = field(default_factory=dict)
+    """Index into ``facts`` -> the title of the first page its value links to (``birth_place``
+    ``[[Ulm]], [[German Empire]]`` -> ``Ulm``); facts whose value holds no link are absent."""
+
+
+@dataclass(frozen=True)
+class PageInfo:
+    """One page of a built simulator, for bulk iteration (:meth:`wiki_sim.WikiSim.iter_pages`)."""
+
+    title: str
+    url: str
+    length: int
+    """Characters of the page's text."""
+    inbound_links: int
+    """Distinct other pages of the store with a link into this one."""
+
+
+@dataclass(frozen=True)
+class LinkInfo:
+    """One link between pages (:meth:`wiki_sim.WikiSim.iter_links`, ``dangling_links``)."""
+
+    source: str
+    target: str
+    """The canonical title of the linked page (redirects followed); for a dangling link,
+    the normalized title it names, which is not a page of the store."""
+    anchor: str
+    sentence: str
+    """The sentence of ``source``'s text that shows the link ("" when unknown, e.g. a link
+    in an infobox)."""
 
 
 @dataclass

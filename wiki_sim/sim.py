@@ -15,16 +15,18 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Hashable, Literal
+from typing import Any, Hashable, Iterator, Literal
 
 from wiki_sim.errors import WikiSimError
 from wiki_sim.focus import ExtractiveSummarizer, Focused, Summarizer, format_not_found, format_visit
 from wiki_sim.index import INDEX_DIR, IndexSearcher
-from wiki_sim.records import url_to_title
+from wiki_sim.records import LinkInfo, PageInfo, url_to_title
 from wiki_sim.snippets import best_snippet
-from wiki_sim.store import STORE_FILE, Store
+from wiki_sim.store import STORE_FILE, STORE_FORMAT, Store
 
 BUILD_FILE = "build.json"
+BUILD_FORMAT = STORE_FORMAT
+"""``format`` of build.json; simulators of another format must be rebuilt."""
 
 
 @dataclass(frozen=True)
@@ -93,6 +95,9 @@ def read_build_info(path: str | Path) -> dict[str, Any]:
         raise WikiSimError(f"{info_file} is unreadable ({exc}); rebuild the simulator") from None
     if not isinstance(info, dict):
         raise WikiSimError(f"{info_file} is not a build record; rebuild the simulator")
+    if info.get("format") != BUILD_FORMAT:
+        raise WikiSimError(f"{path} was built in format {info.get('format')!r}, this version of websailor-gym reads "
+                           f"format {BUILD_FORMAT}; rebuild it with `websailor wiki build --out {path}`")
     return info
 
 
@@ -203,9 +208,39 @@ class WikiSim:
         """Links out of (``{target, anchor}``) or into (``{source, anchor}``) a page."""
         return self.store.links(title, direction)
 
-    def facts(self, title: str) -> list[dict[str, str]]:
-        """``{key, value, source}`` facts of a page (infobox fields, short description, ...)."""
+    def facts(self, title: str) -> list[dict[str, str | None]]:
+        """``{key, value, source, target}`` facts of a page (infobox fields, short description, ...);
+        ``target`` is the canonical title of the page the value links to (``birth_place`` ->
+        ``Ulm``), else ``None``."""
         return self.store.facts(title)
+
+    # --- bulk reads for synthesis -------------------------------------------------------
+    def iter_pages(self) -> Iterator[PageInfo]:
+        """Every page (title, url, text length, inbound-link count), in store order."""
+        return self.store.iter_pages()
+
+    def iter_links(self) -> Iterator[LinkInfo]:
+        """Every resolved link (to a page of the simulator), with the sentence of the source
+        page that carries it; grouped by source page, in store order."""
+        return self.store.iter_links()
+
+    def page_links(self, title: str) -> list[LinkInfo]:
+        """The resolved links out of one page (a title or alias), with their sentences."""
+        return self.store.page_links(title, resolved=True)
+
+    def dangling_links(self, title: str | None = None) -> list[LinkInfo]:
+        """Links to titles that are not pages of the simulator: out of ``title``, or all."""
+        if title is None:
+            return list(self.store.dangling_links())
+        return self.store.page_links(title, resolved=False)
+
+    def iter_facts(self, key: str | None = None) -> Iterator[tuple[str, str, str, str, str | None]]:
+        """``(page, key, value, source, target)`` of every fact (only ``key``'s if given), in store order."""
+        return self.store.iter_facts(key)
+
+    def iter_leads(self) -> Iterator[tuple[str, str]]:
+        """``(title, lead)`` of every page, in store order."""
+        return self.store.iter_leads()
 
     def aliases(self, title: str) -> list[str]:
         """The redirects that point at a page."""

@@ -3,11 +3,16 @@
 Written once per build with sqlite-utils (:class:`StoreWriter`), then opened read-only
 (:class:`Store`) by every consumer. Schema:
 
-- ``pages(id, title UNIQUE, url, lead, text, sections JSON)``
+- ``pages(id, title UNIQUE, url, lead, text, sections JSON, inbound_links)``: ``inbound_links``
+  (distinct pages with a resolved link into this one) is filled at finalize
 - ``redirects(alias PRIMARY KEY, target)``: every alias points at an existing page title
-- ``links(source, target, anchor)``: ``target`` resolved through redirects at finalize
-- ``facts(page, key, value, source)``
-- ``meta(key PRIMARY KEY, value JSON)``: source, counts, versions, build time
+- ``links(source, target, anchor, sent_start, sent_end, resolved)``: ``target`` resolved
+  through redirects at finalize, ``resolved`` 1 when it names a page of the store (0: a
+  dangling link); ``text[sent_start:sent_end]`` of the source page is the sentence that
+  shows the link (``0, 0`` when the anchor is not in the text, e.g. an infobox value)
+- ``facts(page, key, value, source, target)``: ``target`` the page the value links to
+  (resolved through redirects), ``NULL`` when it links to none in the store
+- ``meta(key PRIMARY KEY, value JSON)``: source, counts, versions, build time, ``store_format``
 
 Indexed by title, alias, link source, link target, and fact page.
 """
@@ -19,14 +24,22 @@ import random
 import sqlite3
 import threading
 from pathlib import Path
-from typing import Any, Iterable, Literal
+from typing import Any, Iterable, Iterator, Literal
 
 import sqlite_utils
 
 from wiki_sim.errors import WikiSimError
-from wiki_sim.records import Page, Redirect, normalize_title, title_to_url
+from wiki_sim.records import LinkInfo, Page, PageInfo, Redirect, normalize_title, title_to_url
+from wiki_sim.sentences import locate_anchors
 
 STORE_FILE = "store.sqlite"
+STORE_FORMAT = 2
+"""Bumped when the schema changes; a store of another format must be rebuilt.
+2: link sentences, resolved flag, fact targets, inbound link counts."""
+
+
+class OutdatedStoreError(WikiSimError):
+    """The store was written by another version of the schema."""
 
 
 class StoreWriter:
@@ -53,8 +66,9 @@ class StoreWriter:
             {"id": int, "title": str, "url": str, "lead": str, "text": str, "sections": str}, pk="id"
         )
         self.db["redirects"].create({"alias": str, "target": str}, pk="alias")
-        self.db["links"].create({"source": str, "target": str, "anchor": str})
-        self.db["facts"].create({"page": str, "key": str, "value": str, "source": str})
+        self.db["links"].create({"source": str, "target": str, "anchor": str, "sent_start": int, "sent_end": int,
+                                 "resolved": int})
+        self.db["facts"].create({"page": str, "key": str, "value": str, "source": str, "target": str})
         self.db["meta"].create({"key": str, "value": str}, pk="key")
 
     def add_page(self, page: Page) -> None:
@@ -64,8 +78,15 @@ class StoreWriter:
             "text": page.text, "sections": json.dumps(page.sections, ensure_ascii=False),
         })
         self._next_id += 1
-        self._links.extend({"source": title, "target": normalize_title(t), "anchor": a} for t, a in page.links if t)
-        self._facts.extend({"page": title, "key": k, "value": v, "source": s} for k, v, s in page.facts)
+        hidden = page.hidden_links
+        links = [(normalize_title(t), a, i in hidden) for i, (t, a) in enumerate(page.links) if t]
+        spans = locate_anchors(page.text, ("" if h else a for _, a, h in links))
+        self._links.extend({"source": title, "target": t, "anchor": a, "sent_start": s, "sent_end": e, "resolved": 0}
+                           for (t, a, _), (s, e) in zip(links, spans) if t)
+        targets = page.fact_targets
+        self._facts.extend({"page": title, "key": k, "value": v, "source": s,
+                            "target": normalize_title(targets[i]) if i in targets else None}
+                           for i, (k, v, s) in enumerate(page.facts))
         if len(self._pages) >= self.batch_size:
             self.flush()
 
@@ -107,23 +128,30 @@ class StoreWriter:
                 " WHERE target IN (SELECT alias FROM redirects)"
             )
         db.execute("DELETE FROM redirects WHERE target NOT IN (SELECT title FROM pages)")
-        db.execute(
-            "UPDATE links SET target = (SELECT r.target FROM redirects r WHERE r.alias = links.target)"
-            " WHERE target IN (SELECT alias FROM redirects)"
-        )
+        for table in ("links", "facts"):
+            db.execute(
+                f"UPDATE {table} SET target = (SELECT r.target FROM redirects r WHERE r.alias = {table}.target)"
+                " WHERE target IN (SELECT alias FROM redirects)"
+            )
+        db.execute("UPDATE links SET resolved = 1 WHERE target IN (SELECT title FROM pages)")
+        db.execute("UPDATE facts SET target = NULL WHERE target NOT IN (SELECT title FROM pages)")
         db["links"].create_index(["source"], if_not_exists=True)
         db["links"].create_index(["target"], if_not_exists=True)
         db["facts"].create_index(["page"], if_not_exists=True)
         db["redirects"].create_index(["target"], if_not_exists=True)
+        db.execute("ALTER TABLE pages ADD COLUMN inbound_links INTEGER NOT NULL DEFAULT 0")
+        db.execute(
+            "UPDATE pages SET inbound_links = c.n FROM (SELECT target, COUNT(DISTINCT source) AS n FROM links"
+            " WHERE resolved = 1 AND source != target GROUP BY target) AS c WHERE c.target = pages.title")
         counts = {
             "pages": db["pages"].count,
             "redirects": db["redirects"].count,
             "links": db["links"].count,
-            "links_resolved": db.execute(
-                "SELECT COUNT(*) FROM links WHERE target IN (SELECT title FROM pages)").fetchone()[0],
+            "links_resolved": db.execute("SELECT COUNT(*) FROM links WHERE resolved = 1").fetchone()[0],
             "facts": db["facts"].count,
+            "facts_with_target": db.execute("SELECT COUNT(*) FROM facts WHERE target IS NOT NULL").fetchone()[0],
         }
-        meta = {**meta, "counts": counts}
+        meta = {**meta, "counts": counts, "store_format": STORE_FORMAT}
         db["meta"].insert_all(({"key": k, "value": json.dumps(v, ensure_ascii=False)} for k, v in meta.items()),
                               replace=True)
         db.conn.commit()
@@ -144,9 +172,13 @@ class Store:
             raise WikiSimError(f"no store at {self.path}; build one with `websailor wiki build`")
         self._local = threading.local()
         try:
-            self.meta()
+            found = self.meta().get("store_format", 1)
         except sqlite3.DatabaseError as exc:
             raise WikiSimError(f"{self.path} is not a usable simulator store ({exc}); rebuild it") from None
+        if found != STORE_FORMAT:
+            raise OutdatedStoreError(
+                f"{self.path} has store format {found}, this version of websailor-gym reads format "
+                f"{STORE_FORMAT}; rebuild the simulator with `websailor wiki build`")
 
     @property
     def conn(self) -> sqlite3.Connection:
@@ -210,13 +242,74 @@ class Store:
             raise ValueError(f"direction must be 'out' or 'in', got {direction!r}")
         return [dict(r) for r in self.conn.execute(sql, (canonical,))]
 
-    def facts(self, title: str) -> list[dict[str, str]]:
-        """``{key, value, source}`` facts of a page (infobox fields, description, ...)."""
+    def facts(self, title: str) -> list[dict[str, str | None]]:
+        """``{key, value, source, target}`` facts of a page (infobox fields, description, ...);
+        ``target`` is the page title the value links to, else ``None``."""
         canonical = self.resolve(title)
         if canonical is None:
             return []
         return [dict(r) for r in self.conn.execute(
-            "SELECT key, value, source FROM facts WHERE page = ? ORDER BY rowid", (canonical,))]
+            "SELECT key, value, source, target FROM facts WHERE page = ? ORDER BY rowid", (canonical,))]
+
+    def iter_facts(self, key: str | None = None) -> Iterator[tuple[str, str, str, str, str | None]]:
+        """``(page, key, value, source, target)`` for every fact (of one ``key`` if given), in store order."""
+        sql = "SELECT page, key, value, source, target FROM facts"
+        rows = self.conn.execute(sql + " WHERE key = ? ORDER BY rowid", (key,)) if key is not None \
+            else self.conn.execute(sql + " ORDER BY rowid")
+        for r in rows:
+            yield tuple(r)  # type: ignore[misc]
+
+    def iter_pages(self) -> Iterator[PageInfo]:
+        """Every page, in store order."""
+        for r in self.conn.execute("SELECT title, url, length(text), inbound_links FROM pages ORDER BY id"):
+            yield PageInfo(r[0], r[1], r[2], r[3])
+
+    def iter_leads(self) -> Iterator[tuple[str, str]]:
+        """``(title, lead)`` of every page, in store order."""
+        for r in self.conn.execute("SELECT title, lead FROM pages ORDER BY id"):
+            yield r[0], r[1] or ""
+
+    def _link_infos(self, sql: str, params: tuple = ()) -> Iterator[LinkInfo]:
+        """LinkInfos of link rows ``(source, target, anchor, sent_start, sent_end)`` grouped by source."""
+        text_of: tuple[str, str] = ("", "")
+        for source, target, anchor, start, end in self.conn.execute(sql, params).fetchall():
+            if end > start:
+                if text_of[0] != source:
+                    row = self.conn.execute("SELECT text FROM pages WHERE title = ?", (source,)).fetchone()
+                    text_of = (source, row[0] if row else "")
+                sentence = text_of[1][start:end].strip()
+            else:
+                sentence = ""
+            yield LinkInfo(source, target, anchor, sentence)
+
+    def iter_links(self, batch_pages: int = 2000) -> Iterator[LinkInfo]:
+        """Every resolved link, grouped by source page in store order (reads a batch of pages at a time)."""
+        last_id = 0
+        while True:
+            ids = [r[0] for r in self.conn.execute(
+                "SELECT id FROM pages WHERE id > ? ORDER BY id LIMIT ?", (last_id, batch_pages))]
+            if not ids:
+                return
+            yield from self._link_infos(
+                "SELECT l.source, l.target, l.anchor, l.sent_start, l.sent_end FROM pages p"
+                " JOIN links l ON l.source = p.title WHERE p.id BETWEEN ? AND ? AND l.resolved = 1"
+                " ORDER BY p.id, l.rowid", (ids[0], ids[-1]))
+            last_id = ids[-1]
+
+    def page_links(self, title: str, resolved: bool = True) -> list[LinkInfo]:
+        """The resolved (or dangling) links out of one page, with their sentences."""
+        canonical = self.resolve(title)
+        if canonical is None:
+            return []
+        return list(self._link_infos(
+            "SELECT source, target, anchor, sent_start, sent_end FROM links WHERE source = ? AND resolved = ?"
+            " ORDER BY rowid", (canonical, int(resolved))))
+
+    def dangling_links(self) -> Iterator[LinkInfo]:
+        """Every link to a title that is not a page of the store, grouped by source page."""
+        yield from self._link_infos(
+            "SELECT l.source, l.target, l.anchor, l.sent_start, l.sent_end FROM links l"
+            " JOIN pages p ON p.title = l.source WHERE l.resolved = 0 ORDER BY p.id, l.rowid")
 
     def titles(self) -> list[str]:
         return [r[0] for r in self.conn.execute("SELECT title FROM pages ORDER BY id")]

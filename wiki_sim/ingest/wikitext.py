@@ -87,6 +87,9 @@ class Renderer:
         self.links: list[tuple[str, str]] = []
         self.facts: list[tuple[str, str, str]] = []
         self.sections: list[str] = []
+        self.fact_targets: dict[int, str] = {}
+        self.hidden_links: set[int] = set()
+        self._value_links: list[tuple[str, str]] = []
 
     # -- the RendererLike protocol used by templates.py
     def add_link(self, target: str, anchor: str) -> None:
@@ -99,11 +102,19 @@ class Renderer:
         self.links.append((title, _HSPACE.sub(" ", shown or anchor).strip() or title))
 
     def add_fact(self, key: str, value: str, source: str) -> None:
+        # An infobox value was rendered by fact_value just before; its first link is the target.
+        if self._value_links and source.startswith("infobox:"):
+            self.fact_targets[len(self.facts)] = self._value_links[0][0]
+        self._value_links = []
         self.facts.append((key, value, source))
 
     def fact_value(self, code: Wikicode) -> str:
-        """A field value as one line: list items and line breaks joined with ``; ``."""
+        """A field value as one line: list items and line breaks joined with ``; ``.
+
+        The links it holds are remembered for the next :meth:`add_fact` (the fact's target)."""
+        n_links = len(self.links)
         text = clean_text(self.render(code))
+        self._value_links = self.links[n_links:]
         parts = [_BULLET.sub("", ln.strip()) for ln in text.splitlines()]
         return "; ".join(p for p in parts if p and not p.startswith(HEADING_MARK)).strip(" ,;")
 
@@ -143,7 +154,11 @@ class Renderer:
 
     def _node(self, node: Node) -> str:
         if isinstance(node, Template):
-            return render_template(node, self)
+            n_links = len(self.links)
+            text = render_template(node, self)
+            if not text.strip():  # an infobox, a hatnote: its links are not in the text
+                self.hidden_links.update(range(n_links, len(self.links)))
+            return text
         if isinstance(node, Tag):
             return self._tag(node)
         if isinstance(node, HTMLEntity):
@@ -371,4 +386,4 @@ def _assemble(title: str, text: str, r: Renderer) -> Page:
             out.append(line)
     lead = "\n".join(out[:lead_end] if lead_end is not None else out).strip()
     return Page(title=title, text="\n".join(out).strip(), lead=lead, sections=list(r.sections),
-                links=r.links, facts=r.facts)
+                links=r.links, hidden_links=r.hidden_links, facts=r.facts, fact_targets=r.fact_targets)

@@ -1,0 +1,228 @@
+"""``websailor synth``, ``websailor synth-filter`` and ``websailor synth-report``.
+
+Imports stay light (the dispatcher imports this module to build its parser); the
+simulator, graph and environments are imported inside the run functions.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+MIN_PAGES = 10
+
+
+class SynthError(ValueError):
+    """A problem the user can fix (printed as one line by the CLI)."""
+
+
+@dataclass
+class SynthConfig:
+    """Synthesize SailorFog-QA-V2 tasks from a built simulator: entity graph, structurally
+    distinct subgraphs, obfuscated and verified clue sets, a gold oracle trajectory each.
+
+    Same seed and corpus give a byte-identical file. Records are appended to OUT.partial as
+    they are made (a rerun resumes there) and the file is renamed to OUT when complete."""
+
+    wiki: str = field(metadata={"flag": "--wiki"})
+    """The simulator directory (built by `websailor wiki build`)."""
+    out: str = field(metadata={"flag": "--out"})
+    """Task JSONL file to write."""
+    n: int = 100
+    """Number of verified tasks to write."""
+    seed: int = 0
+    """Seed of every random choice (graph, subgraphs, targets, uncertainty)."""
+    writer: Literal["template", "llm"] = "template"
+    """Question writer: deterministic templates, or a language model over an OpenAI-compatible endpoint."""
+    graph: str | None = None
+    """A saved entity graph (JSON from sailorfog.graph.save_graph) to use instead of building one."""
+    seeds: list[str] = field(default_factory=list)
+    """Seed entities (page titles) to grow the graph from; empty: obscure pages drawn from the corpus."""
+    graph_nodes: int = 300
+    """Entities in the graph built from the simulator (ignored with --graph)."""
+    min_nodes: int = 3
+    """Smallest subgraph (entities per question)."""
+    max_nodes: int = 7
+    """Largest subgraph."""
+    max_attempts: int | None = None
+    """Subgraphs to try at most (default: 5 per requested task)."""
+    heuristic: bool = True
+    """Play the scripted heuristic agent on every task (part of its difficulty)."""
+    llm_base_url: str = "http://127.0.0.1:8000/v1"
+    """--writer llm: the API root of the chat-completions endpoint."""
+    llm_model: str = ""
+    """--writer llm: the model name."""
+    llm_api_key_env: str = "OPENAI_API_KEY"
+    """--writer llm: environment variable holding the API key (unset: no key sent)."""
+    llm_timeout: float = 60.0
+    """--writer llm: seconds per request."""
+    current_date: str = "2025-09-01"
+    """Date in the oracle trajectories' system prompt (fixed, so output is reproducible)."""
+    workers: int = 2
+    """Processes that run attempts (the output does not depend on it)."""
+    progress: bool = True
+    """Show a progress bar on stderr."""
+
+    def __post_init__(self) -> None:
+        if self.graph_nodes < self.max_nodes:
+            raise ValueError(f"--graph-nodes must be >= --max-nodes ({self.max_nodes}), got {self.graph_nodes}")
+        if self.workers < 1:
+            raise ValueError(f"--workers must be >= 1, got {self.workers}")
+        if self.n < 1:
+            raise ValueError(f"--n must be >= 1, got {self.n}")
+        if not 2 <= self.min_nodes <= self.max_nodes <= 20:
+            raise ValueError(f"expected 2 <= --min-nodes <= --max-nodes <= 20, got {self.min_nodes} and "
+                             f"{self.max_nodes}")
+        if self.max_attempts is not None and self.max_attempts < 1:
+            raise ValueError(f"--max-attempts must be >= 1, got {self.max_attempts}")
+        if self.writer == "llm" and not self.llm_model:
+            raise ValueError("--writer llm needs --llm-model (and --llm-base-url)")
+        if not (Path(self.wiki) / "build.json").is_file():
+            raise ValueError(f"{self.wiki} is not a built simulator (no build.json); "
+                             "build one with `websailor wiki build`")
+        if self.graph is not None and not Path(self.graph).is_file():
+            raise ValueError(f"graph file not found: {self.graph}")
+
+
+def read_partial(path: Path, seed: int, writer: str) -> list[dict[str, Any]]:
+    """The complete records of a partial output (a torn last line is cut off the file)."""
+    if not path.is_file():
+        return []
+    records, good = [], 0
+    with path.open("rb") as fh:
+        for raw in fh:
+            if not raw.endswith(b"\n"):
+                break
+            try:
+                record = json.loads(raw)
+            except json.JSONDecodeError:
+                break
+            gen = record.get("generator") or {}
+            if (gen.get("seed"), gen.get("writer")) != (seed, writer):
+                raise SynthError(f"{path} was written with seed {gen.get('seed')!r} and writer {gen.get('writer')!r}, "
+                                 f"not {seed} and {writer!r}; delete it or pass the same --seed and --writer")
+            records.append(record)
+            good += len(raw)
+    if good != path.stat().st_size:
+        with path.open("r+b") as fh:
+            fh.truncate(good)
+    return records
+
+
+def _make_writer(config: SynthConfig) -> Any:
+    from sailorfog.writers import LLMWriter, TemplateWriter
+
+    if config.writer == "template":
+        return TemplateWriter()
+    from wiki_sim.chat import ChatClient
+
+    client = ChatClient(config.llm_base_url, config.llm_model, api_key=os.environ.get(config.llm_api_key_env),
+                        timeout=config.llm_timeout, max_retries=1)
+    return LLMWriter(client)
+
+
+def _graph(config: SynthConfig, sim: Any) -> Any:
+    from sailorfog.graph import GraphConfig, build_graph, load_graph
+
+    if config.graph is not None:
+        return load_graph(config.graph)
+    return build_graph(sim, GraphConfig(max_nodes=config.graph_nodes, seeds=tuple(config.seeds), seed=config.seed))
+
+
+def run_synth(config: SynthConfig) -> dict[str, Any]:
+    """Synthesize ``config.n`` tasks (resuming a partial file); returns the summary (printed as JSON)."""
+    from sailorfog.corpus import index_from_sim
+    from sailorfog.parallel import Shared
+    from sailorfog.sampling import sample_subgraphs
+    from wiki_sim import WikiSim
+
+    out = Path(config.out)
+    partial = out.with_name(out.name + ".partial")
+    with WikiSim(config.wiki) as sim:
+        pages = sim.stats()["pages"]
+        if pages < MIN_PAGES:
+            raise SynthError(f"{config.wiki} has {pages} page(s); synthesis needs a corpus of at least {MIN_PAGES}")
+        writer = _make_writer(config)
+        G = _graph(config, sim)
+        if G.number_of_nodes() < config.min_nodes:
+            raise SynthError(f"the entity graph has {G.number_of_nodes()} node(s), fewer than --min-nodes "
+                             f"{config.min_nodes}; no subgraph can be sampled")
+        subgraphs = sample_subgraphs(G, config.max_attempts or 5 * config.n, min_nodes=config.min_nodes,
+                                     max_nodes=config.max_nodes, seed=config.seed)
+        if not subgraphs:
+            raise SynthError(f"no connected subgraph of {config.min_nodes}-{config.max_nodes} nodes in the entity "
+                             f"graph ({G.number_of_nodes()} nodes, {G.number_of_edges()} edges)")
+        index = index_from_sim(sim)
+        aliases = {t: sim.aliases(t) for t in sorted({n for s in subgraphs for n in s.nodes})}
+    done = read_partial(partial, config.seed, config.writer)
+    shared = Shared(G, index, writer, config.seed, aliases, config.heuristic, config.wiki, config.current_date)
+    summary = _loop(config, shared, subgraphs, done, partial)
+    if summary["tasks"] >= config.n or summary["attempts"] >= len(subgraphs):
+        os.replace(partial, out)
+        summary["out"] = str(out)
+    if summary["tasks"] == 0:
+        raise SynthError(f"no task passed verification in {summary['attempts']} subgraph(s): "
+                         f"{summary['dropped']}")
+    print(json.dumps(summary, sort_keys=True))
+    return summary
+
+
+def _jobs(config: SynthConfig, shared: Any, subgraphs: list, start: int) -> list[tuple[int, Any, str, int]]:
+    """(index, subgraph, target, orbit) of every attempt from ``start`` on; targets are chosen for
+    all attempts from 0, in order, so the balancing over orbits is the same after a resume."""
+    from sailorfog.orbits import choose_target
+    from sailorfog.synth import attempt_rng
+
+    counts: Counter = Counter()
+    jobs = []
+    for i, subgraph in enumerate(subgraphs):
+        target, orbit = choose_target(subgraph, shared.G, counts, attempt_rng(config.seed, i))
+        if i >= start:
+            jobs.append((i, subgraph, target, orbit))
+    return jobs
+
+
+def _loop(config: SynthConfig, shared: Any, subgraphs: list, done: list[dict], partial: Path) -> dict[str, Any]:
+    from sailorfog.parallel import run_attempts
+    from wiki_sim.chat import ChatError
+
+    resume_at = done[-1]["generator"]["index"] + 1 if done else 0
+    kept, attempts, dropped = len(done), resume_at, Counter()
+    bar = _progress(config, kept)
+    outcomes = run_attempts(shared, _jobs(config, shared, subgraphs, resume_at), config.workers)
+    try:
+        with partial.open("a", encoding="utf-8") as fh:
+            while kept < config.n:
+                try:
+                    outcome = next(outcomes)
+                except StopIteration:
+                    break
+                except ChatError as exc:
+                    raise SynthError(f"the LLM endpoint failed ({exc}); {kept} task(s) kept in {partial}") from None
+                attempts = outcome.index + 1
+                if outcome.record is None:
+                    dropped[outcome.reason.split(":")[0]] += 1
+                    continue
+                fh.write(json.dumps(outcome.record, ensure_ascii=False, sort_keys=True) + "\n")
+                fh.flush()
+                kept += 1
+                if bar is not None:
+                    bar.update(1)
+    finally:
+        outcomes.close()
+        if bar is not None:
+            bar.close()
+    return {"tasks": kept, "attempts": attempts, "resumed_from": resume_at, "dropped": dict(sorted(dropped.items()))}
+
+
+def _progress(config: SynthConfig, initial: int) -> Any:
+    if not config.progress:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=config.n, initial=initial, desc="synth", unit="task", file=sys.stderr)

@@ -1,0 +1,142 @@
+"""The uncertainty taxonomy: each transformation separately, on hand-checked clue sets."""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+
+from sailorfog.clues import Clue, ClueSet, build_clues
+from sailorfog.constraints import candidates, satisfied_by
+from sailorfog.uncertainty import (KINDS, all_checks, apply, comparison, consistent, distractor, entity_by_description,
+                                   exclusion, fuzzy_quantities, fuzzy_range, partial_names, period, relative_time,
+                                   vague_time, weak_constraints)
+from tests.sailorfog.conftest import subgraph
+
+NODES = ("Velmora Observatory", "Idris Kallan", "Mount Ostrel", "Harlow Optics")
+
+
+def clue_set(toy_G, toy_index_, target="Velmora Observatory", nodes=NODES) -> ClueSet:
+    return consistent(build_clues(toy_G, nodes, subgraph(toy_G, nodes).edges, target), toy_index_)
+
+
+def truth_ok(cs, index):
+    return all(satisfied_by(index, k, cs.titles) for c in cs.clues for k in c.checks)
+
+
+@pytest.mark.parametrize("year", [1000, 1851, 1899, 1900, 1999, 2000, 2011, 2024, 2099])
+def test_period_contains_the_year(year):
+    for seed in range(12):
+        phrase, lo, hi = period(year, random.Random(seed))
+        assert lo <= year <= hi and hi - lo >= 2 and not re.search(rf"\b{year}\b", phrase)
+
+
+def test_period_phrases():
+    phrases = {period(2011, random.Random(s))[0] for s in range(40)}
+    assert phrases == {"the 2010s", "the early 2010s", "the first half of the 21st century",
+                       "the second decade of the 21st century"}
+    assert "the last decade of the 19th century" in {period(1895, random.Random(s))[0] for s in range(40)}
+
+
+@pytest.mark.parametrize("value", [0.4, 3, 57, 230, 2450, 84000, 3.2e6])
+def test_fuzzy_range_contains_the_value(value):
+    for seed in range(10):
+        phrase, lo, hi = fuzzy_range(value, random.Random(seed))
+        assert lo <= value <= hi and phrase
+
+
+def test_vague_time_and_fuzzy_quantities_blur_every_span(toy_G, toy_index_):
+    cs = clue_set(toy_G, toy_index_)
+    cs.clues += [c for c in cs.pool if c.kind in ("date", "number")]
+    out = vague_time(cs, random.Random(0))
+    out = fuzzy_quantities(out, random.Random(0))
+    assert {"vague_time", "fuzzy_quantities"} <= set(out.uncertainty)
+    for clue in out.clues:
+        for span in clue.spans:
+            assert span["blurred"] and str(span["value"]).split(".")[0] not in clue.text.replace(span["text"], "")
+    assert truth_ok(out, toy_index_)
+    # Blurring only widens: the answer's candidate set can only grow.
+    assert len(candidates(toy_index_, all_checks(out), out.titles)) >= len(
+        candidates(toy_index_, all_checks(cs), cs.titles))
+    assert cs.clues[0].text != out.clues[0].text or not cs.clues[0].spans  # the input is not modified
+
+
+def test_blurring_without_values_does_not_apply():
+    cs = ClueSet("T", "T", [], {"X": "T"}, [Clue("c", "relation", "{X} is here", [])], [])
+    assert vague_time(cs, random.Random(0)) is None
+    assert fuzzy_quantities(cs, random.Random(0)) is None
+
+
+@pytest.mark.parametrize("transform", [partial_names, entity_by_description, relative_time, comparison])
+def test_added_constraints_hold_for_the_truth(toy_G, toy_index_, transform):
+    applied = 0
+    for target in NODES:
+        for seed in range(4):
+            out = transform(clue_set(toy_G, toy_index_, target), random.Random(seed), toy_index_)
+            if out is None:
+                continue
+            applied += 1
+            assert transform.__name__ in out.uncertainty
+            assert truth_ok(out, toy_index_), transform.__name__
+            assert toy_index_.ids[target] in candidates(toy_index_, all_checks(out), out.titles)
+    assert applied
+
+
+def test_relative_time_replaces_an_absolute_date(toy_G, toy_index_):
+    cs = clue_set(toy_G, toy_index_, "Idris Kallan")
+    out = relative_time(cs, random.Random(1), toy_index_)
+    rel = [c for c in out.clues if c.kind == "relative_time"]
+    assert len(rel) == 1 and "years" in rel[0].text
+    node = rel[0].checks[0]["node"]
+    assert not any(c.kind == "date" and c.checks[0]["node"] == node for c in out.clues + out.pool)
+
+
+def test_exclusion_removes_a_rival_but_not_the_answer(toy_G, toy_index_):
+    cs = clue_set(toy_G, toy_index_, "Edwin Harlow", nodes=("Edwin Harlow", "Tarnis"))
+    cs.clues = [c for c in cs.clues if c.kind == "relation"]
+    before = candidates(toy_index_, all_checks(cs), cs.titles)
+    assert len(before) > 1
+    out = exclusion(cs, random.Random(0), toy_index_)
+    after = candidates(toy_index_, all_checks(out), out.titles)
+    assert toy_index_.ids["Edwin Harlow"] in after and len(after) < len(before)
+
+
+def test_weak_constraints_are_unique_only_together(toy_G, toy_index_):
+    found = 0
+    for target in NODES:
+        cs = clue_set(toy_G, toy_index_, target)
+        cs.clues += cs.pool
+        cs.pool = []
+        cs = vague_time(cs, random.Random(1)) or cs
+        cs = fuzzy_quantities(cs, random.Random(1)) or cs
+        out = weak_constraints(cs, random.Random(0), toy_index_)
+        if out is None:
+            continue
+        found += 1
+        assert candidates(toy_index_, all_checks(out), out.titles) == {toy_index_.ids[target]}
+        assert all(len(candidates(toy_index_, c.checks, out.titles)) > 1 for c in out.clues)
+    assert found
+
+
+def test_distractor_matches_all_clues_but_one(toy_G, toy_index_):
+    cs = clue_set(toy_G, toy_index_, "Velmora Observatory")
+    cs.clues += [c for c in cs.pool if c.kind == "date" and c.checks[0]["node"] == "X"]
+    cs = vague_time(cs, random.Random(0))  # founded in 1887: any period around it holds Brisk's 1889 too
+    out = distractor(cs, random.Random(0), toy_index_)
+    assert "distractor" in out.uncertainty and out.distractor["title"] != "Velmora Observatory"
+    rival = toy_index_.ids[out.distractor["title"]]
+    for clue in out.clues:
+        fits = rival in candidates(toy_index_, clue.checks, out.titles)
+        assert fits == (clue.id != out.distractor["fails"]), clue.id
+
+
+def test_every_kind_is_deterministic_given_the_seed(toy_G, toy_index_):
+    for kind in KINDS:
+        runs = [apply(kind, clue_set(toy_G, toy_index_, "Idris Kallan"), random.Random(7), toy_index_)
+                for _ in range(2)]
+        assert (runs[0] is None) == (runs[1] is None)
+        if runs[0] is not None:
+            assert runs[0].to_dict() == runs[1].to_dict()
+    with pytest.raises(ValueError, match="unknown uncertainty kind"):
+        apply("telepathy", clue_set(toy_G, toy_index_), random.Random(0))
