@@ -74,8 +74,13 @@ class ResearchEnv(gym.Env[str, str]):
             end the episode (``termination="format_error"``).
 
     ``reset(options=...)`` accepts ``{"task": {...}}`` (a task dict) or
-    ``{"task_index": i}``; otherwise it draws a task with the environment's random
-    generator, so a seeded reset picks the same task every time.
+    ``{"task_index": i}``; otherwise it uses :attr:`next_task` when one was set, and
+    otherwise draws a task with the environment's random generator, so a seeded reset
+    picks the same task every time.
+
+    :attr:`next_task` gives each sub-environment of a vector environment its own task,
+    including on autoreset: ``vec.set_attr("next_task", [t0, t0, t1, t1])`` (a GRPO group
+    is G sub-environments on one task). It is used by one reset and then cleared.
     """
 
     metadata = {"render_modes": ["ansi"], "render_fps": 4}
@@ -112,6 +117,8 @@ class ResearchEnv(gym.Env[str, str]):
         self._closers: list[Callable[[], None]] = []
         self._closed = False
         self._task: Task | None = None
+        self.next_task: Task | dict | None = None
+        """The task of the next reset that names none (then cleared); see the class docstring."""
         self._messages: list[dict[str, str]] = []
         self._done = False
 
@@ -221,6 +228,9 @@ class ResearchEnv(gym.Env[str, str]):
             if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(self.tasks):
                 raise ValueError(f"task_index must be an integer in [0, {len(self.tasks)}), got {index!r}")
             return self.tasks[index]
+        if self.next_task is not None:
+            task, self.next_task = self.next_task, None
+            return task if isinstance(task, Task) else task_from_dict(task, "next_task")
         return self.tasks[int(self.np_random.integers(len(self.tasks)))]
 
     def _add(self, role: str, content: str) -> None:

@@ -10,12 +10,17 @@ objects, or both.
 from __future__ import annotations
 
 import os
-from typing import Any, Sequence
+import threading
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import gymnasium as gym
 
 from envs.arguments import ArgumentError, string_arg, string_list
 from envs.env import ResearchEnv
 from envs.formatting import format_search_batch
 from envs.tool import Tool, ToolResult
+from envs.wrappers import check_seconds, with_episode_limit
 
 DEFAULT_TOOLS = ("search", "visit", "python")
 VISIT_SEPARATOR = "\n=======\n"
@@ -117,28 +122,84 @@ def build_tools(sim: Any, tools: Sequence[str | Tool] | None) -> tuple[list[Tool
     return built, owned
 
 
+class _SharedSims:
+    """One :class:`wiki_sim.WikiSim` per simulator directory per process, reference-counted:
+    every environment over the same directory shares it (and its search and visit caches, so
+    the G rollouts of a GRPO group hit the cache), and the last environment to close closes it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._sims: dict[str, list[Any]] = {}  # resolved path -> [sim, refcount]
+
+    def acquire(self, wiki_dir: str | os.PathLike) -> tuple[Any, Callable[[], None]]:
+        """The shared simulator for ``wiki_dir`` and the function that releases it (once)."""
+        from wiki_sim import WikiSim  # Whoosh is imported only when an environment is made
+
+        key = str(Path(wiki_dir).resolve())
+        with self._lock:
+            entry = self._sims.get(key)
+            if entry is None:
+                entry = self._sims[key] = [WikiSim(wiki_dir), 0]
+            entry[1] += 1
+        released = False
+
+        def release() -> None:
+            nonlocal released
+            with self._lock:
+                if released:
+                    return
+                released = True
+                entry[1] -= 1
+                last = entry[1] == 0
+                if last and self._sims.get(key) is entry:
+                    del self._sims[key]
+            if last:
+                _close(entry[0])
+
+        return entry[0], release
+
+    def open_count(self) -> int:
+        """How many simulators are open (for tests)."""
+        with self._lock:
+            return len(self._sims)
+
+
+SHARED_SIMS = _SharedSims()
+
+
 def make_wikisim_env(wiki_dir: str | os.PathLike, tasks: str | os.PathLike | Sequence[dict],
-                     tools: Sequence[str | Tool] | None = None, **kwargs: Any) -> ResearchEnv:
+                     tools: Sequence[str | Tool] | None = None, *, share_sim: bool = True,
+                     max_episode_seconds: float | None = None, **kwargs: Any) -> gym.Env:
     """The research environment over the simulator in ``wiki_dir``.
 
+    ``share_sim`` (default) uses the process's one :class:`wiki_sim.WikiSim` for
+    ``wiki_dir``, shared with every other environment over it and closed with the last of
+    them; ``share_sim=False`` opens a private one. ``max_episode_seconds`` wraps the
+    environment in :class:`envs.wrappers.EpisodeTimeLimit` (``termination="time_limit"``).
     Other keyword arguments go to :class:`envs.env.ResearchEnv` (``max_tool_calls``,
     ``max_context_tokens``, ``tokenizer``, ``reward_weights``, ``judge``, ...).
     """
-    from wiki_sim import WikiSim  # Whoosh is imported only when an environment is made
-
     if wiki_dir is None:
         raise ValueError("wiki_dir is required: the simulator directory built by `websailor wiki build`")
-    sim = WikiSim(wiki_dir)
+    check_seconds(max_episode_seconds)
+    if share_sim:
+        sim, release = SHARED_SIMS.acquire(wiki_dir)
+    else:
+        from wiki_sim import WikiSim  # Whoosh is imported only when an environment is made
+
+        sim = WikiSim(wiki_dir)
+        release = sim.close
     try:
         tool_objects, owned = build_tools(sim, tools)
         env = ResearchEnv(tool_objects, tasks, **kwargs)
     except BaseException:
-        _close(sim)
+        release()
         raise
-    for obj in [*owned, sim]:
+    for obj in owned:
         if callable(getattr(obj, "close", None)):
             env.add_closer(obj.close)
-    return env
+    env.add_closer(release)
+    return with_episode_limit(env, max_episode_seconds)
 
 
 def _close(obj: Any) -> None:

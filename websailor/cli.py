@@ -54,6 +54,8 @@ COMMANDS: dict[str, dict[str, Command] | Command] = {
                             "keep the tasks some but not all rollouts solve (pass-rate filter)"),
     "synth-report": Command("sailorfog.report", "ReportConfig", "run_report",
                             "counts and plots of a task file beside the released samples"),
+    "eval": Command("trainers.eval", "EvalConfig", "run_eval",
+                    "pass@1/pass@k of a policy on a task file, per-task results, optional budget sweep (PNG)"),
 }
 
 

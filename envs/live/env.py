@@ -5,7 +5,8 @@
 file (None: ``$WEBSAILOR_LIVE_CONFIG`` if set, else defaults and environment variables);
 ``base_urls`` may also be given directly. ``tools`` is None (``search``, ``visit``,
 ``google_scholar``, ``python``), or a list of tool names and Tool objects. Everything else
-goes to :class:`envs.env.ResearchEnv` (``max_tool_calls``, ``reward_weights``, ``judge``, ...).
+goes to :class:`envs.env.ResearchEnv` (``max_tool_calls``, ``reward_weights``, ``judge``, ...);
+``max_episode_seconds`` wraps it in :class:`envs.wrappers.EpisodeTimeLimit`.
 The run statistics are on ``env.unwrapped.live_web.snapshot()``.
 """
 
@@ -33,10 +34,14 @@ def live_tools(web: LiveWeb, tools: Sequence[Any] | None = None) -> list:
 
 def make_liveweb_env(tasks: str | os.PathLike | Sequence[dict], tools: Sequence[Any] | None = None,
                      config: LiveConfig | Mapping[str, Any] | str | os.PathLike | None = None,
-                     base_urls: Mapping[str, str] | None = None, **kwargs: Any):
+                     base_urls: Mapping[str, str] | None = None, max_episode_seconds: float | None = None,
+                     **kwargs: Any):
     """The live-web :class:`envs.env.ResearchEnv` (see the module docstring)."""
     from envs.env import ResearchEnv
 
+    from envs.wrappers import check_seconds, with_episode_limit
+
+    check_seconds(max_episode_seconds)
     cfg = LiveConfig.coerce(config)
     if base_urls:
         cfg = replace(cfg, base_urls={**cfg.base_urls, **dict(base_urls)})
@@ -54,4 +59,4 @@ def make_liveweb_env(tasks: str | os.PathLike | Sequence[dict], tools: Sequence[
         close = getattr(obj, "close", None)
         if callable(close):
             env.add_closer(close)
-    return env
+    return with_episode_limit(env, max_episode_seconds)

@@ -1,0 +1,81 @@
+"""trainers.eval: pass@k, per-task results, summary, budget sweep, the CLI."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from envs.tasks import write_jsonl_tasks, task_from_dict
+from trainers.eval import EvalConfig, pass_at_k, run_eval
+from websailor.cli import main
+
+from tests.envs.conftest import TASKS
+
+from .conftest import MINI_ENV_ID, MINI_SHORT_ENV_ID, tiny_qwen2
+
+
+def test_pass_at_k_hand_computed():
+    assert pass_at_k(4, 1, 2) == pytest.approx(0.5)  # 1 - C(3,2)/C(4,2) = 1 - 3/6
+    assert pass_at_k(5, 2, 3) == pytest.approx(0.9)  # 1 - C(3,3)/C(5,3) = 1 - 1/10
+    assert pass_at_k(3, 0, 3) == 0.0 and pass_at_k(3, 3, 1) == 1.0 and pass_at_k(4, 1, 1) == 0.25
+    with pytest.raises(ValueError):
+        pass_at_k(2, 1, 3)
+
+
+@pytest.fixture()
+def task_file(tmp_path):
+    path = tmp_path / "tasks.jsonl"
+    write_jsonl_tasks(path, [task_from_dict(t) for t in TASKS])
+    return path
+
+
+def test_heuristic_eval_writes_results_and_sweep(task_file, tmp_path):
+    out = tmp_path / "eval"
+    config = EvalConfig(tasks=str(task_file), policy="heuristic", env_id=MINI_ENV_ID, out=str(out), k=2,
+                        num_envs=2, sweep_tool_calls=[1, 2, 4], sweep_context_tokens=[200, 100000])
+    summary = run_eval(config)
+    rows = [json.loads(line) for line in (out / "heuristic.jsonl").read_text().splitlines()]
+    assert [r["id"] for r in rows] == [t["id"] for t in TASKS]
+    assert all(r["samples"] == 2 and len(r["terminations"]) == 2 for r in rows)
+    assert summary["pass@1"] == pytest.approx(sum(r["pass@1"] for r in rows) / 3) and summary["pass@1"] > 0.5
+    assert sum(summary["terminations"].values()) == 6
+    trajectories = (out / "heuristic.trajectories.jsonl").read_text().splitlines()
+    assert len(trajectories) == 6 and json.loads(trajectories[0])["policy"] == "heuristic"
+    saved = json.loads((out / "summary.json").read_text())
+    assert saved["heuristic"]["pass@2"] == summary["pass@2"]
+    sweep = json.loads((out / "heuristic.budget_sweep.json").read_text())["points"]
+    assert [p["budget"] for p in sweep["max_tool_calls"]] == [1, 2, 4]
+    calls = [p["mean_tool_calls"] for p in sweep["max_tool_calls"]]
+    assert calls[0] <= 1 and calls == sorted(calls)  # the budget binds
+    assert sweep["max_context_tokens"][0]["pass@1"] <= sweep["max_context_tokens"][1]["pass@1"]
+    assert (out / "heuristic.budget_sweep.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_transformers_policy_eval_through_the_cli(task_file, tmp_path, capsys):
+    model_dir = tmp_path / "tiny"
+    tiny_qwen2().save_pretrained(model_dir)
+    out = tmp_path / "eval"
+    code = main(["eval", "run", "--tasks", str(task_file), "--policy", "transformers", "--model", str(model_dir),
+                 "--tokenizer", "byt5",
+                 "--env-id", MINI_SHORT_ENV_ID, "--out", str(out), "--k", "2", "--limit", "1", "--max-new-tokens", "8",
+                 "--num-envs", "4"])
+    assert code == 0
+    last = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert last["name"] == "tiny" and last["num_tasks"] == 1 and last["temperature"] == 0.85 and last["top_p"] == 0.95
+    rows = [json.loads(line) for line in (out / "tiny.jsonl").read_text().splitlines()]
+    assert len(rows) == 1 and rows[0]["samples"] == 2 and rows[0]["terminations"] == ["format_error"] * 2
+    record = json.loads((out / "tiny.trajectories.jsonl").read_text().splitlines()[0])
+    assert record["token_ids"] and sum(record["loss_mask"]) > 0
+
+
+def test_bad_eval_input(task_file, tmp_path, capsys):
+    assert main(["eval", "run", "--tasks", str(tmp_path / "none.jsonl")]) == 2
+    assert "task file not found" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="--model"):
+        EvalConfig(tasks=str(task_file), policy="transformers", env_id=MINI_ENV_ID)
+    with pytest.raises(ValueError, match="--wiki-dir"):
+        EvalConfig(tasks=str(task_file))
+    with pytest.raises(ValueError, match="--judge-base-url"):
+        EvalConfig(tasks=str(task_file), env_id=MINI_ENV_ID, judge="llm")
+    with pytest.raises(ValueError, match="sweep-tool-calls"):
+        EvalConfig(tasks=str(task_file), env_id=MINI_ENV_ID, sweep_tool_calls=[0])

@@ -1,0 +1,206 @@
+"""trainers.rollout: exact ids over multi-turn episodes, log-probabilities in place, async refill."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import gymnasium as gym
+import pytest
+import torch
+
+from envs.protocol import format_turn
+from envs.tokens import stop_sequences, tokenize_messages
+from envs.tool import ToolResult
+from trainers.policies import Generation, TransformersPolicy
+from trainers.rollout import RolloutConfig, Trajectory, collect, iter_collect, rollout_metrics
+
+from tests.envs.conftest import TASKS
+
+from .conftest import MINI_ENV_ID, make_mini_env
+
+ANSWERS = {t["question"]: t["answer"] for t in TASKS}
+
+
+def _segments(traj: Trajectory) -> list[tuple[int, int]]:
+    """(start, end) of each run of loss-mask ones in token_ids."""
+    runs, start = [], None
+    for i, m in enumerate(traj.loss_mask + [0]):
+        if m and start is None:
+            start = i
+        elif not m and start is not None:
+            runs.append((start, i))
+            start = None
+    return runs
+
+
+class LoggingPolicy:
+    """Wraps a policy and remembers every (prompt, generated ids) pair."""
+
+    def __init__(self, inner):
+        self.inner, self.tokenizer, self.log, self.batches = inner, inner.tokenizer, {}, []
+
+    def generate(self, prompts, **kwargs):
+        gens = self.inner.generate(prompts, **kwargs)
+        self.batches.append(len(prompts))
+        for p, g in zip(prompts, gens):
+            self.log.setdefault(tuple(p), []).append(g)
+        return gens
+
+    def sampled_at(self, prefix, ids):
+        """The generation at this prefix that produced ``ids`` (identical prompts of a group share a key)."""
+        matches = [g for g in self.log[tuple(prefix)] if g.token_ids == ids]
+        assert matches, "these ids were not sampled at this position"
+        return matches[0]
+
+
+class ScriptedPolicy:
+    """A token policy that plays search -> visit -> answer (answer from the question), as ids."""
+
+    def __init__(self, tokenizer, slow_first: str | None = None):
+        self.tokenizer, self.slow_first = tokenizer, slow_first
+
+    def _turn(self, prompt_text: str) -> str:
+        question = next(q for q in ANSWERS if q in prompt_text)
+        turn = prompt_text.count("<|im_start|>assistant\n") - 1
+        if self.slow_first and self.slow_first in question and turn == 0:
+            return format_turn("wait", tool_call=("slow", {}))
+        if self.slow_first is not None or turn >= 2:
+            return format_turn("done — é", answer=ANSWERS[question])
+        if turn == 0:
+            return format_turn("search first", tool_call=("search", {"query": [question[:40]]}))
+        return format_turn("read", tool_call=("visit", {"url": "https://en.wikipedia.org/wiki/Paris", "goal": "g"}))
+
+    def generate(self, prompts, *, max_new_tokens, temperature, top_p, stop_ids=()):
+        out = []
+        for p in prompts:
+            text = self._turn(self.tokenizer.decode(p)) + "<|im_end|>"
+            ids = self.tokenizer.encode(text, add_special_tokens=False)[:max_new_tokens]
+            out.append(Generation(ids, [-0.001 * (i + 1) for i in range(len(ids))], text, "stop"))
+        return out
+
+
+def test_scripted_multi_turn_ids_are_the_sampled_ids(tokenizer):
+    policy = LoggingPolicy(ScriptedPolicy(tokenizer))
+    config = RolloutConfig(env_id=MINI_ENV_ID, num_envs=2, tool_workers=2, max_new_tokens=512)
+    trajs = collect(policy, TASKS, config, group_size=2, progress=False)
+    assert [t.index for t in trajs] == list(range(6))
+    assert [t.task["id"] for t in trajs] == [t["id"] for t in TASKS for _ in range(2)]
+    for traj in trajs:
+        assert (traj.termination, traj.is_correct, traj.reward, traj.truncated) == ("answer", True, 1.0, False)
+        assert traj.num_turns == 3 and traj.num_tool_calls == 2
+        assert len(traj.token_ids) == len(traj.loss_mask) == len(traj.logprobs)
+        segments = _segments(traj)
+        assert len(segments) == 3
+        for start, end in segments:  # each run of ones is exactly what the policy sampled at that point
+            sampled = policy.sampled_at(traj.prompt_ids + traj.token_ids[:start], traj.token_ids[start:end])
+            assert traj.logprobs[start:end] == sampled.logprobs
+        assert all(lp == 0.0 for lp, m in zip(traj.logprobs, traj.loss_mask) if m == 0)
+        # A trainer re-tokenizing the transcript gets the same ids and mask (the scripted text round-trips).
+        whole = tokenize_messages(traj.messages, tokenizer)
+        newline = tokenizer.encode("\n", add_special_tokens=False)
+        assert whole.input_ids.tolist() == traj.prompt_ids + traj.token_ids + newline
+        assert whole.loss_mask.tolist() == [0] * len(traj.prompt_ids) + traj.loss_mask + [0]
+        record = json.loads(json.dumps(traj.to_record()))
+        assert record["termination"] == "answer" and record["token_ids"] == traj.token_ids
+        assert record["messages"] == traj.messages and record["policy"] == "policy"
+    metrics = rollout_metrics(trajs)
+    assert metrics["env/accuracy"] == 1.0 and metrics["termination/answer"] == 1.0
+
+
+def test_tiny_model_rollout_exact_ids_logprobs_and_round_trip(model, tokenizer):
+    policy = LoggingPolicy(TransformersPolicy(model, tokenizer))
+    config = RolloutConfig(env_id=MINI_ENV_ID, env_kwargs={"system_prompt": "Answer with tools."}, num_envs=3,
+                           tool_workers=2, max_new_tokens=24, temperature=0.9)
+    torch.manual_seed(0)
+    trajs = collect(policy, TASKS[:2], config, group_size=2, progress=False)
+    assert len(trajs) == 4 and max(policy.batches) > 1  # generation was batched across episodes
+    reencoded_differs = False
+    for traj in trajs:
+        assert traj.termination == "format_error" and traj.truncated and traj.num_turns == 3
+        assistant = [m["content"] for m in traj.messages if m["role"] == "assistant"]
+        segments = _segments(traj)
+        assert len(segments) == len(assistant) == 3
+        for (start, end), content in zip(segments, assistant):
+            ids = traj.token_ids[start:end]
+            sampled = policy.sampled_at(traj.prompt_ids + traj.token_ids[:start], ids)
+            assert traj.logprobs[start:end] == sampled.logprobs
+            # The environment saw exactly the decoded sampled ids, less the stop sequence that ended the turn.
+            stop = next((s for s in stop_sequences(tokenizer) if ids[-len(s):] == s), [])
+            assert content == tokenizer.decode(ids[: len(ids) - len(stop)], skip_special_tokens=False)
+            reencoded_differs |= tokenizer.encode(content, add_special_tokens=False) != ids
+        # Log-probabilities sit on the right positions: one forward pass over the whole sequence.
+        seq = torch.tensor([traj.prompt_ids + traj.token_ids])
+        with torch.no_grad():
+            logits = model(seq).logits[0, :-1].float() / 0.9
+        lp = torch.log_softmax(logits, -1).gather(-1, seq[0, 1:, None]).squeeze(-1)[len(traj.prompt_ids) - 1:]
+        mask = torch.tensor(traj.loss_mask, dtype=torch.bool)
+        assert torch.allclose(lp[mask], torch.tensor(traj.logprobs)[mask], atol=2e-4)
+    # Why ids are never re-tokenized: decoding then encoding what a model samples does not give its ids back.
+    assert reencoded_differs
+
+
+class SlowTool:
+    name = "slow"
+    description = "waits until released"
+    parameters = {"type": "object", "properties": {}}
+
+    def __init__(self, release: threading.Event):
+        self.release = release
+
+    def __call__(self, arguments):
+        released = self.release.wait(timeout=30)
+        return ToolResult("released" if released else "timed out")
+
+
+def test_async_refill_does_not_wait_for_a_slow_episode(tokenizer):
+    release = threading.Event()
+    env_id = "test/MiniWikiSlow-v0"
+    if env_id not in gym.registry:
+        gym.register(env_id, entry_point=lambda **kw: make_mini_env(tools=[SlowTool(kw.pop("release"))], **kw))
+    config = RolloutConfig(env_id=env_id, env_kwargs={"release": release}, num_envs=2, tool_workers=2)
+    policy = ScriptedPolicy(tokenizer, slow_first="Solar Dynamics")
+    order = []
+    for traj in iter_collect(policy, [TASKS[1], TASKS[0], TASKS[2], TASKS[0]], config, progress=False):
+        order.append(traj.task["id"])
+        if len(order) == 3:
+            release.set()  # only now can the slow episode finish
+    assert order == ["horse", "capital", "horse", "sdo"]
+
+
+def test_limits_end_episodes(tokenizer):
+    # The prompt is ~2,430 byte tokens, the first turn ~150, its search results ~400.
+    tight = RolloutConfig(env_id=MINI_ENV_ID, num_envs=1, max_total_tokens=2700, max_new_tokens=512)
+    traj = collect(ScriptedPolicy(tokenizer), TASKS[:1], tight, progress=False)[0]
+    assert traj.termination == "context_limit" and traj.truncated and traj.reward == 0.0 and traj.num_turns == 1
+    assert len(traj.prompt_ids) + sum(traj.loss_mask) <= 2700 < len(traj.prompt_ids) + len(traj.token_ids)
+    release = threading.Event()
+    env_id = "test/MiniWikiSlow-v0"
+    config = RolloutConfig(env_id=env_id, env_kwargs={"release": release}, num_envs=1, max_episode_seconds=0.2)
+    threading.Timer(1.0, release.set).start()
+    traj = collect(ScriptedPolicy(tokenizer, slow_first="Solar"), TASKS[1:2], config, progress=False)[0]
+    assert traj.termination == "time_limit" and traj.truncated and traj.num_tool_calls == 1
+
+
+class EchoTextPolicy:
+    def generate_text(self, conversations, *, max_new_tokens, temperature, top_p, stop=()):
+        return [Generation([], [], format_turn("t", answer=ANSWERS[c[1]["content"]]), "stop") for c in conversations]
+
+
+def test_text_policy_rollouts_have_no_ids():
+    config = RolloutConfig(env_id=MINI_ENV_ID, num_envs=2, temperature=0.85, top_p=0.95)
+    trajs = collect(EchoTextPolicy(), TASKS, config, progress=False)
+    assert all(t.is_correct and t.token_ids == [] and t.prompt_ids == [] and t.num_turns == 1 for t in trajs)
+
+
+def test_bad_config_and_policy():
+    with pytest.raises(ValueError, match="num_envs"):
+        RolloutConfig(num_envs=0)
+    with pytest.raises(ValueError, match="temperature"):
+        RolloutConfig(temperature=-1)
+    with pytest.raises(ValueError, match="max_episode_seconds"):
+        RolloutConfig(max_episode_seconds=0)
+    with pytest.raises(ValueError, match="group_size"):
+        list(iter_collect(EchoTextPolicy(), TASKS, RolloutConfig(env_id=MINI_ENV_ID), group_size=0))
+    with pytest.raises(ValueError, match="Policy"):
+        collect(object(), TASKS, RolloutConfig(env_id=MINI_ENV_ID), progress=False)

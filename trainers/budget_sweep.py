@@ -1,0 +1,63 @@
+"""Budget sweep: accuracy against the tool-call and context-length budgets (the form of
+WebSailor-V2's Figure 5), written as JSON and plotted to PNG.
+
+Each point is a full evaluation (:func:`trainers.eval.evaluate`) of the same tasks with
+one budget changed; the other stays as configured.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+
+def run_sweep(policy: Any, tasks: Sequence[Mapping[str, Any]], config: Any, prefix: Path) -> dict[str, Any]:
+    """Evaluate at every budget of ``config.sweep_tool_calls`` and ``config.sweep_context_tokens``;
+    writes ``<prefix>.json`` and ``<prefix>.png``; returns the points and file names."""
+    from trainers.eval import evaluate, with_budget
+
+    points: dict[str, list[dict[str, float]]] = {"max_tool_calls": [], "max_context_tokens": []}
+    for budget_name, values in (("max_tool_calls", config.sweep_tool_calls),
+                                ("max_context_tokens", config.sweep_context_tokens)):
+        for value in sorted(set(values or [])):
+            _, summary, _ = evaluate(policy, tasks, with_budget(config, **{budget_name: value}))
+            points[budget_name].append({
+                "budget": value, "pass@1": summary["pass@1"], f"pass@{config.k}": summary[f"pass@{config.k}"],
+                "mean_tool_calls": summary["mean_tool_calls"], "terminations": summary["terminations"]})
+            print(f"sweep {budget_name}={value}: pass@1 {summary['pass@1']:.3f}")
+    result = {"name": config.results_name, "points": points}
+    json_path, png_path = prefix.with_name(prefix.name + ".json"), prefix.with_name(prefix.name + ".png")
+    tmp = json_path.with_name(json_path.name + ".tmp")
+    tmp.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, json_path)
+    plot_sweep(result, png_path)
+    return {"points": points, "json": str(json_path), "png": str(png_path)}
+
+
+def plot_sweep(result: Mapping[str, Any], path: Path) -> None:
+    """Accuracy (pass@1) against each swept budget, one panel per budget, saved as PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = [(name, pts) for name, pts in result["points"].items() if pts]
+    fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 4), squeeze=False)
+    labels = {"max_tool_calls": "tool-call budget", "max_context_tokens": "context budget (tokens)"}
+    for ax, (name, pts) in zip(axes[0], panels):
+        xs = [p["budget"] for p in pts]
+        ax.plot(xs, [p["pass@1"] for p in pts], marker="o", label="pass@1")
+        if len(xs) > 1 and max(xs) / min(xs) >= 8:
+            ax.set_xscale("log", base=2)
+        ax.set_xlabel(labels.get(name, name))
+        ax.set_ylabel("accuracy")
+        ax.set_ylim(-0.02, 1.02)
+        ax.grid(True, alpha=0.3)
+        ax.set_title(f"{result['name']}: accuracy vs {labels.get(name, name)}")
+    fig.tight_layout()
+    tmp = path.with_name(path.stem + ".tmp.png")
+    fig.savefig(tmp, dpi=100)
+    plt.close(fig)
+    os.replace(tmp, path)

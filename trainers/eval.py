@@ -1,0 +1,351 @@
+"""Evaluation: pass@1 and pass@k over a task file with any policy (``websailor eval``).
+
+Every task is played ``k`` times (sampling as the paper's evaluation by default:
+temperature 0.85, top-p 0.95) with a policy backend (a local ``transformers`` model, vLLM,
+an OpenAI-compatible endpoint) or one of the baseline policies of :mod:`envs.baselines`,
+and judged by the environment's judge (exact match / F1, or the LLM grader). pass@k is the
+unbiased estimator of Chen et al. (2021): ``1 - C(n - c, k) / C(n, k)`` for ``c`` correct of
+``n`` samples; pass@1 is ``c / n``.
+
+Writes, under ``out``: ``<name>.jsonl`` (one line per task: samples, correct count,
+pass@1, pass@k, predictions, terminations), ``<name>.trajectories.jsonl``, and
+``summary.json`` (``{name: summary}``, merged with what is there). Prints a table and,
+last, the summary as one JSON line. ``--sweep-tool-calls``/``--sweep-context-tokens`` add
+the budget sweep (:mod:`trainers.budget_sweep`): accuracy against each budget, as a PNG.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import queue
+import re
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Literal, Mapping, Sequence
+
+PolicyKind = Literal["transformers", "vllm", "openai", "heuristic", "random"]
+JudgeKind = Literal["em_f1", "f1", "llm"]
+BASELINES = ("heuristic", "random")
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k from ``c`` correct of ``n`` samples: ``1 - C(n-c, k) / C(n, k)``."""
+    if not 0 <= c <= n or not 1 <= k <= n:
+        raise ValueError(f"expected 0 <= c <= n and 1 <= k <= n, got n={n}, c={c}, k={k}")
+    if n - c < k:
+        return 1.0
+    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
+
+
+@dataclass
+class EvalConfig:
+    """Evaluate a policy on a task file: pass@1 and pass@k, per-task results, termination
+    reasons; optionally a budget sweep (accuracy against tool-call and context budgets)."""
+
+    tasks: str
+    """Task JSONL file ({"question", "answer"} per line; optional id, aliases)."""
+    policy: PolicyKind = "heuristic"
+    """Backend: transformers (local model dir), vllm (GPU), openai (endpoint), or a baseline."""
+    model: str = ""
+    """Model directory (transformers, vllm) or model name (openai)."""
+    tokenizer: str = ""
+    """Tokenizer for --policy transformers: a directory, or "byt5" for transformers.ByT5Tokenizer()
+    (no files); default: the model directory's."""
+    base_url: str = ""
+    """OpenAI-compatible API root for --policy openai, e.g. http://127.0.0.1:8000/v1."""
+    api_key_env: str = "OPENAI_API_KEY"
+    """Environment variable holding the endpoint's API key (policy and judge), if any."""
+    name: str = ""
+    """Name of the results (files <out>/<name>.jsonl); default: the policy, or the model's folder name."""
+    out: str = "eval"
+    """Output directory."""
+    env_id: str = "websailor/WikiSim-v0"
+    """Environment id (gym.make)."""
+    wiki_dir: str | None = None
+    """Simulator directory (for websailor/WikiSim-v0)."""
+    k: int = 1
+    """Samples per task; pass@k is reported for this k (and pass@1)."""
+    temperature: float = 0.85
+    """Sampling temperature (the paper's evaluation setting)."""
+    top_p: float = 0.95
+    """Nucleus sampling mass (the paper's evaluation setting)."""
+    max_new_tokens: int = 2048
+    """Tokens per assistant turn."""
+    max_tool_calls: int = 100
+    """Tool-call budget per episode."""
+    max_context_tokens: int = 131072
+    """Transcript budget per episode (tokens)."""
+    judge: JudgeKind = "em_f1"
+    """Answer judge: exact match (em_f1), F1 reward (f1), or the LLM grader (llm)."""
+    judge_base_url: str = ""
+    """OpenAI-compatible API root of the LLM grader (--judge llm)."""
+    judge_model: str = ""
+    """The LLM grader's model name (--judge llm)."""
+    num_envs: int = 8
+    """Episodes at once."""
+    max_episode_seconds: float | None = 1800.0
+    """Wall-clock limit per episode."""
+    limit: int | None = None
+    """Evaluate only the first N tasks."""
+    device: str = "cpu"
+    """Device of the transformers backend."""
+    seed: int = 0
+    """Sampling and environment seed."""
+    sweep_tool_calls: list[int] | None = None
+    """Budget sweep: tool-call budgets to evaluate at (e.g. 1 2 4 8)."""
+    sweep_context_tokens: list[int] | None = None
+    """Budget sweep: context budgets (tokens) to evaluate at."""
+    progress: bool = False
+    """Show a progress bar."""
+
+    def __post_init__(self) -> None:
+        if not Path(self.tasks).is_file():
+            raise ValueError(f"task file not found: {self.tasks}")
+        if self.policy in ("transformers", "vllm", "openai") and not self.model:
+            raise ValueError(f"--policy {self.policy} needs --model")
+        if self.policy == "openai" and not self.base_url:
+            raise ValueError("--policy openai needs --base-url (an OpenAI-compatible API root)")
+        if self.judge == "llm" and not (self.judge_base_url and self.judge_model):
+            raise ValueError("--judge llm needs --judge-base-url and --judge-model")
+        for field_name in ("k", "max_new_tokens", "max_tool_calls", "max_context_tokens", "num_envs"):
+            value = getattr(self, field_name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"--{field_name.replace('_', '-')} must be a positive integer, got {value!r}")
+        if self.limit is not None and self.limit < 1:
+            raise ValueError(f"--limit must be >= 1, got {self.limit}")
+        for field_name in ("sweep_tool_calls", "sweep_context_tokens"):
+            values = getattr(self, field_name)
+            if values is not None and (not values or any(not isinstance(v, int) or v < 1 for v in values)):
+                raise ValueError(f"--{field_name.replace('_', '-')} must list positive integers, got {values!r}")
+        if self.env_id == "websailor/WikiSim-v0" and not self.wiki_dir:
+            raise ValueError("--wiki-dir is required for websailor/WikiSim-v0")
+
+    @property
+    def results_name(self) -> str:
+        """File-safe name of the results: ``name``, else the model's last path part, else the policy."""
+        name = self.name or (Path(self.model.rstrip("/")).name if self.model else "") or self.policy
+        return re.sub(r"[^A-Za-z0-9._-]", "_", name).lstrip(".") or self.policy
+
+
+def _api_key(config: EvalConfig) -> str | None:
+    return os.environ.get(config.api_key_env) or None
+
+
+def load_policy(config: EvalConfig) -> Any:
+    """The policy backend the config names (baselines are played by :func:`evaluate` directly)."""
+    if config.policy in BASELINES:
+        return config.policy
+    if config.policy == "openai":
+        from trainers.policies import OpenAIPolicy
+
+        return OpenAIPolicy(config.base_url, config.model, api_key=_api_key(config))
+    if config.policy == "vllm":
+        from trainers.policies import VLLMPolicy
+
+        return VLLMPolicy(config.model, seed=config.seed)
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from trainers.policies import TransformersPolicy
+
+    if not Path(config.model).is_dir():
+        raise ValueError(f"--model must be a local model directory for --policy transformers, got {config.model}")
+    tokenizer = load_tokenizer(config.tokenizer or config.model)
+    model = AutoModelForCausalLM.from_pretrained(config.model).eval()
+    return TransformersPolicy(model, tokenizer, device=config.device)
+
+
+def load_tokenizer(source: str) -> Any:
+    """A tokenizer from a directory, or ``transformers.ByT5Tokenizer()`` for ``"byt5"``;
+    ``ValueError`` if it turns text into no ids (AutoTokenizer can pick the wrong class)."""
+    from transformers import AutoTokenizer, ByT5Tokenizer
+
+    tokenizer = ByT5Tokenizer() if source == "byt5" else AutoTokenizer.from_pretrained(source)
+    if not tokenizer.encode("probe text", add_special_tokens=False):
+        raise ValueError(f"the tokenizer loaded from {source} ({type(tokenizer).__name__}) encodes text to no ids; "
+                         "pass --tokenizer (a directory, or byt5)")
+    return tokenizer
+
+
+def _judge(config: EvalConfig) -> Any:
+    if config.judge != "llm":
+        return config.judge
+    from envs.judges import LLMJudge
+
+    return LLMJudge(config.judge_base_url, config.judge_model, api_key=_api_key(config))
+
+
+def env_kwargs(config: EvalConfig, policy: Any = None) -> dict[str, Any]:
+    """``gym.make`` keyword arguments for the config (the policy's tokenizer counts the context)."""
+    kwargs: dict[str, Any] = {"tasks": config.tasks, "max_tool_calls": config.max_tool_calls,
+                              "max_context_tokens": config.max_context_tokens, "judge": _judge(config)}
+    if config.wiki_dir:
+        kwargs["wiki_dir"] = config.wiki_dir
+    tokenizer = getattr(policy, "tokenizer", None)
+    if tokenizer is not None:
+        kwargs["tokenizer"] = tokenizer
+    return kwargs
+
+
+def evaluate(policy: Any, tasks: Sequence[Mapping[str, Any]], config: EvalConfig) -> tuple[list[dict], dict, list]:
+    """Play ``k`` episodes per task; returns (per-task rows, summary, trajectories)."""
+    from trainers.rollout import RolloutConfig, collect
+
+    rollout = RolloutConfig(
+        env_id=config.env_id, env_kwargs=env_kwargs(config, policy), max_new_tokens=config.max_new_tokens,
+        temperature=config.temperature, top_p=config.top_p, num_envs=config.num_envs,
+        tool_workers=config.num_envs, max_total_tokens=config.max_context_tokens + config.max_new_tokens,
+        max_episode_seconds=config.max_episode_seconds, policy_name=config.results_name, seed=config.seed)
+    start = time.perf_counter()
+    if isinstance(policy, str):
+        trajectories = play_baseline(policy, tasks, rollout, config.k)
+    else:
+        trajectories = collect(policy, tasks, rollout, group_size=config.k, progress=config.progress)
+    rows = per_task_rows(trajectories, config.k)
+    return rows, summarize(rows, trajectories, config, time.perf_counter() - start), trajectories
+
+
+def per_task_rows(trajectories: Sequence[Any], k: int) -> list[dict[str, Any]]:
+    """One row per task from trajectories laid out group after group (``k`` per task)."""
+    rows = []
+    for start in range(0, len(trajectories), k):
+        group = trajectories[start:start + k]
+        task = group[0].task
+        correct = sum(t.is_correct for t in group)
+        rows.append({
+            "id": task["id"], "question": task["question"], "answer": task["answer"], "samples": len(group),
+            "correct": correct, "pass@1": correct / len(group), f"pass@{k}": pass_at_k(len(group), correct, k),
+            "is_correct": [t.is_correct for t in group], "rewards": [t.reward for t in group],
+            "predictions": [str(t.info.get("answer", "")) for t in group],
+            "terminations": [t.termination for t in group], "num_tool_calls": [t.num_tool_calls for t in group],
+            "num_turns": [t.num_turns for t in group],
+        })
+    return rows
+
+
+def summarize(rows: list[dict], trajectories: Sequence[Any], config: EvalConfig, seconds: float) -> dict[str, Any]:
+    """The run's summary: pass@1, pass@k, means, termination counts, settings."""
+    n = len(rows)
+    episodes = len(trajectories)
+    return {
+        "name": config.results_name, "policy": config.policy, "model": config.model, "tasks": config.tasks,
+        "num_tasks": n, "k": config.k, "pass@1": sum(r["pass@1"] for r in rows) / n,
+        f"pass@{config.k}": sum(r[f"pass@{config.k}"] for r in rows) / n,
+        "mean_tool_calls": sum(t.num_tool_calls for t in trajectories) / episodes,
+        "mean_turns": sum(t.num_turns for t in trajectories) / episodes,
+        "terminations": dict(Counter(t.termination for t in trajectories)),
+        "temperature": config.temperature, "top_p": config.top_p, "judge": config.judge,
+        "max_tool_calls": config.max_tool_calls, "max_context_tokens": config.max_context_tokens,
+        "seconds": seconds,
+    }
+
+
+def play_baseline(name: str, tasks: Sequence[Mapping[str, Any]], rollout: Any, k: int) -> list:
+    """``k`` episodes per task of a baseline policy (:mod:`envs.baselines`), ``num_envs`` at once."""
+    import gymnasium as gym
+
+    import envs  # noqa: F401  (registers the environments)
+    from envs.baselines import make_policy, run_episode
+    from envs.wrappers import EpisodeTimeLimit
+    from trainers.rollout import Trajectory
+
+    jobs: queue.Queue = queue.Queue()
+    for i, task in enumerate(tasks):
+        for j in range(k):
+            jobs.put((i * k + j, dict(task)))
+    results: dict[int, Trajectory] = {}
+    errors: list[BaseException] = []
+
+    def worker() -> None:
+        env = gym.make(rollout.env_id, **dict(rollout.env_kwargs))
+        if rollout.max_episode_seconds is not None:
+            env = EpisodeTimeLimit(env, rollout.max_episode_seconds)
+        try:
+            while True:
+                try:
+                    index, task = jobs.get_nowait()
+                except queue.Empty:
+                    return
+                agent = make_policy(name, seed=rollout.seed + index)
+                reward, info = run_episode(env, agent, options={"task": task})
+                termination = str(info.get("termination") or "unknown")
+                results[index] = Trajectory(
+                    task=env.get_wrapper_attr("task").to_dict(), messages=env.get_wrapper_attr("messages")(),
+                    prompt_ids=[], token_ids=[], loss_mask=[], logprobs=[], reward=reward,
+                    is_correct=bool(info.get("is_correct")), termination=termination,
+                    num_tool_calls=int(info.get("num_tool_calls", 0)), truncated=termination != "answer",
+                    info=dict(info), index=index, num_turns=int(info.get("turn", 0)), policy=rollout.policy_name)
+        except BaseException as exc:  # reported in the main thread
+            errors.append(exc)
+        finally:
+            env.close()
+
+    threads = [threading.Thread(target=worker, daemon=True) for _ in range(min(rollout.num_envs, jobs.qsize()))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    return [results[i] for i in sorted(results)]
+
+
+def _write_jsonl(path: Path, records: Sequence[Mapping[str, Any]]) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("w", encoding="utf-8") as fh:
+        for record in records:
+            fh.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+    os.replace(tmp, path)
+
+
+def _merge_summary(path: Path, name: str, summary: dict[str, Any]) -> None:
+    existing: dict[str, Any] = {}
+    if path.is_file():
+        try:
+            existing = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError:
+            existing = {}
+    existing = existing if isinstance(existing, dict) else {}
+    existing[name] = summary
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(existing, indent=2, default=str) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def print_table(summary: dict[str, Any]) -> None:
+    k = summary["k"]
+    print(f"{'name':<20} {'tasks':>6} {'k':>3} {'pass@1':>7} {f'pass@{k}':>7} {'tool calls':>10} {'turns':>6}")
+    print(f"{summary['name'][:20]:<20} {summary['num_tasks']:>6} {k:>3} {summary['pass@1']:>7.3f} "
+          f"{summary[f'pass@{k}']:>7.3f} {summary['mean_tool_calls']:>10.2f} {summary['mean_turns']:>6.2f}")
+    print("terminations: " + ", ".join(f"{r}={c}" for r, c in sorted(summary["terminations"].items())))
+
+
+def run_eval(config: EvalConfig) -> dict[str, Any]:
+    """Evaluate, write the results, print the table; returns the summary."""
+    from envs.tasks import load_tasks
+    from trainers.budget_sweep import run_sweep
+
+    tasks = [t.to_dict() for t in load_tasks(config.tasks)][: config.limit]
+    policy = load_policy(config)
+    out = Path(config.out)
+    out.mkdir(parents=True, exist_ok=True)
+    rows, summary, trajectories = evaluate(policy, tasks, config)
+    name = config.results_name
+    _write_jsonl(out / f"{name}.jsonl", rows)
+    _write_jsonl(out / f"{name}.trajectories.jsonl", [t.to_record() for t in trajectories])
+    if config.sweep_tool_calls or config.sweep_context_tokens:
+        summary["budget_sweep"] = run_sweep(policy, tasks, config, out / f"{name}.budget_sweep")
+    _merge_summary(out / "summary.json", name, summary)
+    print_table(summary)
+    print(f"per-task results: {out / f'{name}.jsonl'}")
+    print(json.dumps(summary, default=str))
+    return summary
+
+
+def with_budget(config: EvalConfig, **budget: int) -> EvalConfig:
+    """The config with another tool-call or context budget (validated again)."""
+    return replace(config, **budget)

@@ -1,0 +1,297 @@
+"""Policies: what turns prompts into sampled tokens, behind one small interface.
+
+:class:`Policy` (token in, token out; what training needs):
+``generate(prompts, *, max_new_tokens, temperature, top_p, stop_ids) -> list[Generation]``
+takes prompts as token ids and returns, per prompt, the sampled ids, their log-probabilities
+under the *sampling* distribution (after temperature and top-p, renormalized), the decoded
+text, and why generation stopped. ``stop_ids`` is a list of stop sequences (each a list of
+ids; a bare int is a one-token sequence): generation of a row stops right after the first
+one it samples, and the stop sequence is part of ``token_ids`` (it was sampled).
+
+:class:`TextPolicy` (text only; evaluation): ``generate_text(conversations, ...)`` takes
+ChatML message lists and returns generations with empty ``token_ids``/``logprobs``.
+
+Backends: :class:`TransformersPolicy` (``model.generate``, CPU or GPU),
+:class:`VLLMPolicy` (``vllm.LLM``, optional extra ``websailor-gym[vllm]``) and
+:class:`OpenAIPolicy` (an OpenAI-compatible ``/chat/completions`` endpoint; text only).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, Sequence, runtime_checkable
+
+import torch
+
+from envs.tokens import ends_with_any
+
+FinishReason = Literal["stop", "length"]
+
+
+@dataclass
+class Generation:
+    """One sampled continuation."""
+
+    token_ids: list[int]
+    """The sampled ids, the stop sequence included when one ended the turn ([] for text-only policies)."""
+    logprobs: list[float]
+    """Per sampled id, its log-probability under the sampling distribution (same length as ``token_ids``)."""
+    text: str
+    """The decoded continuation (the stop sequence included, as sampled)."""
+    finish_reason: FinishReason
+    """``stop`` (a stop sequence or EOS was sampled) or ``length`` (``max_new_tokens`` reached)."""
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """Token in, token out."""
+
+    def generate(self, prompts: list[list[int]], *, max_new_tokens: int, temperature: float, top_p: float,
+                 stop_ids: Sequence[Sequence[int] | int] = ()) -> list[Generation]: ...
+
+
+@runtime_checkable
+class TextPolicy(Protocol):
+    """Text in, text out (no token ids: evaluation only)."""
+
+    def generate_text(self, conversations: list[list[dict[str, str]]], *, max_new_tokens: int, temperature: float,
+                      top_p: float, stop: Sequence[str] = ()) -> list[Generation]: ...
+
+
+def normalize_stops(stop_ids: Sequence[Sequence[int] | int]) -> list[list[int]]:
+    """Stop sequences as lists of ids (an int is a one-token sequence; empty ones dropped)."""
+    out = []
+    for s in stop_ids:
+        seq = [int(s)] if isinstance(s, int) else [int(t) for t in s]
+        if seq and seq not in out:
+            out.append(seq)
+    return out
+
+
+def check_sampling(max_new_tokens: int, temperature: float, top_p: float) -> None:
+    """``ValueError`` saying expected vs actual for a bad sampling setting."""
+    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 1:
+        raise ValueError(f"max_new_tokens must be a positive integer, got {max_new_tokens!r}")
+    if not (isinstance(temperature, (int, float)) and math.isfinite(temperature) and temperature >= 0):
+        raise ValueError(f"temperature must be >= 0 (0 is greedy), got {temperature!r}")
+    if not (isinstance(top_p, (int, float)) and 0 < top_p <= 1):
+        raise ValueError(f"top_p must be in (0, 1], got {top_p!r}")
+
+
+def cut_at_stop(ids: Sequence[int], stops: Sequence[Sequence[int]]) -> tuple[list[int], bool]:
+    """``ids`` up to and including the first stop sequence, and whether one was found."""
+    for t in range(len(ids)):
+        if ends_with_any(ids[: t + 1], stops):
+            return list(ids[: t + 1]), True
+    return list(ids), False
+
+
+class _StopOnSequences:
+    """A ``transformers`` stopping criterion: per row, True once the generated ids end with a stop sequence."""
+
+    def __init__(self, stops: list[list[int]], prompt_len: int):
+        self.stops, self.prompt_len = stops, prompt_len
+
+    def __call__(self, input_ids: torch.LongTensor, scores: Any, **kwargs: Any) -> torch.BoolTensor:
+        done = [ends_with_any(row[self.prompt_len:].tolist(), self.stops) for row in input_ids]
+        return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
+
+
+class TransformersPolicy:
+    """Sampling with a ``transformers`` causal LM's ``generate`` (CPU or GPU).
+
+    Prompts are left-padded into batches of at most ``max_batch_size``. Log-probabilities
+    come from the processed scores ``generate`` sampled from (temperature and top-p
+    applied; top-k off), so with ``top_p=1`` they equal ``log_softmax(logits / T)`` of a
+    forward pass, the quantity a trainer's importance ratio compares against.
+    ``temperature=0`` is greedy (log-probabilities then of the raw logits).
+    """
+
+    def __init__(self, model: Any, tokenizer: Any, device: str | torch.device = "cpu", max_batch_size: int = 64):
+        if max_batch_size < 1:
+            raise ValueError(f"max_batch_size must be >= 1, got {max_batch_size}")
+        self.model, self.tokenizer, self.device = model, tokenizer, torch.device(device)
+        self.max_batch_size = max_batch_size
+        pad = getattr(tokenizer, "pad_token_id", None)
+        self.pad_id = pad if pad is not None else getattr(tokenizer, "eos_token_id", None) or 0
+        self.model.to(self.device)
+
+    @torch.no_grad()
+    def generate(self, prompts: list[list[int]], *, max_new_tokens: int, temperature: float = 1.0, top_p: float = 1.0,
+                 stop_ids: Sequence[Sequence[int] | int] = ()) -> list[Generation]:
+        check_sampling(max_new_tokens, temperature, top_p)
+        if any(not p for p in prompts):
+            raise ValueError("every prompt must hold at least one token id")
+        # The model's own EOS ends a row inside generate() whatever we pass; cut there too.
+        model_eos = getattr(getattr(self.model, "generation_config", None), "eos_token_id", None)
+        model_eos = [model_eos] if isinstance(model_eos, int) else list(model_eos or [])
+        stops = normalize_stops([*stop_ids, *model_eos])
+        out: list[Generation] = []
+        for start in range(0, len(prompts), self.max_batch_size):
+            out += self._generate_batch(prompts[start:start + self.max_batch_size], max_new_tokens,
+                                        temperature, top_p, stops)
+        return out
+
+    def _generate_batch(self, prompts: list[list[int]], max_new_tokens: int, temperature: float, top_p: float,
+                        stops: list[list[int]]) -> list[Generation]:
+        from transformers import GenerationConfig, StoppingCriteriaList
+
+        width = max(len(p) for p in prompts)
+        ids = torch.tensor([[self.pad_id] * (width - len(p)) + list(p) for p in prompts], device=self.device)
+        attention = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], device=self.device)
+        sample = temperature > 0
+        config = GenerationConfig(
+            max_new_tokens=max_new_tokens, do_sample=sample, temperature=temperature if sample else None,
+            top_p=top_p if sample and top_p < 1 else None, top_k=0, pad_token_id=self.pad_id,
+            eos_token_id=[s[0] for s in stops if len(s) == 1] or None,
+            return_dict_in_generate=True, output_scores=True)
+        multi = [s for s in stops if len(s) > 1]
+        criteria = StoppingCriteriaList([_StopOnSequences(multi, width)]) if multi else None
+        result = self.model.generate(input_ids=ids, attention_mask=attention, generation_config=config,
+                                     stopping_criteria=criteria)
+        new = result.sequences[:, width:]
+        scores = torch.stack(result.scores, dim=1).float()  # (B, N, V): what was sampled from
+        logprobs = torch.log_softmax(scores, dim=-1).gather(-1, new.unsqueeze(-1)).squeeze(-1)  # (B, N)
+        out = []
+        for row in range(len(prompts)):
+            token_ids, stopped = cut_at_stop(new[row].tolist(), stops)
+            n = len(token_ids)
+            out.append(Generation(token_ids, logprobs[row, :n].tolist(),
+                                  self.tokenizer.decode(token_ids, skip_special_tokens=False),
+                                  "stop" if stopped else "length"))
+        return out
+
+
+class VLLMPolicy:
+    """Sampling with vLLM (GPU; ``pip install websailor-gym[vllm]``).
+
+    ``llm`` is a ``vllm.LLM`` or a model path/name (then ``LLM(model=llm, **engine_kwargs)``
+    is built with ``logprobs_mode="processed_logprobs"``, so that the returned
+    log-probabilities are those of the sampling distribution, temperature and top-p applied,
+    as :class:`TransformersPolicy` returns). One-token stop sequences go to
+    ``stop_token_ids``; longer ones to ``stop`` as text (then cut here on ids).
+    """
+
+    def __init__(self, llm: Any, tokenizer: Any = None, seed: int | None = None, **engine_kwargs: Any):
+        vllm = import_vllm()
+        if isinstance(llm, str):
+            engine_kwargs.setdefault("logprobs_mode", "processed_logprobs")
+            llm = vllm.LLM(model=llm, **engine_kwargs)
+        self.llm = llm
+        self.tokenizer = tokenizer if tokenizer is not None else llm.get_tokenizer()
+        self.seed = seed
+        self._calls = 0
+
+    def generate(self, prompts: list[list[int]], *, max_new_tokens: int, temperature: float = 1.0, top_p: float = 1.0,
+                 stop_ids: Sequence[Sequence[int] | int] = ()) -> list[Generation]:
+        from vllm import SamplingParams
+        from vllm.inputs import TokensPrompt
+
+        check_sampling(max_new_tokens, temperature, top_p)
+        stops = normalize_stops(stop_ids)
+        params = SamplingParams(
+            n=1, temperature=temperature, top_p=top_p, max_tokens=max_new_tokens, logprobs=0,
+            stop_token_ids=[s[0] for s in stops if len(s) == 1],
+            stop=[self.tokenizer.decode(s) for s in stops if len(s) > 1] or None, include_stop_str_in_output=True,
+            skip_special_tokens=False, seed=None if self.seed is None else self.seed + self._calls)
+        self._calls += 1
+        outputs = self.llm.generate([TokensPrompt(prompt_token_ids=list(p)) for p in prompts], params, use_tqdm=False)
+        out = []
+        for request in outputs:
+            completion = request.outputs[0]
+            ids = list(completion.token_ids)
+            lps = [entry[tid].logprob for tid, entry in zip(ids, completion.logprobs or [])]
+            if len(lps) != len(ids):
+                raise RuntimeError(f"vLLM returned {len(lps)} log-probabilities for {len(ids)} tokens")
+            ids, stopped = cut_at_stop(ids, stops)
+            out.append(Generation(ids, lps[: len(ids)], self.tokenizer.decode(ids, skip_special_tokens=False),
+                                  "stop" if stopped or completion.finish_reason == "stop" else "length"))
+        return out
+
+
+def import_vllm() -> Any:
+    """The ``vllm`` module, or ``ImportError`` saying what to install."""
+    try:
+        import vllm
+    except ImportError as exc:
+        raise ImportError("the vLLM backend needs vLLM (a GPU machine): pip install 'websailor-gym[vllm]'") from exc
+    return vllm
+
+
+@dataclass
+class OpenAIPolicy:
+    """A model behind an OpenAI-compatible ``POST <base_url>/chat/completions`` (text only,
+    so evaluation only: it returns no token ids). Requests for a batch run one after another;
+    the rollout calls it from several threads at once when asked (``text_workers``)."""
+
+    base_url: str
+    """API root including the version prefix, e.g. ``http://127.0.0.1:8000/v1``."""
+    model: str
+    """Model name sent with each request."""
+    api_key: str | None = field(default=None, repr=False)
+    """Bearer token (never shown in errors or ``repr``)."""
+    timeout: float = 300.0
+    """Seconds per request."""
+    max_retries: int = 2
+    """Retries of connection errors, timeouts, HTTP 429 and 5xx (backoff 1 s, doubling)."""
+
+    def __post_init__(self) -> None:
+        if not self.base_url.startswith(("http://", "https://")):
+            raise ValueError(f"base_url must be an http(s) URL, got {self.base_url!r}")
+        if not self.model:
+            raise ValueError("model must be a non-empty model name")
+        if not self.timeout > 0 or self.max_retries < 0:
+            raise ValueError(f"expected timeout > 0 and max_retries >= 0, got {self.timeout} and {self.max_retries}")
+
+    def generate_text(self, conversations: list[list[dict[str, str]]], *, max_new_tokens: int,
+                      temperature: float = 1.0, top_p: float = 1.0, stop: Sequence[str] = ()) -> list[Generation]:
+        check_sampling(max_new_tokens, temperature, top_p)
+        return [self._one(messages, max_new_tokens, temperature, top_p, list(stop)) for messages in conversations]
+
+    def _one(self, messages: list[dict[str, str]], max_tokens: int, temperature: float, top_p: float,
+             stop: list[str]) -> Generation:
+        body: dict[str, Any] = {"model": self.model, "messages": messages, "max_tokens": max_tokens,
+                                "temperature": temperature, "top_p": top_p}
+        if stop:
+            body["stop"] = stop[:4]  # the OpenAI API takes up to 4
+        reply = self._post(body)
+        try:
+            choice = reply["choices"][0]
+            text = choice["message"]["content"] or ""
+        except (KeyError, IndexError, TypeError):
+            raise RuntimeError(f"{self._url}: the reply is not a chat completion") from None
+        reason: FinishReason = "length" if choice.get("finish_reason") == "length" else "stop"
+        return Generation([], [], str(text), reason)
+
+    @property
+    def _url(self) -> str:
+        return self.base_url.rstrip("/") + "/chat/completions"
+
+    def _post(self, body: dict[str, Any]) -> dict[str, Any]:
+        headers = {"Content-Type": "application/json"}
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        data = json.dumps(body).encode()
+        delay = 1.0
+        for attempt in range(self.max_retries + 1):
+            request = urllib.request.Request(self._url, data=data, headers=headers, method="POST")
+            try:
+                with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                    return json.loads(response.read(64 * 1024 * 1024))
+            except urllib.error.HTTPError as exc:
+                retry = exc.code == 429 or exc.code >= 500
+                cause = f"HTTP {exc.code}"
+            except (urllib.error.URLError, TimeoutError, OSError) as exc:
+                retry, cause = True, type(exc).__name__
+            except ValueError:
+                raise RuntimeError(f"{self._url}: the reply is not JSON") from None
+            if not retry or attempt == self.max_retries:
+                raise RuntimeError(f"{self._url}: no completion ({cause})")
+            time.sleep(delay)
+            delay *= 2
+        raise AssertionError("unreachable")

@@ -1,0 +1,392 @@
+"""Rollouts: a policy over many environment episodes at once, with exact token ids.
+
+``collect(policy, tasks, config, group_size)`` runs ``len(tasks) * group_size`` episodes,
+index ``i * group_size + j`` being task ``i`` (a GRPO group is ``group_size`` consecutive
+trajectories), on ``config.num_envs`` environments made with ``gym.make(config.env_id,
+**config.env_kwargs)``. :func:`iter_collect` yields trajectories as they finish.
+
+**Asynchronous, batched.** Environment resets and steps (the tool calls) run in a thread
+pool. The main thread generates one turn for every episode that is waiting for the model,
+in one batched ``policy.generate`` call, hands each turn to its environment, and then takes
+whatever the pool has finished: episodes whose tool call is slow simply miss a batch, and
+a finished episode frees its environment for the next task at once (asynchronous refill).
+Text-only policies (:class:`trainers.policies.TextPolicy`, e.g. an OpenAI-compatible
+endpoint) run each episode's turn, generation and step together, in the pool.
+
+**Exact ids.** A trajectory's ``token_ids`` are the ids the policy sampled (loss 1, with
+their sampling log-probabilities) and the ids of the text the environment added
+(:func:`envs.tokens.observation_ids`, loss 0); nothing the policy sampled is ever decoded
+and re-encoded for training. The text handed to the environment is the decoded turn, so
+``messages`` is what the environment saw. A turn cut off by ``max_new_tokens`` (or ended by
+EOS instead of the end-of-turn marker) is closed with the marker's ids (loss 0).
+
+Episodes end as the environment says (``info["termination"]``: ``answer``,
+``max_tool_calls``, ``context_limit``, ``format_error``, ``time_limit`` from
+:class:`envs.wrappers.EpisodeTimeLimit`), or with ``context_limit`` here when the ids reach
+``max_total_tokens``, or ``env_error`` if the environment raised (the run goes on).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import deque
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+import gymnasium as gym
+
+import envs  # noqa: F401  (registers the environment ids)
+from envs.tasks import Task, task_from_dict
+from envs.tokens import (end_of_turn_ids, ends_with_any, observation_ids, prompt_ids, stop_sequences)
+from envs.trajectory import trajectory_record
+from envs.wrappers import EpisodeTimeLimit, check_seconds
+from trainers.policies import Generation, Policy, TextPolicy, check_sampling
+
+
+@dataclass
+class RolloutConfig:
+    """How episodes are run."""
+
+    env_id: str = "websailor/WikiSim-v0"
+    """Registered environment id, made with ``gym.make``."""
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+    """Keyword arguments for ``gym.make`` (``wiki_dir``, ``tasks``, ``max_tool_calls``, ...)."""
+    max_new_tokens: int = 2048
+    """Sampled tokens per assistant turn."""
+    temperature: float = 1.0
+    """Sampling temperature (RL rollouts: 1.0; evaluation: 0.85)."""
+    top_p: float = 1.0
+    """Nucleus sampling mass (RL rollouts: 1.0; evaluation: 0.95)."""
+    num_envs: int = 8
+    """Episodes running at once (environments made)."""
+    tool_workers: int = 8
+    """Threads for environment resets and steps (tool calls)."""
+    max_total_tokens: int = 32768
+    """Prompt plus trajectory ids per episode; reaching it ends the episode (``context_limit``)."""
+    max_episode_seconds: float | None = 1800.0
+    """Wall-clock limit per episode (:class:`envs.wrappers.EpisodeTimeLimit`); None: none."""
+    use_chat_template: bool | None = None
+    """None: the tokenizer's chat template when it has one, else the ChatML fallback (:mod:`envs.tokens`)."""
+    policy_name: str = "policy"
+    """Written into each trajectory record's ``policy``."""
+    seed: int = 0
+    """Seeds each environment's first reset (``seed + slot``)."""
+
+    def __post_init__(self) -> None:
+        check_sampling(self.max_new_tokens, self.temperature, self.top_p)
+        for name in ("num_envs", "tool_workers", "max_total_tokens"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        check_seconds(self.max_episode_seconds)
+        if not isinstance(self.env_kwargs, Mapping):
+            raise ValueError(f"env_kwargs must be a dict, got {type(self.env_kwargs).__name__}")
+
+
+@dataclass
+class Trajectory:
+    """One finished episode."""
+
+    task: dict[str, Any]
+    messages: list[dict[str, str]]
+    """The ChatML transcript as the environment kept it."""
+    prompt_ids: list[int]
+    """System and question, then the generation prompt ([] for text-only policies)."""
+    token_ids: list[int]
+    """Everything after the prompt: sampled ids and environment-added ids."""
+    loss_mask: list[int]
+    """1 on sampled ids, 0 on environment-added ids."""
+    logprobs: list[float]
+    """Sampling log-probabilities of sampled ids; 0.0 where the mask is 0."""
+    reward: float
+    is_correct: bool
+    termination: str
+    num_tool_calls: int
+    truncated: bool
+    """True when the episode ended without a final answer."""
+    info: dict[str, Any]
+    """The last step's ``info``."""
+    index: int = 0
+    """Position in the collection: ``task_index * group_size + j``."""
+    num_turns: int = 0
+    policy: str = "policy"
+
+    def to_record(self) -> dict[str, Any]:
+        """The trajectory JSONL record of DESIGN.md, plus the token fields and ``info``."""
+        info = dict(self.info, termination=self.termination, is_correct=self.is_correct,
+                    num_tool_calls=self.num_tool_calls)
+        record = trajectory_record(task_from_dict(self.task), self.messages, self.reward, info, self.policy)
+        record.update(prompt_ids=self.prompt_ids, token_ids=self.token_ids, loss_mask=self.loss_mask,
+                      logprobs=self.logprobs, truncated=self.truncated, num_turns=self.num_turns,
+                      info=_jsonable(self.info))
+        return record
+
+
+def _jsonable(value: Any) -> Any:
+    """``value`` as JSON data (anything unknown as its ``str``)."""
+    return json.loads(json.dumps(value, default=str))
+
+
+@dataclass
+class _Episode:
+    index: int
+    task: dict[str, Any]
+    slot: int
+    messages: list[dict[str, str]] = field(default_factory=list)
+    prompt_ids: list[int] = field(default_factory=list)
+    token_ids: list[int] = field(default_factory=list)
+    loss_mask: list[int] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)
+    reward: float = 0.0
+    info: dict[str, Any] = field(default_factory=dict)
+    turns: int = 0
+    done: bool = False
+
+    def add(self, ids: Sequence[int], mask: int, logprobs: Sequence[float] | None = None) -> None:
+        self.token_ids += ids
+        self.loss_mask += [mask] * len(ids)
+        self.logprobs += list(logprobs) if logprobs is not None else [0.0] * len(ids)
+
+
+class _Tokens:
+    """The tokenizer-dependent pieces, computed once."""
+
+    def __init__(self, tokenizer: Any, use_chat_template: bool | None):
+        self.tokenizer, self.use_chat_template = tokenizer, use_chat_template
+        self.stops = stop_sequences(tokenizer, use_chat_template=use_chat_template)
+        self.end_of_turn = end_of_turn_ids(tokenizer, use_chat_template=use_chat_template)
+
+    def prompt(self, messages: list[dict[str, str]]) -> list[int]:
+        return prompt_ids(messages, self.tokenizer, use_chat_template=self.use_chat_template)
+
+    def observation(self, content: str) -> list[int]:
+        return observation_ids(content, self.tokenizer, use_chat_template=self.use_chat_template)
+
+    def action_text(self, ids: list[int]) -> str:
+        """The turn's text as the environment gets it: the sampled ids without their stop sequence."""
+        for stop in self.stops:
+            if ends_with_any(ids, [stop]):
+                ids = ids[: len(ids) - len(stop)]
+                break
+        return self.tokenizer.decode(ids, skip_special_tokens=False)
+
+
+def _tasks_as_dicts(tasks: Sequence[Mapping[str, Any] | Task]) -> list[dict[str, Any]]:
+    out = []
+    for i, t in enumerate(tasks):
+        out.append(t.to_dict() if isinstance(t, Task) else task_from_dict(t, f"tasks[{i}]").to_dict())
+    if not out:
+        raise ValueError("tasks is empty: expected at least one task")
+    return out
+
+
+def _policy_kind(policy: Any) -> str:
+    if callable(getattr(policy, "generate", None)):
+        if getattr(policy, "tokenizer", None) is None:
+            raise ValueError("a token policy needs a .tokenizer attribute (the one its ids belong to)")
+        return "tokens"
+    if callable(getattr(policy, "generate_text", None)):
+        return "text"
+    raise ValueError(f"expected a Policy (generate) or TextPolicy (generate_text), got {type(policy).__name__}")
+
+
+def iter_collect(policy: Policy | TextPolicy, tasks: Sequence[Mapping[str, Any] | Task], config: RolloutConfig,
+                 group_size: int = 1, progress: bool = True) -> Iterator[Trajectory]:
+    """Trajectories in the order they finish (see the module docstring)."""
+    if isinstance(group_size, bool) or not isinstance(group_size, int) or group_size < 1:
+        raise ValueError(f"group_size must be a positive integer, got {group_size!r}")
+    runner = _Runner(policy, _tasks_as_dicts(tasks), config, group_size, progress)
+    yield from runner.run()
+
+
+def collect(policy: Policy | TextPolicy, tasks: Sequence[Mapping[str, Any] | Task], config: RolloutConfig,
+            group_size: int = 1, progress: bool = True) -> list[Trajectory]:
+    """All ``len(tasks) * group_size`` trajectories, ordered by index (group after group)."""
+    return sorted(iter_collect(policy, tasks, config, group_size, progress), key=lambda t: t.index)
+
+
+class _Runner:
+    def __init__(self, policy: Any, tasks: list[dict[str, Any]], config: RolloutConfig, group_size: int,
+                 progress: bool):
+        self.policy, self.config = policy, config
+        self.kind = _policy_kind(policy)
+        self.tokens = _Tokens(policy.tokenizer, config.use_chat_template) if self.kind == "tokens" else None
+        self.work = deque((i * group_size + j, task) for i, task in enumerate(tasks) for j in range(group_size))
+        self.total = len(self.work)
+        self.progress = progress
+
+    def _make_env(self, slot: int) -> gym.Env:
+        env = gym.make(self.config.env_id, **dict(self.config.env_kwargs))
+        if self.config.max_episode_seconds is not None:
+            env = EpisodeTimeLimit(env, self.config.max_episode_seconds)
+        return env
+
+    def run(self) -> Iterator[Trajectory]:
+        bar = _progress_bar(self.total) if self.progress else None
+        n_envs = min(self.config.num_envs, self.total)
+        envs: list[gym.Env | None] = [None] * n_envs
+        free = list(range(n_envs - 1, -1, -1))
+        fresh = set(range(n_envs))  # slots whose environment has not been reset yet (seeded on first reset)
+        ready: list[_Episode] = []
+        running: dict[Future, _Episode] = {}
+        pool = ThreadPoolExecutor(self.config.tool_workers, thread_name_prefix="rollout-env")
+        try:
+            while self.work or ready or running:
+                while free and self.work:
+                    slot = free.pop()
+                    if envs[slot] is None:
+                        envs[slot] = self._make_env(slot)
+                    index, task = self.work.popleft()
+                    seed = self.config.seed + slot if slot in fresh else None
+                    fresh.discard(slot)
+                    ep = _Episode(index, task, slot)
+                    running[pool.submit(_reset, envs[slot], task, seed)] = ep
+                if ready:
+                    for ep, text in self._generate(ready):
+                        if ep.done:
+                            continue
+                        running[pool.submit(_step, envs[ep.slot], text)] = ep
+                    finished = [ep for ep in ready if ep.done]
+                    ready = []
+                    for ep in finished:
+                        yield from self._finish(ep, envs, free, bar)
+                if not running:
+                    continue
+                done, _ = wait(list(running), return_when=FIRST_COMPLETED)
+                for fut in [f for f in running if f in done]:
+                    ep = running.pop(fut)
+                    if self._advance(ep, fut, envs, pool, running):
+                        ready.append(ep)
+                    elif ep.done:
+                        yield from self._finish(ep, envs, free, bar)
+        finally:
+            for fut in running:
+                fut.cancel()
+            pool.shutdown(wait=True, cancel_futures=True)
+            for env in envs:
+                if env is not None:
+                    env.close()
+            if bar is not None:
+                bar.close()
+
+    def _advance(self, ep: _Episode, fut: Future, envs: list, pool: ThreadPoolExecutor,
+                 running: dict[Future, _Episode]) -> bool:
+        """Take a finished reset/step; True when the episode now waits for a batched generation."""
+        try:
+            kind, payload = fut.result()
+        except Exception as exc:  # one broken environment must not end the run
+            ep.info = {**ep.info, "termination": "env_error", "error": f"{type(exc).__name__}: {exc}"[:500]}
+            ep.done = True
+            envs[ep.slot].close()
+            envs[ep.slot] = None  # a fresh one for the next episode
+            return False
+        if kind == "reset":
+            ep.messages = payload
+            if self.kind == "tokens":
+                ep.prompt_ids = self.tokens.prompt(ep.messages)
+                return True
+        else:
+            obs, reward, terminated, truncated, info, messages = payload
+            ep.reward += float(reward)
+            ep.info, ep.messages = info, messages
+            if terminated or truncated:
+                ep.done = True
+                return False
+            if self.kind == "tokens":
+                ep.add(self.tokens.observation(obs), 0)
+                return True
+        running[pool.submit(self._text_turn, envs[ep.slot], ep)] = ep
+        return False
+
+    def _text_turn(self, env: gym.Env, ep: _Episode) -> tuple[str, Any]:
+        gen = self.policy.generate_text([ep.messages], max_new_tokens=self.config.max_new_tokens,
+                                        temperature=self.config.temperature, top_p=self.config.top_p,
+                                        stop=["<tool_response>"])[0]
+        ep.turns += 1
+        return _step(env, gen.text)
+
+    def _generate(self, ready: list[_Episode]) -> list[tuple[_Episode, str]]:
+        """One batched generation over the waiting episodes (grouped by their token budget)."""
+        by_budget: dict[int, list[_Episode]] = {}
+        for ep in ready:
+            left = self.config.max_total_tokens - len(ep.prompt_ids) - len(ep.token_ids)
+            if left <= 0:
+                ep.info = {**ep.info, "termination": "context_limit", "rollout_limit": "max_total_tokens"}
+                ep.done = True
+                continue
+            by_budget.setdefault(min(self.config.max_new_tokens, left), []).append(ep)
+        out = []
+        for budget, eps in by_budget.items():
+            gens = self.policy.generate([ep.prompt_ids + ep.token_ids for ep in eps], max_new_tokens=budget,
+                                        temperature=self.config.temperature, top_p=self.config.top_p,
+                                        stop_ids=self.tokens.stops)
+            if len(gens) != len(eps):
+                raise RuntimeError(f"the policy returned {len(gens)} generations for {len(eps)} prompts")
+            for ep, gen in zip(eps, gens):
+                out.append((ep, self._take_turn(ep, gen)))
+        return out
+
+    def _take_turn(self, ep: _Episode, gen: Generation) -> str:
+        ids = list(gen.token_ids)
+        if len(gen.logprobs) != len(ids):
+            raise RuntimeError(f"the policy returned {len(gen.logprobs)} log-probabilities for {len(ids)} ids")
+        ep.add(ids, 1, gen.logprobs)
+        ep.turns += 1
+        if not ends_with_any(ids, [self.tokens.end_of_turn]):
+            ep.add(self.tokens.end_of_turn, 0)  # close the cut-off turn so the transcript stays ChatML
+        return self.tokens.action_text(ids)
+
+    def _finish(self, ep: _Episode, envs: list, free: list[int], bar: Any) -> Iterator[Trajectory]:
+        free.append(ep.slot)
+        if bar is not None:
+            bar.update(1)
+        termination = str(ep.info.get("termination") or "unknown")
+        yield Trajectory(
+            task=ep.task, messages=ep.messages, prompt_ids=ep.prompt_ids, token_ids=ep.token_ids,
+            loss_mask=ep.loss_mask, logprobs=ep.logprobs, reward=ep.reward,
+            is_correct=bool(ep.info.get("is_correct", False)), termination=termination,
+            num_tool_calls=int(ep.info.get("num_tool_calls", 0)), truncated=termination != "answer",
+            info=dict(ep.info), index=ep.index, num_turns=ep.turns, policy=self.config.policy_name)
+
+
+def _messages(env: gym.Env) -> list[dict[str, str]]:
+    return env.get_wrapper_attr("messages")()
+
+
+def _reset(env: gym.Env, task: dict[str, Any], seed: int | None) -> tuple[str, Any]:
+    env.reset(seed=seed, options={"task": task})
+    return "reset", _messages(env)
+
+
+def _step(env: gym.Env, text: str) -> tuple[str, Any]:
+    obs, reward, terminated, truncated, info = env.step(text)
+    return "step", (obs, reward, terminated, truncated, info, _messages(env))
+
+
+def _progress_bar(total: int) -> Any:
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc="rollouts", unit="episode")
+
+
+def rollout_metrics(trajectories: Sequence[Trajectory]) -> dict[str, float]:
+    """Namespaced means over trajectories: ``rollout/*`` and ``env/*``."""
+    n = len(trajectories)
+    if n == 0:
+        return {}
+    mean: Callable[[Callable[[Trajectory], float]], float] = lambda f: sum(f(t) for t in trajectories) / n
+    out = {
+        "rollout/reward": mean(lambda t: t.reward),
+        "rollout/length": mean(lambda t: len(t.token_ids)),
+        "rollout/sampled_tokens": mean(lambda t: sum(t.loss_mask)),
+        "rollout/num_turns": mean(lambda t: t.num_turns),
+        "rollout/num_tool_calls": mean(lambda t: t.num_tool_calls),
+        "rollout/truncated": mean(lambda t: float(t.truncated)),
+        "env/accuracy": mean(lambda t: float(t.is_correct)),
+        "env/answer_f1": mean(lambda t: float(t.info.get("answer_score", 0.0) or 0.0)),
+    }
+    for reason in sorted({t.termination for t in trajectories}):
+        out[f"termination/{reason}"] = mean(lambda t: float(t.termination == reason))
+    return {k: v for k, v in out.items() if math.isfinite(v)}
