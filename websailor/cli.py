@@ -56,6 +56,12 @@ COMMANDS: dict[str, dict[str, Command] | Command] = {
                             "counts and plots of a task file beside the released samples"),
     "eval": Command("trainers.eval", "EvalConfig", "run_eval",
                     "pass@1/pass@k of a policy on a task file, per-task results, optional budget sweep (PNG)"),
+    "sft": {
+        "train": Command("trainers.sft", "SFTConfig", "run_sft",
+                         "SFT cold start on rejection-sampled trajectory JSONL (loss on assistant tokens)"),
+        "thoughts": Command("trainers.thoughts", "ThoughtsConfig", "run_thoughts",
+                            "rewrite each assistant thought into a short, action-oriented one (WebSailor)"),
+    },
 }
 
 

@@ -1,0 +1,424 @@
+"""SFT cold start (``websailor sft train``): supervised fine-tuning on filtered trajectories.
+
+Read top to bottom: :class:`SFTConfig` (one docstring per field), the learning-rate
+schedule, the loss, checkpoints, then :func:`train`.
+
+- Input: trajectory JSONL in this project's format or the released ChatML format,
+  filtered by rejection sampling (:mod:`trainers.sft_data`).
+- Loss: token-level cross-entropy on assistant tokens only (the loss mask of
+  :func:`envs.tokens.tokenize_messages`), averaged over all loss tokens of the step.
+- Schedule (the paper's appendix): AdamW, learning rate 5e-6, linear warmup, cosine decay
+  to 1e-10, weight decay 0.1. Those numbers suit a pretrained model; a randomly initialized
+  tiny model (:mod:`trainers.tiny_lm`) learns nothing at 5e-6 in a few hundred steps, so
+  tests and benchmarks override ``lr=1e-3`` (``--lr 1e-3``) and keep the rest.
+- Checkpoints: ``output_dir/checkpoint.pt`` holds model, optimizer, scheduler, every RNG and
+  the step (the data position follows from it: the order of each epoch is a seeded
+  permutation), so an interrupted run resumes and reproduces the same steps exactly.
+- Metrics: ``output_dir/metrics.jsonl`` (``step``, ``loss/sft``, ``train/lr``, ``train/tokens``,
+  ...) and TensorBoard event files when ``tensorboard`` is installed.
+- Output: ``output_dir/model`` (``save_pretrained``: LoRA adapters merged) and ``summary.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import shutil
+import time
+import warnings
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Literal
+
+import numpy as np
+import torch
+
+from trainers.sft_data import FilterConfig, build_examples, collate, fingerprint, read_records
+
+
+@dataclass
+class SFTConfig:
+    """Supervised fine-tuning on trajectory JSONL (rejection-sampled), loss on assistant tokens only."""
+
+    data: list[str] = field(metadata={"nargs": "+"})
+    """Trajectory JSONL files (this project's format or the released ChatML format)."""
+    model: str
+    """A local model directory (config, weights, tokenizer), e.g. written by trainers.tiny_lm.save_tiny_lm."""
+    output_dir: str
+    """Where the checkpoint, metrics.jsonl, summary.json and the trained model (model/) go."""
+    require_correct: bool = True
+    """Rejection sampling: keep only trajectories whose final answer is correct."""
+    unlabelled: Literal["judge", "keep", "drop"] = "judge"
+    """Records without an is_correct label (released files): judge the last <answer> against the record's
+    reference answers, keep them, or drop them."""
+    judge: Literal["em", "f1", "recall"] = "em"
+    """Judge for unlabelled records: normalized exact match, token F1 >= threshold, or token recall of the
+    reference answer in the final answer >= threshold (released final answers are whole sentences)."""
+    threshold: float = 0.5
+    """F1 or recall that counts as correct."""
+    max_tokens: int = 32768
+    """Rejection sampling: drop transcripts longer than this many tokens."""
+    min_tool_calls: int = 1
+    """Rejection sampling: drop trajectories with fewer tool calls."""
+    lr: float = 5e-6
+    """Peak learning rate (the paper's 5e-6 for a pretrained model; use about 1e-3 for a tiny random model)."""
+    min_lr: float = 1e-10
+    """Learning rate at the end of the cosine decay."""
+    warmup_ratio: float = 0.05
+    """Fraction of the steps with linear warmup from 0."""
+    weight_decay: float = 0.1
+    """AdamW weight decay (on matrices; not on biases and norms)."""
+    max_grad_norm: float = 1.0
+    """Gradient clipping norm (0 disables)."""
+    batch_size: int = 8
+    """Trajectories per optimizer step."""
+    micro_batch_size: int = 1
+    """Trajectories per forward pass (gradient accumulation over batch_size / micro_batch_size)."""
+    epochs: int = 1
+    """Passes over the filtered data (ignored when max_steps is set)."""
+    max_steps: int | None = None
+    """Optimizer steps in all; overrides epochs."""
+    seed: int = 0
+    """Seed of the data order and of torch, numpy and random."""
+    save_every: int = 50
+    """Save a checkpoint every this many steps (and at the end)."""
+    resume: bool = True
+    """Resume from output_dir/checkpoint.pt when it exists."""
+    tensorboard: Literal["auto", "on", "off"] = "auto"
+    """TensorBoard event files: when installed (auto), always (on: error if missing), never."""
+    lora: bool = False
+    """Train LoRA adapters (peft; pip install 'websailor-gym[lora]') instead of all weights."""
+    lora_r: int = 16
+    """LoRA rank."""
+    lora_alpha: int = 32
+    """LoRA scaling numerator."""
+    lora_targets: list[str] = field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"])
+    """Module names that get LoRA adapters."""
+    max_nonfinite: int = 10
+    """Stop after this many steps in a row with a NaN or infinite loss (each such step is skipped)."""
+    device: str = "cpu"
+    """Torch device."""
+
+    def __post_init__(self) -> None:
+        if isinstance(self.data, str):
+            self.data = [self.data]
+        if not self.data:
+            raise ValueError("data: expected at least one trajectory JSONL file, got none")
+        positive = {"batch_size": self.batch_size, "micro_batch_size": self.micro_batch_size, "epochs": self.epochs,
+                    "save_every": self.save_every, "lora_r": self.lora_r, "max_nonfinite": self.max_nonfinite}
+        for name, value in positive.items():
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+        if self.batch_size % self.micro_batch_size:
+            raise ValueError(f"batch_size ({self.batch_size}) must be divisible by micro_batch_size "
+                             f"({self.micro_batch_size})")
+        if self.max_steps is not None and self.max_steps < 1:
+            raise ValueError(f"max_steps must be >= 1 or None, got {self.max_steps}")
+        if not self.lr > 0 or not 0 <= self.min_lr <= self.lr:
+            raise ValueError(f"expected lr > 0 and 0 <= min_lr <= lr, got lr={self.lr}, min_lr={self.min_lr}")
+        if not 0 <= self.warmup_ratio < 1:
+            raise ValueError(f"warmup_ratio must be in [0, 1), got {self.warmup_ratio}")
+        if self.weight_decay < 0 or self.max_grad_norm < 0:
+            raise ValueError(f"weight_decay and max_grad_norm must be >= 0, got {self.weight_decay}, "
+                             f"{self.max_grad_norm}")
+        if self.tensorboard not in ("auto", "on", "off"):
+            raise ValueError(f"tensorboard must be 'auto', 'on' or 'off', got {self.tensorboard!r}")
+        self.filters()  # validates the filter fields
+
+    def filters(self) -> FilterConfig:
+        """The rejection-sampling part of the config."""
+        return FilterConfig(require_correct=self.require_correct, unlabelled=self.unlabelled, judge=self.judge,
+                            threshold=self.threshold, max_tokens=self.max_tokens,
+                            min_tool_calls=self.min_tool_calls)
+
+
+# ---------------------------------------------------------------- schedule and loss
+
+def lr_factor(step: int, warmup_steps: int, total_steps: int, min_ratio: float) -> float:
+    """Multiplier of the peak learning rate at optimizer step ``step`` (0-based): linear warmup
+    over ``warmup_steps``, then cosine decay from 1 to ``min_ratio`` at ``total_steps - 1``."""
+    if step < warmup_steps:
+        return (step + 1) / warmup_steps
+    span = max(1, total_steps - 1 - warmup_steps)
+    progress = min(1.0, (step - warmup_steps) / span)
+    return min_ratio + (1.0 - min_ratio) * 0.5 * (1.0 + math.cos(math.pi * progress))
+
+
+def masked_token_loss_sum(logits: torch.Tensor, input_ids: torch.Tensor, loss_mask: torch.Tensor) -> torch.Tensor:
+    """Summed next-token cross-entropy over the positions ``loss_mask`` marks.
+
+    ``logits (B, T, V)``, ``input_ids (B, T)``, ``loss_mask (B, T)`` -> scalar. The token at
+    position ``t`` is predicted from position ``t - 1``, so ``loss_mask[:, 0]`` never counts.
+    """
+    targets = input_ids[:, 1:]
+    mask = loss_mask[:, 1:].to(logits.dtype)
+    nll = torch.nn.functional.cross_entropy(logits[:, :-1].transpose(1, 2).float(), targets, reduction="none")
+    return (nll * mask).sum()
+
+
+# ---------------------------------------------------------------- checkpoints and metrics
+
+def _rng_state() -> dict[str, Any]:
+    state = {"torch": torch.get_rng_state(), "python": random.getstate(), "numpy": np.random.get_state()}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def _set_rng_state(state: dict[str, Any]) -> None:
+    torch.set_rng_state(state["torch"])
+    random.setstate(state["python"])
+    np.random.set_state(state["numpy"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def save_checkpoint(path: Path, state: dict[str, Any]) -> None:
+    """Write ``state`` with ``torch.save`` to ``path.tmp``, then rename (no half-written checkpoint)."""
+    tmp = path.with_name(path.name + ".tmp")
+    torch.save(state, tmp)
+    os.replace(tmp, path)
+
+
+class MetricsLog:
+    """One JSON object per step in ``metrics.jsonl`` (flushed per line), mirrored to TensorBoard."""
+
+    def __init__(self, output_dir: Path, keep_until_step: int, tensorboard: str):
+        self.path = output_dir / "metrics.jsonl"
+        kept = []
+        if keep_until_step > 0 and self.path.is_file():  # a resumed run drops the steps it will redo
+            kept = [line for line in self.path.read_text(encoding="utf-8").splitlines()
+                    if line.strip() and json.loads(line).get("step", 0) <= keep_until_step]
+        tmp = self.path.with_name("metrics.jsonl.tmp")
+        tmp.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
+        os.replace(tmp, self.path)
+        self._fh = self.path.open("a", encoding="utf-8")
+        self._tb = _tensorboard_writer(output_dir / "tensorboard", tensorboard)
+
+    def log(self, record: dict[str, Any]) -> None:
+        self._fh.write(json.dumps(record) + "\n")
+        self._fh.flush()
+        if self._tb is not None:
+            for key, value in record.items():
+                if key != "step" and isinstance(value, (int, float)):
+                    self._tb.add_scalar(key, value, record["step"])
+
+    def close(self) -> None:
+        self._fh.close()
+        if self._tb is not None:
+            self._tb.close()
+
+
+def _tensorboard_writer(log_dir: Path, mode: str) -> Any:
+    if mode == "off":
+        return None
+    try:
+        from torch.utils.tensorboard import SummaryWriter
+    except ImportError:
+        if mode == "on":
+            raise ValueError("tensorboard='on' needs the tensorboard package: pip install tensorboard") from None
+        return None
+    return SummaryWriter(str(log_dir))
+
+
+# ---------------------------------------------------------------- model setup
+
+def _wrap_lora(model: Any, config: SFTConfig) -> Any:
+    try:
+        from peft import LoraConfig, get_peft_model
+    except ImportError:
+        raise ValueError("lora=True needs peft: pip install 'websailor-gym[lora]'") from None
+    lora = LoraConfig(r=config.lora_r, lora_alpha=config.lora_alpha, target_modules=list(config.lora_targets),
+                      lora_dropout=0.0, task_type="CAUSAL_LM")
+    return get_peft_model(model, lora)
+
+
+def _optimizer(model: Any, config: SFTConfig) -> torch.optim.Optimizer:
+    params = [p for p in model.parameters() if p.requires_grad]
+    decay = [p for p in params if p.dim() >= 2]
+    no_decay = [p for p in params if p.dim() < 2]
+    groups = [{"params": decay, "weight_decay": config.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    return torch.optim.AdamW([g for g in groups if g["params"]], lr=config.lr)
+
+
+def _save_model(model: Any, tokenizer: Any, path: Path) -> None:
+    """``save_pretrained`` into ``path.tmp``, then swap it in (LoRA adapters merged first)."""
+    if hasattr(model, "merge_and_unload"):
+        import copy
+
+        model = copy.deepcopy(model).merge_and_unload()
+    tmp = path.with_name(path.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    model.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    shutil.rmtree(path, ignore_errors=True)
+    os.replace(tmp, path)
+
+
+# ---------------------------------------------------------------- training
+
+@dataclass
+class SFTResult:
+    """What a run did."""
+
+    steps: int
+    final_loss: float | None
+    filter_report: dict[str, Any]
+    model_dir: str | None
+    skipped_steps: int = 0
+    history: list[dict[str, Any]] = field(default_factory=list)
+
+
+def epoch_order(num_examples: int, seed: int, epoch: int) -> list[int]:
+    """The example order of ``epoch``: a permutation seeded by ``(seed, epoch)`` alone, so the
+    data position of a resumed run follows from its step."""
+    gen = torch.Generator().manual_seed(seed * 1_000_003 + epoch)
+    return torch.randperm(num_examples, generator=gen).tolist()
+
+
+def step_batch(step: int, num_examples: int, batch_size: int, seed: int) -> list[int]:
+    """Example indices of optimizer step ``step`` (0-based); the last batch of an epoch may be short."""
+    per_epoch = math.ceil(num_examples / batch_size)
+    epoch, pos = divmod(step, per_epoch)
+    return epoch_order(num_examples, seed, epoch)[pos * batch_size:(pos + 1) * batch_size]
+
+
+def train(config: SFTConfig, *, model: Any = None, tokenizer: Any = None,
+          on_step: Callable[[dict[str, Any]], None] | None = None) -> SFTResult:
+    """Run SFT as ``config`` says; ``model``/``tokenizer`` replace loading ``config.model``.
+
+    ``on_step(metrics)`` is called after each logged step (tests interrupt a run from it).
+    """
+    from trainers.tiny_lm import load_lm
+
+    out = Path(config.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    if model is None or tokenizer is None:
+        model, tokenizer = load_lm(config.model)
+    examples, report = build_examples(read_records(config.data), tokenizer, config.filters())
+    if not examples:
+        raise ValueError(f"no trajectory passed the filters ({json.dumps(report.to_dict())}); "
+                         "relax --require-correct / --max-tokens / --min-tool-calls")
+    per_epoch = math.ceil(len(examples) / config.batch_size)
+    total = config.max_steps or config.epochs * per_epoch
+    warmup = int(config.warmup_ratio * total)
+    torch.manual_seed(config.seed)
+    random.seed(config.seed)
+    np.random.seed(config.seed)
+    if config.lora:
+        model = _wrap_lora(model, config)
+    model.to(config.device)
+    model.train()
+    optimizer = _optimizer(model, config)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: lr_factor(s, warmup, total, config.min_lr / config.lr))
+    meta = {"fingerprint": fingerprint(examples), "total_steps": total, "batch_size": config.batch_size,
+            "seed": config.seed, "lora": config.lora}
+    start, counters = _maybe_resume(out / "checkpoint.pt", config, meta, model, optimizer, scheduler)
+    log = MetricsLog(out, start, config.tensorboard)
+    history: list[dict[str, Any]] = []
+    try:
+        for step in range(start, total):
+            metrics = _train_step(model, optimizer, scheduler, examples, step, config,
+                                  pad_id=_pad_id(tokenizer), counters=counters)
+            metrics["train/epoch"] = (step + 1) / per_epoch
+            log.log(metrics)
+            history.append(metrics)
+            if counters["nonfinite_in_row"] >= config.max_nonfinite:
+                raise RuntimeError(f"{config.max_nonfinite} steps in a row had a non-finite loss "
+                                   f"(last: step {step + 1})")
+            if (step + 1) % config.save_every == 0 or step + 1 == total:
+                save_checkpoint(out / "checkpoint.pt", {
+                    **meta, "step": step + 1, "counters": dict(counters), "model": model.state_dict(),
+                    "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "rng": _rng_state(),
+                    "config": asdict(config)})
+            if on_step is not None:
+                on_step(metrics)
+    finally:
+        log.close()
+    _save_model(model, tokenizer, out / "model")
+    final = next((h["loss/sft"] for h in reversed(history) if h.get("loss/sft") is not None), None)
+    result = SFTResult(steps=total, final_loss=final, filter_report=report.to_dict(), model_dir=str(out / "model"),
+                       skipped_steps=counters["skipped"], history=history)
+    _write_json(out / "summary.json", {"steps": total, "final_loss": final, "filters": report.to_dict(),
+                                       "examples": len(examples), "skipped_steps": counters["skipped"],
+                                       "model_dir": result.model_dir})
+    return result
+
+
+def _pad_id(tokenizer: Any) -> int:
+    pad = getattr(tokenizer, "pad_token_id", None)
+    return int(pad if pad is not None else (getattr(tokenizer, "eos_token_id", None) or 0))
+
+
+def _maybe_resume(path: Path, config: SFTConfig, meta: dict[str, Any], model: Any, optimizer: Any,
+                  scheduler: Any) -> tuple[int, dict[str, int]]:
+    counters = {"tokens": 0, "skipped": 0, "nonfinite_in_row": 0}
+    if not (config.resume and path.is_file()):
+        return 0, counters
+    state = torch.load(path, map_location=config.device, weights_only=False)
+    for key, value in meta.items():
+        if state.get(key) != value:
+            raise ValueError(f"{path}: the checkpoint was written with {key}={state.get(key)!r}, this run has "
+                             f"{value!r}; use another output_dir or --no-resume")
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    scheduler.load_state_dict(state["scheduler"])
+    _set_rng_state(state["rng"])
+    counters.update(state["counters"])
+    return int(state["step"]), counters
+
+
+def _train_step(model: Any, optimizer: Any, scheduler: Any, examples: list, step: int, config: SFTConfig, *,
+                pad_id: int, counters: dict[str, int]) -> dict[str, Any]:
+    """One optimizer step over ``batch_size`` examples in micro-batches; skips a non-finite loss."""
+    started = time.perf_counter()
+    batch = [examples[i] for i in step_batch(step, len(examples), config.batch_size, config.seed)]
+    loss_tokens = sum(int(ex.loss_mask[1:].sum()) for ex in batch)
+    lr = optimizer.param_groups[0]["lr"]
+    optimizer.zero_grad(set_to_none=True)
+    total = 0.0
+    for i in range(0, len(batch), config.micro_batch_size):
+        ids, attn, mask = (t.to(config.device) for t in collate(batch[i:i + config.micro_batch_size], pad_id))
+        logits = model(input_ids=ids, attention_mask=attn).logits
+        loss = masked_token_loss_sum(logits, ids, mask) / max(1, loss_tokens)
+        loss.backward()
+        total += float(loss.detach())
+    counters["tokens"] += sum(ex.input_ids.numel() for ex in batch)
+    metrics: dict[str, Any] = {"step": step + 1, "train/lr": lr, "train/tokens": counters["tokens"],
+                               "train/loss_tokens": loss_tokens}
+    if not math.isfinite(total):
+        optimizer.zero_grad(set_to_none=True)
+        counters["skipped"] += 1
+        counters["nonfinite_in_row"] += 1
+        metrics.update({"loss/sft": None, "train/skipped": 1})
+    else:
+        counters["nonfinite_in_row"] = 0
+        params = [p for p in model.parameters() if p.requires_grad]
+        norm = torch.nn.utils.clip_grad_norm_(params, config.max_grad_norm if config.max_grad_norm > 0 else math.inf)
+        optimizer.step()
+        metrics.update({"loss/sft": total, "train/grad_norm": float(norm), "train/skipped": 0})
+    with warnings.catch_warnings():  # a skipped step keeps the schedule on time, without optimizer.step()
+        warnings.simplefilter("ignore", UserWarning)
+        scheduler.step()
+    metrics["time/step_s"] = time.perf_counter() - started
+    return metrics
+
+
+def _write_json(path: Path, value: Any) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(value, indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def run_sft(config: SFTConfig) -> dict[str, Any]:
+    """CLI entry: train, print a short summary and, last, one line of JSON."""
+    result = train(config)
+    summary = {"steps": result.steps, "final_loss": result.final_loss, "skipped_steps": result.skipped_steps,
+               "filters": result.filter_report, "model_dir": result.model_dir}
+    print(f"SFT: {result.filter_report['kept']}/{result.filter_report['read']} trajectories kept "
+          f"(dropped: {result.filter_report['dropped']}), {result.steps} steps, final loss {result.final_loss}")
+    print(json.dumps(summary))
+    return summary

@@ -1,0 +1,78 @@
+"""How well a model keeps the turn protocol: the share of strictly well-formed turns.
+
+:func:`format_validity` plays a ``transformers`` causal LM greedily in an environment
+(token in, token out: the prompt from :func:`envs.tokens.prompt_ids`, sampled ids kept,
+generation stopped at the end-of-turn marker) and parses every turn it writes with
+:func:`envs.protocol.parse_turn`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from envs.protocol import parse_turn
+from envs.tokens import ends_with_any, prompt_ids, stop_sequences
+
+
+@torch.no_grad()
+def generate_turn(model: Any, tokenizer: Any, ids: list[int], *, max_new_tokens: int,
+                  stops: list[list[int]]) -> list[int]:
+    """Greedy continuation of ``ids`` until a stop sequence or ``max_new_tokens`` (KV-cached)."""
+    device = next(model.parameters()).device
+    out: list[int] = []
+    past = None
+    inputs = torch.tensor([ids], device=device)
+    for _ in range(max_new_tokens):
+        result = model(input_ids=inputs, past_key_values=past, use_cache=True)
+        past = result.past_key_values
+        token = int(result.logits[0, -1].argmax())
+        out.append(token)
+        if ends_with_any(out, stops):
+            break
+        inputs = torch.tensor([[token]], device=device)
+    return out
+
+
+def _strip_stop(ids: list[int], stops: list[list[int]]) -> list[int]:
+    for stop in stops:
+        if stop and ids[-len(stop):] == stop:
+            return ids[:-len(stop)]
+    return ids
+
+
+def format_validity(model: Any, tokenizer: Any, env: Any, task_indices: list[int], *,
+                    max_new_tokens: int = 512, max_turns: int = 4) -> dict[str, Any]:
+    """Play each task (``options={"task_index": i}``) for at most ``max_turns`` turns.
+
+    Returns ``{"turns", "strict_turns", "rate", "tool_calls", "answers", "examples"}``:
+    ``rate`` is the share of turns that :func:`envs.protocol.parse_turn` finds strictly well formed.
+    """
+    was_training = model.training
+    model.eval()
+    stops = stop_sequences(tokenizer)
+    turns = strict = tool_calls = answers = 0
+    examples: list[str] = []
+    try:
+        for index in task_indices:
+            env.reset(options={"task_index": index})
+            for _ in range(max_turns):
+                ids = prompt_ids(env.unwrapped.messages(), tokenizer)
+                new = _strip_stop(generate_turn(model, tokenizer, ids, max_new_tokens=max_new_tokens, stops=stops),
+                                  stops)
+                text = tokenizer.decode(new, skip_special_tokens=True)
+                turn = parse_turn(text)
+                turns += 1
+                strict += turn.strict
+                tool_calls += turn.kind == "tool_call"
+                answers += turn.kind == "answer"
+                if len(examples) < 3:
+                    examples.append(text)
+                _, _, terminated, truncated, _ = env.step(text)
+                if terminated or truncated:
+                    break
+    finally:
+        model.train(was_training)
+    return {"turns": turns, "strict_turns": strict, "rate": strict / turns if turns else 0.0,
+            "tool_calls": tool_calls, "answers": answers, "examples": examples}

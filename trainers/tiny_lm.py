@@ -1,0 +1,75 @@
+"""Tiny causal language models built from a config, for CPU tests and benchmarks.
+
+Nothing is downloaded: a small Qwen2 with random weights and the byte-level
+``transformers.ByT5Tokenizer`` (no vocabulary file, no chat template, so the ChatML
+fallback of :mod:`envs.tokens` applies). ``save_tiny_lm`` writes both to a directory that
+``AutoModelForCausalLM`` / ``AutoTokenizer.from_pretrained`` read back, so the CLI can
+train one like any local model.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+
+def tiny_lm(*, layers: int = 2, hidden: int = 64, heads: int = 4, seed: int = 0,
+            max_positions: int = 32768) -> tuple[Any, Any]:
+    """``(model, tokenizer)``: a ``layers``-layer Qwen2 of width ``hidden`` over bytes, seeded."""
+    import torch
+    from transformers import ByT5Tokenizer, Qwen2Config, Qwen2ForCausalLM
+
+    if hidden % heads:
+        raise ValueError(f"hidden ({hidden}) must be divisible by heads ({heads})")
+    tokenizer = ByT5Tokenizer()
+    config = Qwen2Config(
+        vocab_size=len(tokenizer), hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=layers,
+        num_attention_heads=heads, num_key_value_heads=heads, max_position_embeddings=max_positions,
+        tie_word_embeddings=True, pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
+        bos_token_id=None,
+    )
+    state = torch.random.get_rng_state()
+    torch.manual_seed(seed)
+    try:
+        model = Qwen2ForCausalLM(config)
+    finally:
+        torch.random.set_rng_state(state)
+    return model, tokenizer
+
+
+def save_tiny_lm(path: str | os.PathLike, **kwargs: Any) -> str:
+    """Build a tiny model (``kwargs`` as :func:`tiny_lm`) and save it with its tokenizer to ``path``."""
+    model, tokenizer = tiny_lm(**kwargs)
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return str(path)
+
+
+def load_tokenizer(path: str | os.PathLike) -> Any:
+    """The tokenizer saved in ``path``; the class named in its ``tokenizer_config.json`` is honoured
+    for ``ByT5Tokenizer`` (``AutoTokenizer`` would pick the model type's tokenizer instead)."""
+    import json
+    from pathlib import Path
+
+    from transformers import AutoTokenizer, ByT5Tokenizer
+
+    config = Path(path) / "tokenizer_config.json"
+    if config.is_file():
+        try:
+            name = json.loads(config.read_text(encoding="utf-8")).get("tokenizer_class")
+        except ValueError:
+            name = None
+        if name == "ByT5Tokenizer":
+            return ByT5Tokenizer.from_pretrained(path)
+    return AutoTokenizer.from_pretrained(path)
+
+
+def load_lm(path: str | os.PathLike) -> tuple[Any, Any]:
+    """``(model, tokenizer)`` from a local directory (``save_pretrained`` output), in float32."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    if not os.path.isdir(path) or not os.path.isfile(os.path.join(path, "config.json")):
+        raise ValueError(f"model must be a local model directory with a config.json, got {str(path)!r}")
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+    return model, load_tokenizer(path)
