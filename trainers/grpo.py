@@ -1,0 +1,418 @@
+"""GRPO over the Gymnasium environments (``websailor grpo``): read it top to bottom.
+
+Each step, strictly on-policy:
+
+1. draw ``batch_size / group_size`` tasks from the :class:`~trainers.grpo_data.TaskPool`;
+2. run ``group_size`` episodes of each through the environment (``gym.make`` inside
+   :func:`trainers.rollout.collect`), keeping the sampled ids and their log-probabilities;
+3. advantages per group (leave-one-out by default), groups with equal rewards kept,
+   dropped or replaced (DUPO), truncated no-answer trajectories out of the loss;
+4. one optimizer step on the token-level clipped loss (:mod:`trainers.losses`), tool
+   responses masked, optionally a KL penalty to the initial model;
+5. the pool retires tasks that are always or never solved and draws fresh ones;
+6. metrics to ``metrics.jsonl`` (and TensorBoard), a checkpoint every ``save_every`` steps.
+
+Runs unchanged under ``torchrun`` (DDP; gloo on CPU, NCCL on GPU): every rank rolls out its
+share of the groups, the token-mean is over the whole global batch, rank 0 writes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+
+from trainers import grpo_state
+from trainers.grpo_data import EqualGroups, TaskPool, build_batch, iter_chunks, prepare_step
+from trainers.losses import entropy_from_logits, kl_k3, masked_sum, policy_loss, token_logprobs
+
+
+@dataclass
+class GRPOConfig:
+    """GRPO on a Gymnasium research environment (on-policy, token-level clipped loss, leave-one-out advantages)."""
+
+    model: str = field(metadata={"positional": True})
+    """Directory of the starting model (a transformers causal LM saved with ``save_pretrained``, e.g. the SFT output)."""
+    tasks: str = field(metadata={"positional": True})
+    """Task JSONL the pool draws from (``question``, ``answer``, optional ``id``, ``aliases``)."""
+    output_dir: str = "runs/grpo"
+    """Where checkpoints, ``metrics.jsonl`` and the final model (``model/``) go."""
+    env_id: str = "websailor/WikiSim-v0"
+    """Environment id for ``gym.make`` (``module:Name-vN`` imports ``module`` first)."""
+    env_kwargs: str = "{}"
+    """JSON object of keyword arguments for ``gym.make`` (e.g. ``{"wiki_dir": "data/wiki"}``)."""
+    tokenizer: str | None = None
+    """Tokenizer directory; default: the model directory."""
+    steps: int = 100
+    """Optimizer steps (one rollout batch each)."""
+    batch_size: int = 64
+    """Trajectories per step (all ranks together); a multiple of ``group_size``."""
+    group_size: int = 8
+    """Rollouts per task (G)."""
+    micro_batch_size: int = 8
+    """Trajectories per forward/backward pass (gradient accumulation over the step's batch)."""
+    learning_rate: float = 1e-6
+    """AdamW learning rate after warmup."""
+    warmup_steps: int = 0
+    """Linear learning-rate warmup."""
+    weight_decay: float = 0.0
+    """AdamW weight decay."""
+    max_grad_norm: float = 1.0
+    """Gradient clipping (0 turns it off)."""
+    advantage: Literal["loo", "mean"] = "loo"
+    """``loo``: reward minus the mean of the other G-1 rewards; ``mean``: reward minus the group mean."""
+    scale_std: bool = False
+    """Divide advantages by the group's reward standard deviation."""
+    clip_low: float = 0.2
+    """Lower clip of the importance ratio (1 - clip_low)."""
+    clip_high: float = 0.28
+    """Upper clip of the importance ratio (1 + clip_high)."""
+    kl_beta: float = 0.0
+    """Weight of the KL penalty to the initial model (0: off, no reference model kept)."""
+    exclude_truncated: bool = True
+    """Leave trajectories that ended without an answer (token, turn or context limit) out of the loss."""
+    equal_groups: EqualGroups = "keep"
+    """Groups whose rewards are all equal: ``keep`` them, ``dupo`` (replace with copies of groups with signal), ``drop``."""
+    pool_size: int = 64
+    """Active tasks in the data-policy pool."""
+    retire_window: int = 2
+    """A task is retired when its last ``retire_window * group_size`` outcomes all pass or all fail (0: never)."""
+    task_filter: str | None = None
+    """``module:function`` called on each batch of fresh tasks, returning the ones to keep (a synthesis filter)."""
+    max_new_tokens: int = 512
+    """Tokens the policy may sample per turn."""
+    max_tool_calls: int = 10
+    """Tool-call budget per episode (passed to the environment)."""
+    temperature: float = 1.0
+    """Sampling temperature of rollouts (the log-probabilities trained against are at this temperature)."""
+    top_p: float = 1.0
+    """Nucleus sampling of rollouts."""
+    num_envs: int = 0
+    """Episodes run at once per rank (0: the whole batch share)."""
+    save_every: int = 50
+    """Steps between checkpoints (0: only at the end)."""
+    keep_checkpoints: int = 2
+    """Checkpoints kept on disk (the oldest are removed)."""
+    resume: bool = True
+    """Continue from the newest checkpoint in ``output_dir`` when there is one."""
+    max_bad_steps: int = 3
+    """Stop after this many steps in a row whose loss or gradient is NaN or infinite (each is skipped)."""
+    seed: int = 0
+    """Seeds sampling, task order and DUPO; the same seed reproduces a run, resumed or not."""
+    device: str = "auto"
+    """``auto`` (CUDA when available), ``cpu`` or ``cuda``."""
+    dtype: Literal["float32", "bfloat16"] = "float32"
+    """Parameter dtype."""
+    tensorboard: Literal["auto", "on", "off"] = "auto"
+    """TensorBoard event files next to ``metrics.jsonl``: ``auto`` when tensorboard is installed."""
+    progress: bool = False
+    """Show rollout progress bars."""
+
+    def __post_init__(self) -> None:
+        positive = ("steps", "batch_size", "group_size", "micro_batch_size", "pool_size", "max_new_tokens",
+                    "max_tool_calls", "keep_checkpoints", "max_bad_steps")
+        for name in positive:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        for name in ("warmup_steps", "retire_window", "num_envs", "save_every"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if self.batch_size % self.group_size:
+            raise ValueError(f"batch_size ({self.batch_size}) must be divisible by group_size ({self.group_size})")
+        if not self.learning_rate > 0:
+            raise ValueError(f"learning_rate must be > 0, got {self.learning_rate}")
+        if not (0 <= self.clip_low < 1 and self.clip_high >= 0):
+            raise ValueError(f"expected 0 <= clip_low < 1 and clip_high >= 0, got {self.clip_low} and {self.clip_high}")
+        if self.kl_beta < 0 or self.weight_decay < 0 or self.max_grad_norm < 0:
+            raise ValueError(f"kl_beta ({self.kl_beta}), weight_decay ({self.weight_decay}) and max_grad_norm "
+                             f"({self.max_grad_norm}) must be >= 0")
+        if not (self.temperature > 0 and 0 < self.top_p <= 1):
+            raise ValueError(f"expected temperature > 0 and 0 < top_p <= 1 for on-policy sampling, got "
+                             f"{self.temperature} and {self.top_p}")
+        for name, choices in (("advantage", ("loo", "mean")), ("equal_groups", ("keep", "dupo", "drop")),
+                              ("dtype", ("float32", "bfloat16")), ("tensorboard", ("auto", "on", "off")),
+                              ("device", ("auto", "cpu", "cuda"))):
+            if getattr(self, name) not in choices:
+                raise ValueError(f"{name} must be one of {list(choices)}, got {getattr(self, name)!r}")
+        try:
+            kwargs = json.loads(self.env_kwargs)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"env_kwargs must be a JSON object, got {self.env_kwargs!r} ({exc.msg})") from None
+        if not isinstance(kwargs, dict):
+            raise ValueError(f"env_kwargs must be a JSON object, got {type(kwargs).__name__}")
+        if self.task_filter is not None and ":" not in self.task_filter:
+            raise ValueError(f"task_filter must look like 'module:function', got {self.task_filter!r}")
+
+    @property
+    def tasks_per_step(self) -> int:
+        return self.batch_size // self.group_size
+
+
+class NonFiniteLoss(RuntimeError):
+    """Raised when ``max_bad_steps`` steps in a row had a NaN or infinite loss or gradient."""
+
+
+class GRPOTrainer:
+    """The training loop. ``model`` and ``tokenizer`` are a transformers causal LM and its tokenizer;
+    ``tasks`` the task dicts the pool draws from. Call :meth:`train`."""
+
+    def __init__(self, config: GRPOConfig, model: Any, tokenizer: Any, tasks: list[dict], *,
+                 task_filter: Any = None, env_kwargs: dict | None = None):
+        self.config = config
+        self.dist = grpo_state.DistInfo.from_env()
+        if config.tasks_per_step % self.dist.world_size:
+            raise ValueError(f"batch_size / group_size ({config.tasks_per_step}) must be divisible by the number "
+                             f"of processes ({self.dist.world_size})")
+        self.device = self.dist.device(config.device)
+        self.tokenizer = tokenizer
+        self.model = model.to(self.device)
+        self.ref_model = grpo_state.frozen_copy(model) if config.kl_beta > 0 else None
+        self.ddp_model = self.dist.wrap(self.model)
+        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=config.learning_rate,
+                                           weight_decay=config.weight_decay)
+        warm = config.warmup_steps
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
+            self.optimizer, lambda s: min(1.0, (s + 1) / warm) if warm else 1.0)
+        self.pool = TaskPool(tasks, pool_size=config.pool_size, window=config.retire_window * config.group_size,
+                             min_active=config.tasks_per_step, seed=config.seed, task_filter=task_filter)
+        self.env_kwargs = dict(env_kwargs if env_kwargs is not None else json.loads(config.env_kwargs))
+        self.pad_id = _pad_id(tokenizer)
+        self.step = 0
+        self.bad_in_row = 0
+        self.out = Path(config.output_dir)
+        self.logger = grpo_state.MetricsLogger(self.out, config.tensorboard) if self.dist.is_main else None
+
+    # ------------------------------------------------------------------ the loop
+
+    def train(self) -> list[dict]:
+        """Run to ``config.steps``; returns the metrics of the steps run in this call."""
+        cfg = self.config
+        if cfg.resume:
+            self.load_latest()
+        history = []
+        while self.step < cfg.steps:
+            metrics = self.train_step()
+            history.append(metrics)
+            if self.logger is not None:
+                self.logger.log(metrics)
+            if cfg.save_every and self.step % cfg.save_every == 0 and self.step < cfg.steps:
+                self.save()
+            if self.bad_in_row >= cfg.max_bad_steps:
+                self.save()
+                raise NonFiniteLoss(f"{self.bad_in_row} steps in a row had a NaN or infinite loss or gradient "
+                                    f"(max_bad_steps={cfg.max_bad_steps}); stopped at step {self.step}")
+        self.save()
+        self.dist.barrier()
+        if self.dist.is_main:
+            grpo_state.save_model(self.model, self.tokenizer, self.out / "model")
+        if self.logger is not None:
+            self.logger.close()
+        return history
+
+    def train_step(self) -> dict:
+        """One rollout batch and one optimizer step; returns the step's metrics."""
+        cfg = self.config
+        self.step += 1
+        grpo_state.seed_step(cfg.seed, self.step, self.dist.rank)
+        t0 = time.perf_counter()
+        global_tasks = self.pool.draw(cfg.tasks_per_step)
+        share = len(global_tasks) // self.dist.world_size
+        mine = global_tasks[self.dist.rank * share:(self.dist.rank + 1) * share]
+        trajectories = self.collect([self.pool.task(i) for i in mine])
+        t1 = time.perf_counter()
+        rng = random.Random(cfg.seed * 7_919 + self.step * 31 + self.dist.rank)
+        chosen, advs, include, gstats = prepare_step(
+            trajectories, cfg.group_size, advantage=cfg.advantage, scale_std=cfg.scale_std,
+            equal_groups=cfg.equal_groups, exclude_truncated=cfg.exclude_truncated, rng=rng)
+        update = self.update(chosen, advs, include)
+        t2 = time.perf_counter()
+        outcomes = [(i, _outcome(t)) for k, i in enumerate(mine) for t in trajectories[k * cfg.group_size:
+                                                                                     (k + 1) * cfg.group_size]]
+        all_outcomes = self.dist.all_gather_object(outcomes)
+        flat = [o for part in all_outcomes for o in part]
+        retired = self.pool.record([i for i, _ in flat], [o for _, o in flat])
+        metrics = {"step": self.step}
+        metrics.update(grpo_state.rollout_metrics(self.dist.all_gather_object(
+            [grpo_state.trajectory_summary(t) for t in trajectories])))
+        metrics.update(update)
+        gathered = self.dist.all_gather_object(asdict(gstats))
+        for key in ("groups", "all_equal", "dropped", "duplicated", "excluded_trajectories"):
+            metrics[f"groups/{key}"] = sum(g[key] for g in gathered)
+        metrics.update({"data/retired": retired, "data/active_tasks": len(self.pool.active),
+                        "data/fresh_used": self.pool.next_fresh, "time/rollout_s": t1 - t0,
+                        "time/update_s": t2 - t1, "optim/lr": self.scheduler.get_last_lr()[0]})
+        return metrics
+
+    def collect(self, tasks: list[dict]) -> list[Any]:
+        """``group_size`` episodes of each task, group after group (contract C4)."""
+        from trainers.policies import TransformersPolicy
+        from trainers.rollout import RolloutConfig, collect
+
+        cfg = self.config
+        env_kwargs = dict(self.env_kwargs)
+        env_kwargs.setdefault("max_tool_calls", cfg.max_tool_calls)
+        rollout_cfg = RolloutConfig(env_id=cfg.env_id, env_kwargs=env_kwargs, max_new_tokens=cfg.max_new_tokens,
+                                    temperature=cfg.temperature, top_p=cfg.top_p,
+                                    num_envs=cfg.num_envs or len(tasks) * cfg.group_size)
+        policy = TransformersPolicy(self.model, self.tokenizer, device=self.device)
+        self.model.eval()
+        try:
+            return collect(policy, tasks, rollout_cfg, group_size=cfg.group_size, progress=cfg.progress)
+        finally:
+            self.model.train()
+
+    def update(self, trajectories: list[Any], advantages: list[float], include: list[bool]) -> dict:
+        """One optimizer step on the chosen trajectories; returns loss and policy metrics."""
+        cfg = self.config
+        batch = build_batch(trajectories, advantages, include, self.pad_id) if trajectories else None
+        local_tokens = batch.num_tokens if batch is not None else 0
+        global_tokens = self.dist.all_reduce_sum(float(local_tokens))
+        if global_tokens == 0:
+            self.bad_in_row = 0
+            return {"loss/policy": 0.0, "train/tokens": 0, "train/skipped": 1, "train/empty": 1}
+        batch = batch.to(self.device) if batch is not None else _dummy_batch(self.pad_id, self.device)
+        normalizer = global_tokens / self.dist.world_size  # DDP averages gradients over ranks
+        self.model.train()
+        self.optimizer.zero_grad(set_to_none=True)
+        sums = {"loss": 0.0, "kl": 0.0, "entropy": 0.0, "ratio": 0.0, "clip_low": 0.0, "clip_high": 0.0}
+        chunks = list(iter_chunks(batch.input_ids.shape[0], cfg.micro_batch_size))
+        for k, rows in enumerate(chunks):
+            with self.dist.no_sync(self.ddp_model, last=k == len(chunks) - 1):
+                self._micro_step(batch.slice(rows), normalizer, sums)
+        grad_norm = self._grad_norm()
+        stats = self.dist.all_reduce_dict(sums)
+        finite = math.isfinite(grad_norm) and math.isfinite(stats["loss"])
+        if finite:
+            self.optimizer.step()
+            self.bad_in_row = 0
+        else:
+            self.bad_in_row += 1
+            if self.dist.is_main:
+                print(f"grpo: step {self.step}: non-finite loss ({stats['loss']}) or gradient norm ({grad_norm}); "
+                      f"step skipped ({self.bad_in_row} in a row)", flush=True)
+        self.optimizer.zero_grad(set_to_none=True)
+        self.scheduler.step()
+        n = max(global_tokens, 1.0)
+        out = {"loss/policy": stats["loss"], "policy/entropy": stats["entropy"] / n,
+               "policy/ratio_mean": stats["ratio"] / n, "policy/clip_frac_low": stats["clip_low"] / n,
+               "policy/clip_frac_high": stats["clip_high"] / n, "grad/norm": grad_norm,
+               "train/tokens": int(global_tokens), "train/skipped": int(not finite), "train/empty": 0}
+        if cfg.kl_beta > 0:
+            out["policy/kl"] = stats["kl"] / n
+            out["loss/total"] = stats["loss"] + cfg.kl_beta * stats["kl"] / n
+        return out
+
+    def _micro_step(self, mb: Any, normalizer: float, sums: dict) -> None:
+        cfg = self.config
+        ft = mb.first_target
+        keep = mb.input_ids.shape[1] - ft
+        logits = self.ddp_model(input_ids=mb.input_ids, attention_mask=mb.attention_mask,
+                                logits_to_keep=keep).logits[:, :-1]
+        targets = mb.input_ids[:, ft + 1:]
+        mask, old = mb.loss_mask[:, ft:], mb.old_logprobs[:, ft:]
+        logp = token_logprobs(logits, targets, cfg.temperature)
+        loss = policy_loss(logp, old, mb.advantages, mask, cfg.clip_low, cfg.clip_high, normalizer=normalizer)
+        total = loss
+        if self.ref_model is not None:
+            with torch.no_grad():
+                ref_logits = self.ref_model(input_ids=mb.input_ids, attention_mask=mb.attention_mask,
+                                            logits_to_keep=keep).logits[:, :-1]
+                ref = token_logprobs(ref_logits, targets, cfg.temperature)
+            kl = masked_sum(kl_k3(logp, ref), mask)
+            total = total + cfg.kl_beta * kl / normalizer
+            sums["kl"] += float(kl.detach())
+        total.backward()
+        with torch.no_grad():
+            keepm = mask.bool()
+            ratio = torch.exp(torch.where(keepm, logp - old, torch.zeros_like(logp)))
+            adv = mb.advantages.unsqueeze(1)
+            sums["loss"] += float(loss.detach())
+            sums["entropy"] += float(masked_sum(entropy_from_logits(logits.detach() / cfg.temperature), mask))
+            sums["ratio"] += float(masked_sum(ratio, mask))
+            sums["clip_low"] += float(((ratio < 1 - cfg.clip_low) & (adv < 0) & keepm).sum())
+            sums["clip_high"] += float(((ratio > 1 + cfg.clip_high) & (adv > 0) & keepm).sum())
+
+    def _grad_norm(self) -> float:
+        params = [p for p in self.model.parameters() if p.grad is not None]
+        if not params:
+            return 0.0
+        max_norm = self.config.max_grad_norm if self.config.max_grad_norm > 0 else float("inf")
+        return float(torch.nn.utils.clip_grad_norm_(params, max_norm))
+
+    # ------------------------------------------------------------------ checkpoints
+
+    def save(self) -> None:
+        """Write ``checkpoint-<step>`` (model, optimizer, scheduler, pool, counters) atomically; rank 0 only."""
+        if self.dist.is_main:
+            state = {"step": self.step, "bad_in_row": self.bad_in_row, "pool": self.pool.state_dict(),
+                     "optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(),
+                     "config": asdict(self.config)}
+            if self.ref_model is not None:
+                state["ref_model"] = self.ref_model.state_dict()
+            grpo_state.save_checkpoint(self.out, self.step, self.model, self.tokenizer, state,
+                                       self.config.keep_checkpoints)
+        self.dist.barrier()
+
+    def load_latest(self) -> bool:
+        """Restore the newest checkpoint in ``output_dir``; False when there is none."""
+        found = grpo_state.latest_checkpoint(self.out)
+        if found is None:
+            return False
+        state = grpo_state.load_checkpoint(found, self.model)
+        self.step, self.bad_in_row = int(state["step"]), int(state["bad_in_row"])
+        self.pool.load_state_dict(state["pool"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        if self.ref_model is not None and "ref_model" in state:
+            self.ref_model.load_state_dict(state["ref_model"])
+        if self.logger is not None:
+            self.logger.truncate_after(self.step)
+        return True
+
+
+def _outcome(traj: Any) -> float:
+    correct = getattr(traj, "is_correct", None)
+    return 1.0 if (bool(correct) if correct is not None else float(traj.reward) >= 1.0) else 0.0
+
+
+def _pad_id(tokenizer: Any) -> int:
+    for name in ("pad_token_id", "eos_token_id"):
+        value = getattr(tokenizer, name, None)
+        if value is not None:
+            return int(value)
+    return 0
+
+
+def _dummy_batch(pad_id: int, device: torch.device) -> Any:
+    """A one-row batch with nothing to train on: keeps a rank with no trajectories in step under DDP."""
+    from trainers.grpo_data import TrainBatch
+
+    z = torch.zeros((1, 1), device=device)
+    return TrainBatch(torch.full((1, 2), pad_id, dtype=torch.long, device=device),
+                      torch.ones((1, 2), dtype=torch.long, device=device), z, z.clone(),
+                      torch.zeros(1, device=device), 0)
+
+
+def run(config: GRPOConfig) -> dict:
+    """``websailor grpo``: load the model, tokenizer and tasks, train, return the last step's metrics."""
+    model, tokenizer = grpo_state.load_model(config.model, config.tokenizer, config.dtype)
+    tasks = grpo_state.load_tasks(config.tasks)
+    task_filter = grpo_state.import_callable(config.task_filter) if config.task_filter else None
+    trainer = GRPOTrainer(config, model, tokenizer, tasks, task_filter=task_filter)
+    try:
+        history = trainer.train()
+    finally:
+        trainer.dist.destroy()
+    last = history[-1] if history else {"step": trainer.step}
+    if trainer.dist.is_main:
+        print(json.dumps({k: v for k, v in last.items()
+                          if k in ("step", "reward/mean", "loss/policy", "policy/entropy", "rollout/length")}))
+    return last

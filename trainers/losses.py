@@ -1,0 +1,170 @@
+"""The math of GRPO as small pure functions (no model, no environment, no state).
+
+Shapes: ``B`` sequences (a batch laid out group after group: index ``i * G + j`` is
+rollout ``j`` of task ``i``), ``T`` token positions, ``V`` vocabulary entries.
+Masks are ``0``/``1`` tensors (any dtype) where ``1`` marks a token the policy sampled and
+is trained on; ``0`` marks prompt, tool-response and padding tokens.
+
+Every function that reads masked positions guarantees that those positions get exactly
+zero gradient, even when their values are ``inf`` or ``nan`` (padding log-probabilities
+are often ``0.0`` or ``-inf``): masked entries are selected away with ``torch.where``
+before any arithmetic, not multiplied by zero afterwards (``0 * inf`` is ``nan``).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import torch
+import torch.nn.functional as F
+
+AdvantageMode = Literal["loo", "mean"]
+
+
+def masked_sum(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Sum of ``x`` over positions where ``mask`` is set: ``(B, T), (B, T) -> ()``.
+
+    Masked positions contribute exactly zero value and zero gradient, whatever they hold.
+    """
+    keep = mask.bool()
+    return torch.where(keep, x, torch.zeros((), dtype=x.dtype, device=x.device)).sum()
+
+
+def masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Mean of ``x`` over the set positions of ``mask``: ``(B, T), (B, T) -> ()``; ``0`` when none is set."""
+    count = mask.bool().sum().clamp(min=1)
+    return masked_sum(x, mask) / count
+
+
+def group_advantages(
+    rewards: torch.Tensor,
+    group_size: int,
+    mode: AdvantageMode = "loo",
+    scale_std: bool = False,
+    eps: float = 1e-6,
+) -> torch.Tensor:
+    """Advantages from rewards laid out group after group: ``(B,) -> (B,)``, ``B = N * group_size``.
+
+    - ``loo`` (leave-one-out, the default): ``A_i = r_i - mean(r_j, j != i)`` over the
+      other ``G - 1`` rewards of the group, i.e. ``G / (G - 1) * (r_i - mean(r))``.
+    - ``mean`` (WebSailor-V2 Eq. 3): ``A_i = r_i - mean(r)``.
+
+    With ``scale_std`` the result is divided by the group's standard deviation (unbiased,
+    as ``torch.std``) plus ``eps``. A group of one has no baseline to compare with and gets
+    advantage ``0`` in both modes; a group whose rewards are all equal gets ``0`` everywhere
+    (with or without std scaling). The result is detached from ``rewards``.
+    """
+    if rewards.dim() != 1:
+        raise ValueError(f"rewards must be 1-D (B,), got shape {tuple(rewards.shape)}")
+    if group_size < 1:
+        raise ValueError(f"group_size must be >= 1, got {group_size}")
+    if rewards.numel() % group_size != 0:
+        raise ValueError(f"number of rewards ({rewards.numel()}) must be divisible by group_size ({group_size})")
+    if mode not in ("loo", "mean"):
+        raise ValueError(f"mode must be 'loo' or 'mean', got {mode!r}")
+    out_dtype = rewards.dtype if rewards.is_floating_point() else torch.float32
+    if group_size == 1:
+        return torch.zeros(rewards.shape, dtype=out_dtype, device=rewards.device)
+    r = rewards.detach().to(torch.float64).view(-1, group_size)
+    centred = r - r.mean(dim=1, keepdim=True)
+    adv = centred * (group_size / (group_size - 1)) if mode == "loo" else centred
+    if scale_std:
+        adv = adv / (r.std(dim=1, keepdim=True) + eps)
+    return adv.view(-1).to(out_dtype)
+
+
+def policy_loss(
+    logprobs: torch.Tensor,
+    old_logprobs: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    clip_low: float = 0.2,
+    clip_high: float = 0.28,
+    *,
+    normalizer: float | torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Token-level clipped policy-gradient loss: ``(B, T), (B, T), (B,), (B, T) -> ()``.
+
+    Per token ``t`` of sequence ``b``: ``ratio = exp(logprobs - old_logprobs)`` (importance
+    ratio against the sampling policy) and
+    ``l = -min(ratio * A_b, clip(ratio, 1 - clip_low, 1 + clip_high) * A_b)``; the loss is
+    the sum of ``l`` over unmasked tokens divided by the number of unmasked tokens of the
+    batch (every token weighs the same, whatever its sequence's length: DAPO's token-level
+    mean). ``normalizer`` replaces that count when the batch is split into micro-batches or
+    across processes: pass the token count of the whole batch (divided by the number of
+    processes under DDP, which averages gradients) so the pieces add up to the full loss.
+
+    Only ``logprobs`` should carry gradient; ``old_logprobs`` and ``advantages`` are
+    treated as constants. No entropy bonus, no KL term (see :func:`kl_k3`).
+    """
+    if logprobs.shape != old_logprobs.shape or logprobs.shape != mask.shape:
+        raise ValueError(
+            f"logprobs {tuple(logprobs.shape)}, old_logprobs {tuple(old_logprobs.shape)} and mask "
+            f"{tuple(mask.shape)} must have the same (B, T) shape"
+        )
+    if advantages.shape != logprobs.shape[:1]:
+        raise ValueError(f"advantages must have shape (B,) = ({logprobs.shape[0]},), got {tuple(advantages.shape)}")
+    keep = mask.bool()
+    zero = torch.zeros((), dtype=logprobs.dtype, device=logprobs.device)
+    log_ratio = torch.where(keep, logprobs - old_logprobs.detach(), zero)
+    ratio = torch.exp(log_ratio)
+    adv = advantages.detach().to(logprobs.dtype).unsqueeze(1)
+    clipped = torch.clamp(ratio, 1.0 - clip_low, 1.0 + clip_high)
+    per_token = -torch.minimum(ratio * adv, clipped * adv)
+    total = masked_sum(per_token, keep)
+    if normalizer is None:
+        normalizer = keep.sum().clamp(min=1)
+    return total / normalizer
+
+
+def clip_fractions(
+    logprobs: torch.Tensor,
+    old_logprobs: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    clip_low: float = 0.2,
+    clip_high: float = 0.28,
+) -> dict[str, float]:
+    """Share of unmasked tokens whose ratio is clipped: ``low`` (ratio below ``1 - clip_low``
+    with a negative advantage), ``high`` (above ``1 + clip_high`` with a positive one),
+    ``region`` (either). Inputs as :func:`policy_loss`; returns plain floats (for metrics)."""
+    with torch.no_grad():
+        keep = mask.bool()
+        ratio = torch.exp(torch.where(keep, logprobs - old_logprobs, torch.zeros_like(logprobs)))
+        adv = advantages.unsqueeze(1)
+        low = (ratio < 1 - clip_low) & (adv < 0) & keep
+        high = (ratio > 1 + clip_high) & (adv > 0) & keep
+        n = max(int(keep.sum()), 1)
+        return {"low": int(low.sum()) / n, "high": int(high.sum()) / n, "region": int((low | high).sum()) / n}
+
+
+def kl_k3(logprobs: torch.Tensor, ref_logprobs: torch.Tensor) -> torch.Tensor:
+    """Per-token KL(policy || reference) estimate (Schulman's k3, always >= 0): ``(B, T), (B, T) -> (B, T)``.
+
+    ``exp(ref - logp) - (ref - logp) - 1``; average it with :func:`masked_mean` and add
+    ``beta`` times it to the loss for a KL penalty to a reference model.
+    """
+    d = ref_logprobs.detach() - logprobs
+    return torch.exp(d) - d - 1.0
+
+
+def token_logprobs(logits: torch.Tensor, token_ids: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
+    """Log-probability of each chosen token: logits ``(B, T, V)`` and ids ``(B, T)`` -> ``(B, T)``.
+
+    ``logits[:, t]`` must be the distribution that produced ``token_ids[:, t]`` (shift the
+    model's output by one before calling). Logits are divided by ``temperature`` first, so
+    the result matches log-probabilities sampled at that temperature. Computed as
+    ``gather - logsumexp`` without materialising the full ``(B, T, V)`` log-softmax.
+    """
+    if temperature != 1.0:
+        logits = logits / temperature
+    logits = logits.float()
+    chosen = torch.gather(logits, -1, token_ids.unsqueeze(-1)).squeeze(-1)
+    return chosen - torch.logsumexp(logits, dim=-1)
+
+
+def entropy_from_logits(logits: torch.Tensor) -> torch.Tensor:
+    """Entropy of the categorical distribution at each position: ``(B, T, V) -> (B, T)`` (nats)."""
+    logits = logits.float()
+    logp = F.log_softmax(logits, dim=-1)
+    return -(logp.exp() * logp).sum(-1)
