@@ -54,6 +54,9 @@ COMMANDS: dict[str, dict[str, Command] | Command] = {
                             "keep the tasks some but not all rollouts solve (pass-rate filter)"),
     "synth-report": Command("sailorfog.report", "ReportConfig", "run_report",
                             "counts and plots of a task file beside the released samples"),
+    "pipeline": Command("websailor.pipeline", "PipelineConfig", "run_pipeline",
+                        "the whole system end to end on the embedded default, with report.html"),
+    "report": Command("websailor.pipeline", "ReportConfig", "run_report", "rebuild report.html from a run directory"),
     "eval": Command("trainers.eval", "EvalConfig", "run_eval",
                     "pass@1/pass@k of a policy on a task file, per-task results, optional budget sweep (PNG)"),
     "sft": {
