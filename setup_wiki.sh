@@ -62,6 +62,11 @@ find_python() {
 }
 
 PY="$VENV/bin/python"
+# pip's failure still fails the script (pipefail); only its "already satisfied" noise is dropped.
+pip_install() {
+    "$PY" -m pip install --progress-bar off --disable-pip-version-check "$@" |
+        { grep -v '^Requirement already satisfied' || true; }
+}
 if [ "$INSTALL" = 1 ]; then
     if [ ! -x "$PY" ]; then
         BASE_PY="$(find_python)" || die "Python >= 3.11 not found (looked for python3.11, python3)"
@@ -69,10 +74,11 @@ if [ "$INSTALL" = 1 ]; then
         "$BASE_PY" -m venv "$VENV" || die "could not create $VENV (on Debian/Ubuntu: apt-get install python3-venv)"
     fi
     # torch first, pinned: the CPU build; letting the project's range pick it pulls a multi-GB CUDA build.
-    step "installing torch==2.13.0"
-    "$PY" -m pip install --quiet torch==2.13.0
-    step "installing websailor-gym with its test extras"
-    "$PY" -m pip install --quiet -e '.[test]'
+    # pip's own lines (Collecting ..., Installing ...) are the progress: a fresh install takes minutes.
+    step "installing torch==2.13.0 (CPU build; pip's progress follows)"
+    pip_install torch==2.13.0
+    step "installing websailor-gym with its test extras (a few minutes on a fresh machine)"
+    pip_install -e '.[test]'
 else
     [ -x "$PY" ] || die "--no-install: no virtual environment at $VENV"
 fi

@@ -46,8 +46,9 @@ class BaselineConfig:
             raise ValueError(f"--limit must be >= 1, got {self.limit}")
         if self.max_tool_calls < 1:
             raise ValueError(f"--max-tool-calls must be >= 1, got {self.max_tool_calls}")
-        if not Path(self.tasks).is_file():
-            raise ValueError(f"task file not found: {self.tasks}")
+        from envs.tasks import check_task_file
+
+        check_task_file(self.tasks)
         _check_wiki_dir(self.wiki_dir)
 
 

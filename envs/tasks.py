@@ -74,11 +74,19 @@ def task_from_dict(record: Mapping[str, Any], where: str = "task") -> Task:
     return Task(id=str(task_id), question=question, answer=answer, aliases=alias_texts, metadata=metadata)
 
 
+def check_task_file(path: str | os.PathLike) -> None:
+    """``ValueError`` that says what is wrong unless ``path`` is an existing regular file."""
+    path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{path} is a directory; expected a task JSONL file ({{\"question\", \"answer\"}} per line)")
+    if not path.is_file():
+        raise ValueError(f"task file not found: {path}")
+
+
 def read_jsonl_tasks(path: str | os.PathLike) -> list[Task]:
     """Every task in a JSONL file (blank lines skipped); ``ValueError`` with the line number."""
     path = Path(path)
-    if not path.is_file():
-        raise ValueError(f"task file not found: {path}")
+    check_task_file(path)
     tasks = [task_from_dict(record, f"{path}:{lineno}") for lineno, record in iter_jsonl(path)]
     if not tasks:
         raise ValueError(f"{path}: no tasks in the file")
@@ -100,11 +108,17 @@ def load_tasks(tasks: str | os.PathLike | Sequence[Mapping[str, Any] | Task] | I
 def write_jsonl_tasks(path: str | os.PathLike, tasks: Iterable[Task]) -> int:
     """Write tasks as JSONL (atomically: a temporary file renamed into place); returns the count."""
     path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{path} is a directory; give a file path for the task JSONL (for example {path / 'tasks.jsonl'})")
     tmp = path.with_name(path.name + ".tmp")
     count = 0
-    with tmp.open("w", encoding="utf-8") as fh:
-        for task in tasks:
-            fh.write(json.dumps(task.to_dict(), ensure_ascii=False) + "\n")
-            count += 1
-    os.replace(tmp, path)
+    try:
+        with tmp.open("w", encoding="utf-8") as fh:
+            for task in tasks:
+                fh.write(json.dumps(task.to_dict(), ensure_ascii=False) + "\n")
+                count += 1
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # no half-written file left beside the output
+        raise
     return count

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from typing import Callable, NamedTuple
 
+from websailor import __version__
 from websailor.config_cli import add_dataclass_arguments, config_from_args
 
 
@@ -52,6 +54,19 @@ COMMANDS: dict[str, dict[str, Command] | Command] = {
                             "keep the tasks some but not all rollouts solve (pass-rate filter)"),
     "synth-report": Command("sailorfog.report", "ReportConfig", "run_report",
                             "counts and plots of a task file beside the released samples"),
+    "sft": {
+        "train": Command("trainers.sft", "SFTConfig", "run_sft",
+                         "SFT cold start on rejection-sampled trajectory JSONL (loss on assistant tokens)"),
+        "thoughts": Command("trainers.thoughts", "ThoughtsConfig", "run_thoughts",
+                            "rewrite each assistant thought into a short, action-oriented one (WebSailor)"),
+    },
+    "grpo": Command("trainers.grpo", "GRPOConfig", "run",
+                    "on-policy GRPO in a registered environment (leave-one-out advantages, token-level clipped loss)"),
+    "eval": Command("trainers.eval", "EvalConfig", "run_eval",
+                    "pass@1/pass@k of a policy on a task file, per-task results, optional budget sweep (PNG)"),
+    "pipeline": Command("websailor.pipeline", "PipelineConfig", "run_pipeline",
+                        "the whole system end to end on the embedded default, with report.html"),
+    "report": Command("websailor.pipeline", "ReportConfig", "run_report", "rebuild report.html from a run directory"),
 }
 
 
@@ -65,6 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="websailor",
         description="websailor-gym: environments, data synthesis and trainers for web research agents.",
     )
+    parser.add_argument("--version", action="version", version=f"websailor-gym {__version__}")
     groups = parser.add_subparsers(dest="group", metavar="GROUP", required=True)
     for group, commands in COMMANDS.items():
         if isinstance(commands, Command):
@@ -97,6 +113,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("websailor: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (`websailor ... | head`): not an error worth a message. Point
+        # stdout at /dev/null so the interpreter's final flush does not raise again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except (ValueError, OSError) as exc:  # UserError subclasses ValueError
         print(f"websailor {name}: error: {exc}", file=sys.stderr)
         return 2

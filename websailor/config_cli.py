@@ -72,7 +72,8 @@ def add_dataclass_arguments(parser: argparse.ArgumentParser, cls: type) -> None:
             else None
         )
         help_text = docs.get(f.name, "")
-        if has_default and default is not None and tp is not bool:
+        # An empty list default on a "one or more" argument is no default a user could rely on.
+        if has_default and default is not None and default != [] and tp is not bool:
             help_text = f"{help_text} (default: {default})".strip()
         kwargs: dict[str, Any] = {"help": help_text}
         if get_origin(tp) is Literal:

@@ -150,6 +150,7 @@ def run_visit(config: VisitConfig) -> int:
     import os
 
     from wiki_sim.focus import format_not_found, format_visit
+    from wiki_sim.records import url_to_title
     from wiki_sim.sim import WikiSim
 
     summarizer = None
@@ -160,14 +161,20 @@ def run_visit(config: VisitConfig) -> int:
                                       api_key=os.environ.get("OPENAI_API_KEY"))
     with WikiSim(config.wiki_dir, summarizer=summarizer) as sim:
         result = sim.read(config.url, config.goal)
+        title = url_to_title(config.url) if result is None else None
+        suggestions = sim.closest_pages(title) if title else []
     if config.json:
         out: dict[str, Any] = {"url": config.url, "goal": config.goal, "found": result is not None}
         if result is not None:
             page, focused = result
             out.update(title=page["title"], page_url=page["url"], evidence=focused.evidence, summary=focused.summary)
+        else:
+            out["did_you_mean"] = [{"title": t, "url": u} for t, u in suggestions]
         print(json.dumps(out, ensure_ascii=False))
+    elif result is None:
+        print(format_not_found(config.url, config.goal, suggestions))
     else:
-        print(format_not_found(config.url) if result is None else format_visit(config.url, config.goal, result[1]))
+        print(format_visit(config.url, config.goal, result[1]))
     return 0 if result is not None else 1
 
 

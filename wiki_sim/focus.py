@@ -14,7 +14,9 @@ import math
 import re
 from collections import Counter
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Protocol, Sequence, runtime_checkable
+
+from wiki_sim.evidence import focus
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
@@ -122,34 +124,12 @@ def _trim(text: str, limit: int) -> str:
     return cut + " ..."
 
 
-def extract(text: str, goal: str, lead: str = "", budget: int = 3000, summary_chars: int = 600) -> Focused:
-    """Evidence passages most relevant to ``goal`` (in page order, within ``budget``
-    characters) and a summary (the lead, trimmed to ``summary_chars``)."""
-    passages = split_passages(text[:MAX_PAGE_CHARS])
-    summary_source = lead.strip() or (passages[0].text if passages else "")
-    summary = _trim(summary_source, summary_chars)
-    if not passages:
-        return Focused(evidence="(the page has no text)", summary=summary)
-    scores = rank_passages(passages, goal)
-    order = sorted(range(len(passages)), key=lambda i: (-scores[i], i))
-    chosen: list[int] = []
-    used = 0
-    for i in order:
-        if chosen and scores[i] <= 0:
-            break
-        cost = len(passages[i].text) + len(passages[i].section) + 8
-        if used + cost > budget:
-            if not chosen:
-                chosen.append(i)
-            continue
-        chosen.append(i)
-        used += cost
-    parts = []
-    for i in sorted(chosen):
-        p = passages[i]
-        body = _trim(p.text, budget)
-        parts.append(f"[{p.section}] {body}" if p.section else body)
-    return Focused(evidence="\n\n".join(parts), summary=summary)
+def extract(text: str, goal: str, lead: str = "", budget: int = 3000, summary_chars: int = 600,
+            title: str = "") -> Focused:
+    """Evidence for ``goal`` (best passages first, with context, within ``budget`` characters)
+    and a summary from the answer-bearing sentences (see :mod:`wiki_sim.evidence`)."""
+    evidence, summary = focus(text, goal, title=title, lead=lead, budget=budget, summary_chars=summary_chars)
+    return Focused(evidence=evidence, summary=summary)
 
 
 @runtime_checkable
@@ -161,7 +141,7 @@ class Summarizer(Protocol):
 
 @dataclass
 class ExtractiveSummarizer:
-    """The default: BM25-ranked passages as evidence, the lead as summary. No model."""
+    """The default: goal-ranked passages as evidence, the answer-bearing sentences as summary. No model."""
 
     budget: int = 3000
     """Characters of evidence per page."""
@@ -169,7 +149,7 @@ class ExtractiveSummarizer:
     """Characters of summary per page."""
 
     def __call__(self, *, url: str, title: str, text: str, lead: str, goal: str) -> Focused:
-        return extract(text, goal, lead=lead, budget=self.budget, summary_chars=self.summary_chars)
+        return extract(text, goal, lead=lead, budget=self.budget, summary_chars=self.summary_chars, title=title)
 
 
 def format_visit(url: str, goal: str, focused: Focused) -> str:
@@ -181,9 +161,11 @@ def format_visit(url: str, goal: str, focused: Focused) -> str:
     )
 
 
-def format_not_found(url: str) -> str:
-    """The visit tool's text for a URL the simulator (or the web) has no page for."""
-    return (
-        f"The useful information in {url} for user goal could not be extracted: page not found. "
-        "Check the URL (copy it exactly from a search result) or search for the page first.\n\n"
-    )
+def format_not_found(url: str, goal: str = "", suggestions: Sequence[tuple[str, str]] = ()) -> str:
+    """The visit tool's text for a URL the simulator (or the web) has no page for; ``suggestions``
+    are ``(title, url)`` pairs of the closest pages ("did you mean")."""
+    text = (f"The useful information in {url} for user goal {goal} could not be extracted: page not found. "
+            "Check the URL (copy it exactly from a search result) or search for the page first.")
+    if suggestions:
+        text += " Did you mean: " + "; ".join(f"{title} ({link})" for title, link in suggestions) + "?"
+    return text + "\n\n"

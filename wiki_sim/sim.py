@@ -10,6 +10,7 @@ from an LRU cache.
 
 from __future__ import annotations
 
+import difflib
 import json
 import threading
 from collections import OrderedDict
@@ -66,12 +67,20 @@ class LRUCache:
             return {"hits": self.hits, "misses": self.misses, "size": len(self._data), "maxsize": self.maxsize}
 
 
+# What a build leaves in its directory besides build.json (a folder holding some of these
+# but no build.json is an interrupted build; one holding none is not a simulator at all).
+_BUILD_OUTPUTS = (STORE_FILE, INDEX_DIR)
+
+
 def read_build_info(path: str | Path) -> dict[str, Any]:
     """The ``build.json`` of a complete simulator directory; :class:`WikiSimError` otherwise."""
     path = Path(path)
     if not path.is_dir():
         raise WikiSimError(f"no simulator at {path}: build one with `websailor wiki build --out {path}`")
     info_file = path / BUILD_FILE
+    if not info_file.is_file() and not any((path / name).exists() for name in _BUILD_OUTPUTS):
+        raise WikiSimError(f"{path} is not a simulator directory (no {BUILD_FILE}, store or index in it); "
+                           f"build one with `websailor wiki build --out {path}`")
     if not info_file.is_file():
         raise WikiSimError(f"{path} is not a complete simulator (no {BUILD_FILE}: its build was interrupted or "
                            f"failed); rebuild it with `websailor wiki build --out {path}`")
@@ -170,10 +179,24 @@ class WikiSim:
         if cached is not None:
             return cached
         result = self.read(url, goal)
-        text = format_not_found(url) if result is None else format_visit(url, goal, result[1])
+        if result is None:
+            title = url_to_title(url)
+            text = format_not_found(url, goal, self.closest_pages(title) if title else [])
+        else:
+            text = format_visit(url, goal, result[1])
         if len(url) + len(goal) <= MAX_CACHED_KEY_CHARS:
             self._visit_cache.put(key, text)
         return text
+
+    def closest_pages(self, title: str, n: int = 3) -> list[tuple[str, str]]:
+        """``(title, url)`` of the pages whose titles are closest to ``title`` (for "did you mean"):
+        the index's best hits for the title's words, ordered by how alike the titles are."""
+        title = title[:200].replace("_", " ").strip()
+        if not title:
+            return []
+        hits = self.search([title], k=10)[0]
+        alike = sorted(hits, key=lambda h: -difflib.SequenceMatcher(None, title.lower(), h.title.lower()).ratio())
+        return [(h.title, h.url) for h in alike[:n]]
 
     # --- look-ups for synthesis ---------------------------------------------------------
     def resolve(self, title: str) -> str | None:

@@ -15,6 +15,7 @@ from typing import Any, Iterator
 
 from wiki_sim.errors import WikiSimError
 from wiki_sim.ingest.link_finder import LinkFinder
+from wiki_sim.ingest.wikitext import clean_text
 from wiki_sim.records import Page, normalize_title
 
 NO_TOPIC = "Uncategorized"
@@ -38,7 +39,9 @@ def load_summaries(path: Path) -> list[dict[str, str]]:
             raise WikiSimError(f"{path}: entry {key!r} is {type(value).__name__}, expected an object")
         title = normalize_title(str(value.get("title") or key))
         if title:
-            entries.append({"title": title, "extract": str(value.get("extract") or "").strip(),
+            # The extracts lost their formulas and pronunciations upstream ("A chair ( ) is",
+            # "integer , denoted by , is"): the same tidying as parsed pages closes the gaps.
+            entries.append({"title": title, "extract": clean_text(str(value.get("extract") or "")),
                             "description": str(value.get("description") or "").strip(),
                             "topic": str(value.get("topic") or "").strip()})
     return entries

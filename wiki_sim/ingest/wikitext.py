@@ -25,6 +25,7 @@ from mwparserfromhell.nodes import (Argument, Comment, ExternalLink, Heading, HT
 from mwparserfromhell.wikicode import Wikicode
 
 from wiki_sim.ingest.templates import render_template
+from wiki_sim.ingest.tex import tex_to_text
 from wiki_sim.records import Page, normalize_title
 
 # Namespaces of English Wikipedia (and their aliases) that main-namespace links never point into.
@@ -196,6 +197,8 @@ class Renderer:
         name = str(tag.tag).strip().lower()
         if name in DROP_TAGS:
             return ""
+        if name == "math":  # readable text, not raw TeX and not a hole in the sentence
+            return tex_to_text(html.unescape(str(tag.contents))) if tag.contents is not None else ""
         if name in RAW_TAGS:
             return html.unescape(str(tag.contents)) if tag.contents is not None else ""
         if name == "table":
