@@ -69,7 +69,7 @@ class LRUCache:
 
 # What a build leaves in its directory besides build.json (a folder holding some of these
 # but no build.json is an interrupted build; one holding none is not a simulator at all).
-_BUILD_OUTPUTS = (STORE_FILE, INDEX_DIR)
+_BUILD_OUTPUTS = (STORE_FILE, "index", "terms")
 
 
 def read_build_info(path: str | Path) -> dict[str, Any]:

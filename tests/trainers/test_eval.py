@@ -57,7 +57,7 @@ def test_transformers_policy_eval_through_the_cli(task_file, tmp_path, capsys):
     model_dir = tmp_path / "tiny"
     tiny_qwen2().save_pretrained(model_dir)
     out = tmp_path / "eval"
-    code = main(["eval", "run", "--tasks", str(task_file), "--policy", "transformers", "--model", str(model_dir),
+    code = main(["eval", "--tasks", str(task_file), "--policy", "transformers", "--model", str(model_dir),
                  "--tokenizer", "byt5",
                  "--env-id", MINI_SHORT_ENV_ID, "--out", str(out), "--k", "2", "--limit", "1", "--max-new-tokens", "8",
                  "--num-envs", "4"])
@@ -71,7 +71,7 @@ def test_transformers_policy_eval_through_the_cli(task_file, tmp_path, capsys):
 
 
 def test_bad_eval_input(task_file, tmp_path, capsys):
-    assert main(["eval", "run", "--tasks", str(tmp_path / "none.jsonl")]) == 2
+    assert main(["eval", "--tasks", str(tmp_path / "none.jsonl")]) == 2
     assert "task file not found" in capsys.readouterr().err
     with pytest.raises(ValueError, match="--model"):
         EvalConfig(tasks=str(task_file), policy="transformers", env_id=MINI_ENV_ID)

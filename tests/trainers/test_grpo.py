@@ -123,7 +123,7 @@ def test_cli_runs_with_kl_and_writes_metrics_and_model(cold_model_dir, tmp_path)
     tasks = tmp_path / "tasks.jsonl"
     tasks.write_text("".join(json.dumps(t) + "\n" for t in ONE_TASK))
     out = tmp_path / "out"
-    rc = main(["train", "grpo", str(cold_model_dir), str(tasks), "--output-dir", str(out), "--env-id", toy_env.SPEC,
+    rc = main(["grpo", str(cold_model_dir), str(tasks), "--output-dir", str(out), "--env-id", toy_env.SPEC,
                "--steps", "2", "--batch-size", "8", "--group-size", "4", "--micro-batch-size", "4",
                "--learning-rate", "1e-3", "--max-new-tokens", "32", "--kl-beta", "0.1", "--device", "cpu",
                "--tensorboard", "off", "--pool-size", "1"])
@@ -139,7 +139,7 @@ def test_cli_runs_with_kl_and_writes_metrics_and_model(cold_model_dir, tmp_path)
 def test_cli_bad_input_is_one_line_error(tmp_path, capsys):
     from websailor.cli import main
 
-    rc = main(["train", "grpo", str(tmp_path / "missing"), str(tmp_path / "t.jsonl"), "--batch-size", "12"])
+    rc = main(["grpo", str(tmp_path / "missing"), str(tmp_path / "t.jsonl"), "--batch-size", "12"])
     assert rc != 0
     err = capsys.readouterr().err
     assert "batch_size (12) must be divisible by group_size (8)" in err
