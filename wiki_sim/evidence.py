@@ -266,19 +266,57 @@ def focus(text: str, goal: str, *, title: str = "", lead: str = "", budget: int 
         opening = _trim(lead.strip() or " ".join(s.text for s in sentences[:3]), budget)
         terms = ", ".join(sorted(parsed.own)) or "the goal"
         return opening, f"No passage of this page mentions {terms}; its opening is given as the evidence."
+    if sum(len(x.text) + 1 for x in sentences) <= budget:
+        # The whole page fits: it is the evidence, in its own order (nothing to rank away);
+        # the summary below still answers from the best sentences.
+        return _in_order(sentences), _summary(sentences, order, scores, summary_chars, title, _in_order(sentences))
     parts = []
-    for window in _windows(order, sentences, budget):
+    windows = _windows(order, sentences, budget)
+    for window in windows:
         body = _trim(" ".join(sentences[j].text for j in window), budget)
         section = sentences[window[0]].section
         parts.append(f"[{section}] {body}" if section else body)
+    # Budget left over (short pages): the rest of the page in order, after the best passages,
+    # so a reader still sees every name and number a short page holds.
+    taken = {j for window in windows for j in window}
+    room = budget - sum(len(p) + 2 for p in parts)
+    rest = []
+    for j, sentence in enumerate(sentences):
+        if j in taken:
+            continue
+        if len(sentence.text) + 1 > room:
+            break
+        rest.append(sentence.text)
+        room -= len(sentence.text) + 1
+    if rest:
+        parts.append(" ".join(rest))
     evidence = "\n\n".join(parts)
+    return evidence, _summary(sentences, order, scores, summary_chars, title, evidence)
+
+
+def _in_order(sentences: list[Sentence]) -> str:
+    paragraphs: list[str] = []
+    last = None
+    for x in sentences:
+        key = (x.paragraph, x.section)
+        if key != last:
+            paragraphs.append(f"[{x.section}] {x.text}" if x.section and (last is None or last[1] != x.section)
+                              else x.text)
+            last = key
+        else:
+            paragraphs[-1] += " " + x.text
+    return "\n\n".join(paragraphs)
+
+
+def _summary(sentences: list[Sentence], order: list[int], scores: list[float], summary_chars: int, title: str,
+             evidence: str) -> str:
     summary = sentences[order[0]].text
     if len(order) > 1 and scores[order[1]] >= 0.8 * scores[order[0]] and len(summary) < summary_chars // 2:
         summary = f"{summary} {sentences[order[1]].text}"
     summary = _trim(summary, summary_chars)
     if summary.strip() == evidence.strip():  # a one-sentence answer: say where it is, do not repeat it
         summary = f"The page answers the goal in one statement (the evidence above){_about(title)}."
-    return evidence, summary
+    return summary
 
 
 def _about(title: str) -> str:
