@@ -7,7 +7,9 @@
 - ``dribble?n=N&every=S``: declares N bytes, then sends one every S seconds;
 - ``dribble_headers?every=S``: sends the status line, then a header byte every S seconds;
 - ``redirect?to=URL``: 302 to URL (``hops=K`` first redirects K times to itself);
-- ``echo``: a page that shows the request's headers, path and body, as a careless API does.
+- ``echo``: a page that shows the request's headers, path and body, as a careless API does;
+- ``titles?n=N``: N unclosed ``<title>`` tags (default 200,000), then the page's real
+  ``<title>Titles page</title>`` and a body (a title regex that rescans from each is quadratic).
 
 Every request is logged like the providers' (provider ``hostile``).
 """
@@ -101,8 +103,22 @@ class HostileRoutes:
             target = params.get("to", "/")
         self._send(302, "", "text/html", {"Location": target})
 
+    def _hostile_titles(self, params: dict) -> None:
+        self._send(200, unclosed_titles_page(int(params.get("n", 200_000))), "text/html; charset=utf-8")
+
     def _hostile_echo(self, params: dict) -> None:
         self._send(200, echo_page(self.command, self.path, dict(self.headers), self.body), "text/html; charset=utf-8")
+
+
+TITLES_PAGE_TITLE = "Titles page"
+TITLES_PAGE_FACT = "The Titles page was founded in 1901 by Ada Quell."
+
+
+def unclosed_titles_page(n: int) -> str:
+    """``n`` unclosed ``<title>`` tags in the head, then a well-formed title and a body."""
+    return ("<!DOCTYPE html><html><head>" + "<title>" * n + f"<TITLE lang='en'>\n {TITLES_PAGE_TITLE} </title >"
+            f"</head><body><article><h1>{TITLES_PAGE_TITLE}</h1><p>{TITLES_PAGE_FACT} It stands by the river "
+            "and has a small library of old maps.</p></article></body></html>")
 
 
 def echo_page(method: str, path: str, headers: dict, body: bytes) -> str:

@@ -22,7 +22,14 @@ from envs.live.errors import AuthOrQuota, BadResponse, NotFound, RateLimited, Re
 from envs.live.netpolicy import check_url
 from envs.live.transport import Transport, check_status, retry_after
 
-_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.I | re.S)
+MAX_TITLE_CHARS = 2000
+"""A ``<title>`` longer than this (before its close tag) is not taken as the page's title."""
+# Every quantifier is bounded and the title's text may not hold another <title> tag, so each
+# start position costs at most a few thousand steps: linear in the page, even on a page of
+# nothing but unclosed <title> tags (an unbounded ``(.*?)</title>`` rescans to the end from
+# every one of them: quadratic, minutes for a 1 MB page).
+_TITLE = re.compile(r"<title(?:\s[^<>]{0,500})?>((?:[^<]|<(?!/?title\b)){0,%d})</title\s*>" % MAX_TITLE_CHARS,
+                    re.I)
 _JINA_HEADER = re.compile(r"^(Title|URL Source|Published Time|Warning):\s*(.*)$")
 _TARGET_ERROR = re.compile(r"Target URL returned error (\d{3})")
 _REDIRECTS = (301, 302, 303, 307, 308)
@@ -43,6 +50,13 @@ def _unusable(source: str, message: str) -> BadResponse:
     return error
 
 
+def html_title(html: str) -> str:
+    """The text of the page's first well-formed ``<title>...</title>`` (whitespace collapsed),
+    or "" when there is none; linear in ``len(html)``."""
+    match = _TITLE.search(html)
+    return " ".join(match.group(1).split()) if match else ""
+
+
 def parse_jina_text(body: str) -> tuple[str, str, str]:
     """(title, warning, content) of Jina Reader's plain-text reply (``Title: ...``,
     ``URL Source: ...``, ``Markdown Content:`` then the page)."""
@@ -57,11 +71,11 @@ def parse_jina_text(body: str) -> tuple[str, str, str]:
     return fields.get("Title", ""), fields.get("Warning", ""), content.strip()
 
 
-class JinaReader:
-    """Jina Reader: ``GET <base>/<url>``, JSON reply (``Accept: application/json``), optional
-    bearer key. 402 means insufficient balance; 429 carries Retry-After."""
+class _Reader:
+    """What every reader shares: its transport and config, and ``read`` that checks the URL is
+    a web URL before the reader's own ``_read`` runs."""
 
-    name = provider = "jina"
+    name = provider = ""
 
     def __init__(self, transport: Transport, config: LiveConfig):
         self.transport, self.config = transport, config
@@ -70,7 +84,19 @@ class JinaReader:
         return True
 
     def read(self, url: str, deadline: float) -> Reply[PageText]:
-        url = _web_url(self.name, url)
+        return self._read(_web_url(self.name, url), deadline)
+
+    def _read(self, url: str, deadline: float) -> Reply[PageText]:
+        raise NotImplementedError
+
+
+class JinaReader(_Reader):
+    """Jina Reader: ``GET <base>/<url>``, JSON reply (``Accept: application/json``), optional
+    bearer key. 402 means insufficient balance; 429 carries Retry-After."""
+
+    name = provider = "jina"
+
+    def _read(self, url: str, deadline: float) -> Reply[PageText]:
         headers = {"Accept": "application/json"}
         if self.config.jina_api_key:
             headers["Authorization"] = f"Bearer {self.config.jina_api_key}"
@@ -111,20 +137,13 @@ class JinaReader:
         return str(page.get("title") or ""), str(page.get("warning") or ""), page["content"].strip()
 
 
-class DirectReader:
+class DirectReader(_Reader):
     """Fetch the URL itself: HTML to text by trafilatura (headings kept as markdown), PDF by
     pypdf, plain text as it is."""
 
     name = provider = "direct"
 
-    def __init__(self, transport: Transport, config: LiveConfig):
-        self.transport, self.config = transport, config
-
-    def available(self) -> bool:
-        return True
-
-    def read(self, url: str, deadline: float) -> Reply[PageText]:
-        url = _web_url(self.name, url)
+    def _read(self, url: str, deadline: float) -> Reply[PageText]:
         response = self._fetch(url, deadline)
         code = response.status_code
         if code in (401, 403, 451):  # this site refuses us; not a problem with the source as a whole
@@ -178,9 +197,7 @@ class DirectReader:
         html = body.decode("utf-8", errors="replace")
         text = trafilatura.extract(html, url=url, output_format="markdown", include_tables=True,
                                    include_comments=False, favor_recall=True) or trafilatura.html2txt(html) or ""
-        match = _TITLE.search(html)
-        title = " ".join(match.group(1).split()) if match else ""
-        return title, text
+        return html_title(html), text
 
     def _pdf(self, body: bytes) -> tuple[str, str]:
         try:
@@ -207,4 +224,4 @@ def reader_adapters(transport: Transport, config: LiveConfig) -> list:
     return [make[name]() for name in config.reader_sources]
 
 
-__all__ = ["JinaReader", "DirectReader", "parse_jina_text", "reader_adapters", "RateLimited", "Retryable"]
+__all__ = ["JinaReader", "DirectReader", "html_title", "parse_jina_text", "reader_adapters", "RateLimited", "Retryable"]

@@ -11,11 +11,12 @@ from pathlib import Path
 import pytest
 
 from envs.formatting import format_search
-from envs.live.adapters.reader import DirectReader, JinaReader, parse_jina_text
+from envs.live.adapters.reader import MAX_TITLE_CHARS, DirectReader, JinaReader, html_title, parse_jina_text
 from envs.live.adapters.search import SerpApiSearch, SerperSearch, WikipediaSearch
 from envs.live.adapters.summarizer import ModelSummarizer, parse_summary
 from envs.live.errors import NotFound
 from envs.live.fakeweb import make_pdf
+from envs.live.hostile import TITLES_PAGE_FACT, TITLES_PAGE_TITLE, unclosed_titles_page
 from wiki_sim.records import title_to_url
 
 REFERENCE = Path(__file__).resolve().parents[3] / ".." / "shared" / "reference"
@@ -166,3 +167,24 @@ def test_real_recorded_results_pass_through_serper_unchanged(make_live, fakeweb)
             [(o["title"], o["link"], o.get("date", ""), o["snippet"]) for o in organic][:10]
         text = format_search(query, outcome.value)
         assert text.startswith(f"A search for '{query}' found {min(len(organic), 10)} results")
+
+
+def test_html_title_takes_the_first_well_formed_title():
+    assert html_title("<head><title>One</title><title>Two</title></head>") == "One"
+    assert html_title("<TITLE lang='en'>\n  a  <  b </Title >") == "a < b"
+    assert html_title("<title>Unclosed <title>Closed</title>") == "Closed"
+    assert html_title("<titles>no</titles><title>yes</title>") == "yes"
+    assert html_title("<title>" + "y" * (MAX_TITLE_CHARS + 1) + "</title>") == ""  # too long to be a title
+    assert html_title("<p>no title</p>") == html_title("<title>") == ""
+
+
+@pytest.mark.timeout(60)  # the old `<title[^>]*>(.*?)</title>` took about 25 min on this page: it would time out
+def test_many_unclosed_titles_are_read_in_linear_time(make_live, fakeweb):
+    hostile = unclosed_titles_page(200_000)
+    assert html_title(hostile) == TITLES_PAGE_TITLE
+    assert html_title("<title>" * 200_000) == ""
+    assert html_title(("<title " + "a" * 600) * 2000) == ""  # unclosed open tags too
+    live = make_live()
+    page = DirectReader(live.transport, live.config).read(
+        f"{fakeweb.url}/hostile/titles?n=200000", deadline(30)).value
+    assert page.title == TITLES_PAGE_TITLE and TITLES_PAGE_FACT in page.text
