@@ -18,6 +18,7 @@ in their replies, as a careless provider does.
 Faults are injected per provider, scripted (:meth:`FaultPlan.fail_next`), permanent
 (:meth:`FaultPlan.always`) or random at a rate (:meth:`FaultPlan.random`). Every request is
 logged with its arrival time, so a test can measure request rates at the server.
+``python -m envs.live.offline`` serves it for a person (see :mod:`envs.live.offline`).
 """
 
 from __future__ import annotations
@@ -190,7 +191,7 @@ class FakeWeb:
 
     def __init__(self, corpus: list[FakeDoc] | None = None, keys: dict[str, str] | None = None, *,
                  retry_after: str = "1", slow_s: float = 0.1, timeout_s: float = 3.0, seed: int = 0,
-                 host: str = "127.0.0.1", echo: bool = False):
+                 host: str = "127.0.0.1", port: int = 0, echo: bool = False):
         self.docs = corpus or default_corpus()
         self.by_slug = {d.slug: d for d in self.docs}
         self.keys = dict(keys or {})
@@ -198,6 +199,8 @@ class FakeWeb:
         self.faults = FaultPlan(seed)
         self.host = host
         """Loopback address to listen on (``127.0.0.2`` makes a second, "internal" server)."""
+        self.port = port
+        """Port to listen on (0: a free one, see :attr:`url`)."""
         self.echo = echo
         """Search providers and the reader echo each request in their replies."""
         self.canned: dict[str, list[dict]] = {}
@@ -211,7 +214,7 @@ class FakeWeb:
 
     def start(self) -> "FakeWeb":
         handler = type("Handler", (_Handler,), {"web": self})
-        self.server = _QuietServer((self.host, 0), handler)
+        self.server = _QuietServer((self.host, self.port), handler)
         self.server.daemon_threads = True
         self.server.request_queue_size = 128
         threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
