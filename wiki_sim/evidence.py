@@ -10,7 +10,8 @@ The goal is read as a whole, not as a bag of keywords:
 - the goal's question word asks for a kind of answer (*when*: a date, *how many*: a number,
   *who* / *where*: a name), and sentences that hold one score higher;
 - on a page about X, sentences about X (its name, or a pronoun that starts the sentence)
-  score higher than sentences about someone else.
+  score higher than sentences about someone else, and X's own words in the goal ("when did
+  Apple Inc. expand ...") are not concepts to cover: every sentence there is about X.
 
 The best sentences come first, each with its neighbours for context; the summary is the
 answer-bearing sentence(s), never a copy of the evidence. Everything is linear in the text,
@@ -162,18 +163,28 @@ def score_sentences(sentences: list[Sentence], goal: Goal, subject: str = "", k1
     0.7), times ``0.5 + coverage``; then x1.5 when a pair of the goal's words appears as it is
     ("his teacher"), x1.4 when the answer kind the goal asks for sits within four words of a
     goal concept written in lower case (x1.15 anywhere else), x1.2 when the sentence is about
-    the page's subject.
+    the page's subject. The subject's own words in the goal count only when no sentence
+    holds anything else of the goal.
     """
     if not sentences or not goal.concepts:
         return [0.0] * len(sentences)
     toks = [_tokens(s.text) for s in sentences]
+    subject_stems = {_stem(w) for w in _TOKEN.findall(subject.lower()) if w not in STOPWORDS}
+    focused = _without_subject(goal, subject_stems)
+    scores = _score(sentences, toks, focused, subject_stems, k1, b)
+    if focused is not goal and not any(scores):
+        scores = _score(sentences, toks, goal, subject_stems, k1, b)
+    return scores
+
+
+def _score(sentences: list[Sentence], toks: list[_Tokens], goal: Goal, subject_stems: set[str], k1: float,
+           b: float) -> list[float]:
     bags = [Counter(t for t in tok.stems) for tok in toks]
     n = len(bags)
     avg = sum(len(t.stems) for t in toks) / n or 1.0
     df: Counter[str] = Counter()
     for bag in bags:
         df.update(bag.keys())
-    subject_stems = {_stem(w) for w in _TOKEN.findall(subject.lower()) if w not in STOPWORDS}
     all_terms = frozenset().union(*goal.concepts)
     scores = []
     for sentence, tok, bag in zip(sentences, toks, bags):
@@ -201,6 +212,21 @@ def score_sentences(sentences: list[Sentence], goal: Goal, subject: str = "", k1
             score *= 1.2
         scores.append(score)
     return scores
+
+
+def _without_subject(goal: Goal, subject_stems: set[str]) -> Goal:
+    """The goal less the page subject's own words ("Find the year Apple Inc. expanded" on the
+    page "Apple Inc."): on its own page every sentence is about the subject, so naming it is
+    not something to find, and counting it would rank any sentence that names the subject
+    (the lead) above the one that answers. A goal that is nothing but the subject keeps it."""
+    if not subject_stems:
+        return goal
+    concepts = tuple(c for c in goal.concepts if not (c & goal.own) <= subject_stems)
+    if not concepts or len(concepts) == len(goal.concepts):
+        return goal
+    pairs = tuple(p for p in goal.pairs
+                  if not all(w in STOPWORDS or _stem(w) in subject_stems for w in p.split(" ")))
+    return Goal(concepts, goal.own - subject_stems, goal.intent, pairs)
 
 
 def _intent_factor(tok: _Tokens, terms: frozenset[str], intent: str) -> float:

@@ -32,6 +32,20 @@ def test_the_relation_counts_more_than_a_repeated_keyword():
     assert max(range(len(scores)), key=scores.__getitem__) == 2
 
 
+def test_naming_the_pages_subject_in_the_goal_does_not_pull_the_lead_first(default_wiki):
+    # Agents name the subject in their goals; on its own page that matches every sentence.
+    with WikiSim(default_wiki) as sim:
+        for title, goal, expected in (
+                ("Gabriel García Márquez", "Confirm when Gabriel García Márquez married Mercedes", "In 1958, he married"),
+                ("Apple Inc.", "Find the year Apple Inc. expanded from computers", "adopted in 2007")):
+            page = sim.page(title)
+            evidence, summary = focus(page["text"], goal, title=title, lead=page["lead"])
+            assert expected in summary, (title, summary)
+    # A goal that is only the subject still finds the sentences that name it.
+    evidence, summary = focus("Aristotle was a philosopher. Chairs have legs.", "Aristotle", title="Aristotle")
+    assert summary.startswith("Aristotle was a philosopher")
+
+
 def test_short_pages_do_not_repeat_evidence_as_summary(default_wiki):
     with WikiSim(default_wiki) as sim:
         for title in ("Chair", "Boson", "Albert Einstein"):
