@@ -53,6 +53,15 @@ DEFAULT_USER_AGENT = ("websailor-gym/0.1 (research-agent environment; "
                       "https://pypi.org/project/websailor-gym/) python-requests")
 
 
+_OPTIONAL_STR = ("serper_api_key", "serpapi_api_key", "jina_api_key", "summarizer_model", "summarizer_api_key",
+                 "cache_path", "limiter_dir")
+_BOOLS = ("cache", "allow_private_urls", "trust_env", "read_env")
+_INTS = ("burst", "max_attempts", "memo_items", "results_per_query", "max_page_bytes", "max_redirects",
+         "summarizer_input_chars", "evidence_chars")
+_FLOATS = ("connect_timeout", "deadline_s", "backoff_initial", "backoff_max", "backoff_jitter", "retry_after_max",
+           "exhausted_cooldown_s")
+
+
 def default_cache_dir() -> Path:
     """``<project cache>/live``: the project cache is ``$WEBSAILOR_CACHE``, else
     ``~/.cache/websailor-gym`` (one place for every cache the project keeps)."""
@@ -149,6 +158,7 @@ class LiveConfig:
     """Fill keys and endpoints not given here from the environment variables above."""
 
     def __post_init__(self) -> None:
+        self._check_types()
         env = os.environ if self.read_env else {}
         for name, var in (("serper_api_key", "SERPER_API_KEY"), ("serpapi_api_key", "SERPAPI_API_KEY"),
                           ("jina_api_key", "JINA_API_KEY"), ("summarizer_model", "WEBSAILOR_SUMMARIZER_MODEL"),
@@ -171,6 +181,45 @@ class LiveConfig:
         self._validate()
         for key in (self.serper_api_key, self.serpapi_api_key, self.jina_api_key, self.summarizer_api_key):
             register_secret(key)
+
+    def _check_types(self) -> None:
+        """Each field of the right type (a config file is typed by hand): a one-line error
+        naming the field, the expected type and the value, before anything uses it."""
+        def number(v) -> bool:
+            return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+        def fail(name: str, expected: str, value: Any) -> None:
+            raise ValueError(f"LiveConfig.{name}: expected {expected}, got {value!r}")
+
+        for name in _OPTIONAL_STR:
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                fail(name, "a string (or no value)", value)
+        for name in ("user_agent", "wikipedia_api"):
+            if not isinstance(getattr(self, name), str):
+                fail(name, "a string", getattr(self, name))
+        for name in _BOOLS:
+            if not isinstance(getattr(self, name), bool):
+                fail(name, "true or false", getattr(self, name))
+        for name in _INTS:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                fail(name, "an integer", value)
+        for name in _FLOATS:
+            if not number(getattr(self, name)):
+                fail(name, "a number", getattr(self, name))
+        for name in ("search_sources", "scholar_sources", "reader_sources"):
+            value = getattr(self, name)
+            if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+                fail(name, "a list of source names", value)
+        for name, check, expected in (("base_urls", lambda v: isinstance(v, str), "a URL string"),
+                                      ("qps", number, "a number"), ("timeouts", number, "a number"),
+                                      ("cache_expiry", number, "a number")):
+            table = getattr(self, name)
+            if isinstance(table, Mapping):
+                for provider, value in table.items():
+                    if not check(value):
+                        raise ValueError(f"LiveConfig.{name}[{provider!r}]: expected {expected}, got {value!r}")
 
     def _validate_tables(self) -> None:
         for name in ("base_urls", "qps", "timeouts", "cache_expiry"):

@@ -96,3 +96,19 @@ def test_coerce_reads_the_file_named_by_the_environment(tmp_path, monkeypatch):
     assert LiveConfig.coerce({"deadline_s": 3, "read_env": False}).deadline_s == 3
     with pytest.raises(ValueError, match="expected a LiveConfig"):
         LiveConfig.coerce(42)
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("max_attempts", "four", "LiveConfig.max_attempts: expected an integer, got 'four'"),
+    ("cache", "yes", "LiveConfig.cache: expected true or false, got 'yes'"),
+    ("deadline_s", True, "LiveConfig.deadline_s: expected a number, got True"),
+    ("qps", {"serper": "fast"}, "LiveConfig.qps['serper']: expected a number, got 'fast'"),
+    ("base_urls", {"serper": 3}, "LiveConfig.base_urls['serper']: expected a URL string, got 3"),
+    ("search_sources", 5, "LiveConfig.search_sources: expected a list of source names, got 5"),
+    ("summarizer_model", 7, "LiveConfig.summarizer_model: expected a string (or no value), got 7"),
+])
+def test_a_value_of_the_wrong_type_is_one_clear_error(tmp_path, field, value, message):
+    # A hand-edited live.toml gets the field, the expected type and the value, not a TypeError.
+    with pytest.raises(ValueError) as info:
+        LiveConfig.from_dict({field: value, "read_env": False})
+    assert str(info.value) == message
