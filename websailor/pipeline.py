@@ -401,22 +401,42 @@ def run_pipeline(config: PipelineConfig) -> dict[str, Any]:
     """Run every stage not yet finished; print the one-screen summary; returns the run state."""
     run_dir, state = open_run(config)
     _quiet_libraries()
-    if config.threads or not config.model:
-        import torch
+    import torch
 
+    threads = torch.get_num_threads()
+    if config.threads or not config.model:
         torch.set_num_threads(config.threads or 1)
-    for name in STAGES:
-        done = (state["stages"].get(name) or {}).get("status") == "done"
-        if done and name != "report":
-            continue
-        print(f"==> [{STAGES.index(name) + 1}/{len(STAGES)}] {name}", flush=True)
-        start = time.perf_counter()
-        result = STAGE_FUNCTIONS[name](config, run_dir)
-        state["stages"][name] = {"status": "done", "seconds": round(time.perf_counter() - start, 2), "result": result}
+    try:
+        for name in STAGES:
+            done = (state["stages"].get(name) or {}).get("status") == "done"
+            if done and name != "report":
+                continue
+            print(f"==> [{STAGES.index(name) + 1}/{len(STAGES)}] {name}", flush=True)
+            start = time.perf_counter()
+            if name == STAGES[-1]:
+                # The report shows run.json as it stands once the report exists: every stage done.
+                state["stages"][name] = {"status": "done", "seconds": 0.0}
+                state.update(finished=True, finished_at=_now())
+                _write_json(run_dir / RUN_FILE, state)
+            try:
+                result = STAGE_FUNCTIONS[name](config, run_dir)
+            except BaseException as exc:
+                # run.json says where the run stopped and why; the next call runs this stage again.
+                status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
+                state["stages"][name] = {"status": status, "seconds": round(time.perf_counter() - start, 2),
+                                         "error": f"{type(exc).__name__}: {exc}"[:2000]}
+                state["finished"] = False
+                state.pop("finished_at", None)
+                _write_json(run_dir / RUN_FILE, state)
+                raise
+            state["stages"][name] = {"status": "done", "seconds": round(time.perf_counter() - start, 2),
+                                     "result": result}
+            _write_json(run_dir / RUN_FILE, state)
+    finally:
+        torch.set_num_threads(threads)
+    if not state.get("finished"):  # pragma: no cover - the report stage always runs last
+        state.update(finished=True, finished_at=_now())
         _write_json(run_dir / RUN_FILE, state)
-    state["finished"] = True
-    state["finished_at"] = _now()
-    _write_json(run_dir / RUN_FILE, state)
     print_summary(run_dir, state)
     return state
 

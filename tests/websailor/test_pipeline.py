@@ -186,8 +186,12 @@ def test_an_interrupted_run_resumes_from_its_last_finished_stage(small_run, defa
     with pytest.raises(RuntimeError, match="simulated interruption"):
         main(small_run_argv(run, default_wiki))
     assert calls == ["eval"]
-    assert list(_state(run)["stages"]) == ["simulator", "synth", "baselines", "sft", "grpo"]
-    assert _state(run)["finished"] is False
+    stopped = _state(run)
+    assert [k for k, v in stopped["stages"].items() if v["status"] == "done"] == \
+        ["simulator", "synth", "baselines", "sft", "grpo"]
+    assert stopped["stages"]["eval"]["status"] == "failed"
+    assert "simulated interruption" in stopped["stages"]["eval"]["error"]
+    assert stopped["finished"] is False
 
     # Resumed (an unfinished run needs no flag): only evaluation and the report run.
     monkeypatch.undo()
@@ -223,5 +227,6 @@ def test_overwrite_starts_over(small_run, default_wiki, tmp_path, monkeypatch):
     assert calls == ["simulator"]
     assert sorted(p.name for p in run.iterdir()) == [RUN_FILE]
     state = _state(run)
-    assert state["stages"] == {} and state["finished"] is False
+    assert list(state["stages"]) == ["simulator"] and state["stages"]["simulator"]["status"] == "failed"
+    assert state["finished"] is False
     assert state["started_at"] >= old_started
