@@ -22,6 +22,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -240,14 +241,32 @@ def targets_met(result: dict[str, Any] | None) -> bool | None:
     return None
 
 
-def _tail(path: Path, lines: int = 1) -> str:
+_ERROR_LINE = re.compile(r"^([A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b|error:|.*: error: )")
+
+
+def _why(path: Path) -> str:
+    """The line of a benchmark's stderr that says why it failed: the last error line (a traceback's
+    last line, an argparse error), else its last line."""
     if not path.is_file():
         return ""
     with path.open("rb") as fh:
-        fh.seek(max(0, path.stat().st_size - 8192))
+        fh.seek(max(0, path.stat().st_size - 65536))
         text = fh.read().decode("utf-8", errors="replace")
     kept = [line.strip() for line in text.splitlines() if line.strip()]
-    return " | ".join(kept[-lines:])[:500]
+    errors = [line for line in kept if _ERROR_LINE.match(line)]
+    return (errors or kept or [""])[-1][:500]
+
+
+def _exit_reason(returncode: int, stderr_path: Path) -> str:
+    if returncode < 0:
+        try:
+            how = f"killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            how = f"killed by signal {-returncode}"
+    else:
+        how = f"exit status {returncode}"
+    why = _why(stderr_path)
+    return f"{how}: {why}" if why else how
 
 
 def run_one(name: str, config: BenchConfig, out: Path) -> dict[str, Any]:
@@ -297,7 +316,7 @@ def run_one(name: str, config: BenchConfig, out: Path) -> dict[str, Any]:
     if returncode is None:
         record.update(status="timeout", reason=f"killed after --timeout {config.timeout:g} s")
     elif returncode != 0:
-        record.update(status="failed", reason=f"exit status {returncode}: {_tail(stderr_path) or 'no message'}")
+        record.update(status="failed", reason=_exit_reason(returncode, stderr_path))
     elif result is None:
         record.update(status="failed", reason="no JSON line on stdout (every benchmark prints one last)")
     else:

@@ -285,7 +285,10 @@ def stage_sft(config: PipelineConfig, run_dir: Path) -> dict[str, Any]:
 
     def on_step(metrics: dict[str, Any]) -> None:
         if bar is not None:
-            bar.update(1)
+            epoch, step = metrics.get("train/epoch"), metrics.get("step")
+            if isinstance(epoch, (int, float)) and epoch > 0 and isinstance(step, int):
+                bar.total = round(step / epoch * config.sft_epochs)  # exact once the filters have run
+            bar.update(step - bar.n if isinstance(step, int) else 1)  # a resumed run starts past 0
             if isinstance(metrics.get("loss/sft"), (int, float)):
                 bar.set_postfix(loss=f"{metrics['loss/sft']:.3f}", refresh=False)
 
