@@ -135,7 +135,7 @@ SPECS: dict[str, Spec] = {
     "sandbox": Spec(lambda c: [], lambda c: ["--runs", "5", "--callers", "2", "--per-caller", "3", "--rounds", "1"],
                     _bwrap),
     "search": Spec(_search_engines,
-                   lambda c: ["--source", "gensim-sample", "--queries", "20", "--threads", "2", *_search_engines(c)]),
+                   lambda c: ["--source", "gensim-sample", "--queries", "8", "--threads", "2", *_search_engines(c)]),
     "sft_learning": Spec(lambda c: ["--wiki-dir", c.wiki_dir, "--out-dir", str(c.work)],
                          lambda c: ["--wiki-dir", c.wiki_dir, "--out-dir", str(c.work), "--num-tasks", "10",
                                     "--heldout", "2", "--steps", "10", "--eval-every", "10", "--hidden", "32"],

@@ -230,3 +230,32 @@ def test_overwrite_starts_over(small_run, default_wiki, tmp_path, monkeypatch):
     assert list(state["stages"]) == ["simulator"] and state["stages"]["simulator"]["status"] == "failed"
     assert state["finished"] is False
     assert state["started_at"] >= old_started
+
+
+def test_resume_in_a_new_directory_starts_a_run(tmp_path, default_wiki, monkeypatch):
+    # The README's first command passes --resume so that running it again does no harm; the first time,
+    # there is nothing to resume and the run starts.
+    calls = _recording(monkeypatch, fail="simulator")
+    with pytest.raises(RuntimeError):
+        main(small_run_argv(tmp_path / "new", default_wiki, "--resume"))
+    assert calls == ["simulator"]
+    assert _state(tmp_path / "new")["stages"]["simulator"]["status"] == "failed"
+
+
+def test_a_folder_that_holds_something_else_is_refused(tmp_path, default_wiki, capsys):
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("keep me")
+    assert main(small_run_argv(folder, default_wiki)) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is not empty and holds no run" in err
+    assert sorted(p.name for p in folder.iterdir()) == ["notes.txt"]
+
+
+def test_an_unreadable_run_file_is_a_clear_error(tmp_path, default_wiki, capsys):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / RUN_FILE).write_text("{not json")
+    assert main(small_run_argv(run, default_wiki)) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is not valid JSON" in err and "--overwrite" in err
