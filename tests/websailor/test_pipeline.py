@@ -259,3 +259,14 @@ def test_an_unreadable_run_file_is_a_clear_error(tmp_path, default_wiki, capsys)
     assert main(small_run_argv(run, default_wiki)) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "is not valid JSON" in err and "--overwrite" in err
+
+
+def test_report_command_rebuilds_the_page_from_the_run_files(small_run, tmp_path, capsys):
+    run = copy_run(small_run, tmp_path / "run")
+    (run / "report.html").unlink()
+    assert main(["report", str(run)]) == 0
+    assert capsys.readouterr().out.strip() == str(run / "report.html")
+    page = (run / "report.html").read_text(encoding="utf-8")
+    assert "<h2>Trajectories</h2>" in page and "<td>heuristic</td>" in page
+    assert main(["report", str(tmp_path / "missing")]) == 2
+    assert "is not a run directory" in capsys.readouterr().err
