@@ -102,6 +102,16 @@ def _derive_tasks(n: int) -> Callable[[Context], None]:
     return prepare
 
 
+def _if_known(name: str, *args: str) -> list[str]:
+    """``args`` (an option and its value) if benchmark ``name`` declares that option, else nothing:
+    quick settings for options a benchmark gains later, without breaking the versions before."""
+    try:
+        source = (BENCH_DIR / f"{name}.py").read_text(encoding="utf-8")
+    except OSError:
+        return []
+    return list(args) if f'"{args[0]}"' in source else []
+
+
 def _search_engines(ctx: Context) -> list[str]:
     engines = ["simulator", "fts5", "fts5-stopwords"]
     if importlib.util.find_spec("tantivy") is not None:
@@ -135,10 +145,13 @@ SPECS: dict[str, Spec] = {
     "sandbox": Spec(lambda c: [], lambda c: ["--runs", "5", "--callers", "2", "--per-caller", "3", "--rounds", "1"],
                     _bwrap),
     "search": Spec(_search_engines,
-                   lambda c: ["--source", "gensim-sample", "--queries", "8", "--threads", "2", *_search_engines(c)]),
+                   lambda c: ["--source", "gensim-sample", "--queries", "8", "--threads", "2",
+                              *_if_known("search", "--thread-queries", "16"), *_if_known("search", "--thread-repeats", "1"),
+                              *_search_engines(c)]),
     "sft_learning": Spec(lambda c: ["--wiki-dir", c.wiki_dir, "--out-dir", str(c.work)],
                          lambda c: ["--wiki-dir", c.wiki_dir, "--out-dir", str(c.work), "--num-tasks", "10",
-                                    "--heldout", "2", "--steps", "10", "--eval-every", "10", "--hidden", "32"],
+                                    "--heldout", "2", "--steps", "10", "--eval-every", "10", "--hidden", "32",
+                                    *_if_known("sft_learning", "--episodes", "1")],
                          _simulator),
     "subgraph_coverage": Spec(lambda c: ["--wiki-dir", c.wiki_dir],
                               lambda c: ["--wiki-dir", c.wiki_dir, "--nodes", "80", "--seeds", "1", "--walks", "2000"],
