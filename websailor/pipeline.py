@@ -403,7 +403,7 @@ STAGE_FUNCTIONS: dict[str, Callable[[PipelineConfig, Path], dict[str, Any]]] = {
 def run_pipeline(config: PipelineConfig) -> dict[str, Any]:
     """Run every stage not yet finished; print the one-screen summary; returns the run state."""
     run_dir, state = open_run(config)
-    _quiet_libraries()
+    restore_bars = _quiet_libraries()
     import torch
 
     threads = torch.get_num_threads()
@@ -437,6 +437,7 @@ def run_pipeline(config: PipelineConfig) -> dict[str, Any]:
             _write_json(run_dir / RUN_FILE, state)
     finally:
         torch.set_num_threads(threads)
+        restore_bars()
     if not state.get("finished"):  # pragma: no cover - the report stage always runs last
         state.update(finished=True, finished_at=_now())
         _write_json(run_dir / RUN_FILE, state)
@@ -444,13 +445,15 @@ def run_pipeline(config: PipelineConfig) -> dict[str, Any]:
     return state
 
 
-def _quiet_libraries() -> None:
-    """No progress bars from transformers' own loading and saving: the stages show their own."""
-    try:
-        from transformers.utils import logging as hf_logging
-    except ImportError:  # pragma: no cover - transformers is a dependency
-        return
+def _quiet_libraries() -> Callable[[], None]:
+    """No progress bars from transformers' own loading and saving (the stages show their own);
+    returns what puts them back."""
+    from transformers.utils import logging as hf_logging
+
+    if not hf_logging.is_progress_bar_enabled():
+        return lambda: None
     hf_logging.disable_progress_bar()
+    return hf_logging.enable_progress_bar
 
 
 def print_summary(run_dir: Path, state: dict[str, Any]) -> None:
