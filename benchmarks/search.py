@@ -151,15 +151,20 @@ def clue_queries(wiki: Path, n: int, seed: int) -> tuple[list[Query], str | None
     The synthesizer (``sailorfog``) builds its entity graph over the simulator, samples
     subgraphs and writes clues; the quoted part of each clue (the evidence clause or
     description, every entity masked) is the query, the clue's evidence page its answer.
-    Returns ``([], reason)`` when this tree has no clue writer."""
+    Returns ``([], reason)`` when this tree has no clue writer or the corpus is too small for its graph."""
     try:
         from sailorfog.clues import build_clues
         from sailorfog.graph import GraphConfig, build_graph
         from sailorfog.sampling import sample_subgraphs
     except ImportError as exc:
         return [], f"no clue writer in this tree ({exc.name} is missing; issue 8, branch synth-tasks)"
+    from sailorfog.graph import GraphError
+
     with WikiSim(wiki) as sim:
-        G = build_graph(sim, GraphConfig(seed=seed))
+        try:
+            G = build_graph(sim, GraphConfig(seed=seed))
+        except GraphError as exc:  # a corpus too small for the synthesizer's entity graph (gensim-sample)
+            return [], f"no entity graph on this corpus: {exc}"
         queries: dict[str, str] = {}
         for sub in sample_subgraphs(G, max(1, n // 2), seed=seed):
             cs = build_clues(G, sub.nodes, sub.edges, sorted(sub.nodes)[0])

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import inspect
 import os
 import sys
 from typing import Callable, NamedTuple
@@ -67,6 +68,8 @@ COMMANDS: dict[str, dict[str, Command] | Command] = {
     "pipeline": Command("websailor.pipeline", "PipelineConfig", "run_pipeline",
                         "the whole system end to end on the embedded default, with report.html"),
     "report": Command("websailor.pipeline", "ReportConfig", "run_report", "rebuild report.html from a run directory"),
+    "bench": Command("websailor.bench", "BenchConfig", "run_bench",
+                     "run every benchmark (or --only some) with a timeout each; one JSON and a markdown table"),
 }
 
 
@@ -95,7 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_command(subparsers: argparse._SubParsersAction, name: str, cmd: Command) -> None:
     config_cls, _ = _load(cmd)
-    sp = subparsers.add_parser(name, help=cmd.help, description=(config_cls.__doc__ or cmd.help).strip(),
+    sp = subparsers.add_parser(name, help=cmd.help, description=inspect.cleandoc(config_cls.__doc__ or cmd.help),
                                formatter_class=argparse.RawDescriptionHelpFormatter)
     add_dataclass_arguments(sp, config_cls)
 

@@ -11,7 +11,7 @@ Each field's help text is the attribute docstring written under it in the class 
         \"\"\"Results per query.\"\"\"
 
 Field metadata: ``positional`` (bool) makes it a positional argument, ``flag`` overrides the
-option name, ``nargs`` is passed through. ``Literal[...]`` fields become ``choices``;
+option name, ``nargs`` and ``metavar`` are passed through. ``Literal[...]`` fields become ``choices``;
 ``bool`` fields become ``--name/--no-name`` switches.
 """
 
@@ -87,11 +87,14 @@ def add_dataclass_arguments(parser: argparse.ArgumentParser, cls: type) -> None:
             kwargs["type"] = tp
         if "nargs" in f.metadata:
             kwargs["nargs"] = f.metadata["nargs"]
+        if "metavar" in f.metadata:
+            kwargs["metavar"] = f.metadata["metavar"]
         if f.metadata.get("positional"):
             if has_default:
                 kwargs.setdefault("nargs", "?")
                 kwargs["default"] = default
-            parser.add_argument(f.name, metavar=f.name.upper(), **kwargs)
+            kwargs.setdefault("metavar", f.name.upper())
+            parser.add_argument(f.name, **kwargs)
             continue
         flag = f.metadata.get("flag", "--" + f.name.replace("_", "-"))
         if tp is bool:

@@ -72,6 +72,9 @@ class PipelineConfig:
     """Tokens per assistant turn when a model plays."""
     max_tool_calls: int = 6
     """Tool-call budget per episode when a model plays."""
+    threads: int = 0
+    """torch CPU threads (0: one with the tiny default model, whose small matrices gain nothing from more and
+    lose much to thread contention on a busy machine; torch's default with --model)."""
     resume: bool = False
     """Continue a run in --out (finished stages are not run again)."""
     overwrite: bool = False
@@ -86,6 +89,8 @@ class PipelineConfig:
             raise ValueError(f"--tasks must be >= 4 (a train and a held-out split), got {self.tasks}")
         if not 0.0 < self.heldout < 1.0:
             raise ValueError(f"--heldout must be in (0, 1), got {self.heldout}")
+        if self.threads < 0:
+            raise ValueError(f"--threads must be >= 0 (0: automatic), got {self.threads}")
         for name in ("sft_epochs", "grpo_steps", "group_size", "max_new_tokens", "max_tool_calls"):
             if getattr(self, name) < 1:
                 raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
@@ -125,20 +130,30 @@ def open_run(config: PipelineConfig) -> tuple[Path, dict[str, Any]]:
     if run_dir.exists() and not run_dir.is_dir():
         raise ValueError(f"--out {run_dir} exists and is not a directory")
     state_file = run_dir / RUN_FILE
-    comparable = {k: v for k, v in asdict(config).items() if k not in ("resume", "overwrite", "progress")}
-    if config.overwrite and run_dir.exists():
+    # Where the run lives is no setting of it: a run directory that was moved still resumes.
+    comparable = {k: v for k, v in asdict(config).items()
+                  if k not in ("out", "resume", "overwrite", "progress", "threads")}
+    if config.overwrite and run_dir.is_dir() and any(run_dir.iterdir()):
+        if not state_file.is_file():
+            raise ValueError(f"{run_dir} holds no run ({RUN_FILE}), so --overwrite will not delete it; "
+                             "use another --out")
         shutil.rmtree(run_dir)
     if state_file.is_file():
-        state = json.loads(state_file.read_text(encoding="utf-8"))
+        try:
+            state = json.loads(state_file.read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise ValueError(f"{state_file} is not valid JSON ({exc}); use --overwrite to start over") from None
+        if not isinstance(state, dict) or not isinstance(state.get("stages"), dict):
+            raise ValueError(f"{state_file} is not a run record (no stages); use --overwrite to start over")
         if state.get("finished") and not config.resume:
             raise ValueError(f"{run_dir} holds a finished run; pass --resume to rebuild its report or "
                              "--overwrite to start over")
-        if state.get("config") != comparable:
-            changed = sorted(k for k in comparable if (state.get("config") or {}).get(k) != comparable[k])
+        changed = sorted(k for k in comparable if (state.get("config") or {}).get(k) != comparable[k])
+        if changed:
             raise ValueError(f"{run_dir} holds a run with other settings ({', '.join(changed)}); "
                              "use another --out or --overwrite")
     elif run_dir.is_dir() and any(run_dir.iterdir()):
-        raise ValueError(f"{run_dir} is not empty and holds no run ({RUN_FILE}); use another --out or --overwrite")
+        raise ValueError(f"{run_dir} is not empty and holds no run ({RUN_FILE}); use another --out")
     else:
         state = {"config": comparable, "stages": {}, "started_at": _now(), "finished": False}
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -260,7 +275,28 @@ def stage_sft(config: PipelineConfig, run_dir: Path) -> dict[str, Any]:
     sft = SFTConfig(data=[str(data)], model=_model_source(config, run_dir), output_dir=str(run_dir / "sft"),
                     lr=3e-3 if not config.model else 5e-6, batch_size=4, epochs=config.sft_epochs, seed=config.seed,
                     max_tokens=8192, min_tool_calls=1, save_every=1000, tensorboard="off", warmup_ratio=0.1)
-    result = train(sft)
+    bar = None
+    if config.progress:
+        from tqdm.auto import tqdm
+
+        records = sum(1 for line in data.read_text(encoding="utf-8").splitlines() if line.strip())
+        # An upper bound: the rejection filters may keep fewer trajectories.
+        bar = tqdm(total=config.sft_epochs * -(-records // sft.batch_size), desc="sft", unit="step")
+
+    def on_step(metrics: dict[str, Any]) -> None:
+        if bar is not None:
+            epoch, step = metrics.get("train/epoch"), metrics.get("step")
+            if isinstance(epoch, (int, float)) and epoch > 0 and isinstance(step, int):
+                bar.total = round(step / epoch * config.sft_epochs)  # exact once the filters have run
+            bar.update(step - bar.n if isinstance(step, int) else 1)  # a resumed run starts past 0
+            if isinstance(metrics.get("loss/sft"), (int, float)):
+                bar.set_postfix(loss=f"{metrics['loss/sft']:.3f}", refresh=False)
+
+    try:
+        result = train(sft, on_step=on_step)
+    finally:
+        if bar is not None:
+            bar.close()
     if not result.model_dir:
         raise ValueError(f"SFT kept no trajectory ({result.filter_report}); synthesize more tasks (--tasks)")
     return {"steps": result.steps, "final_loss": result.final_loss, "filters": result.filter_report,
@@ -367,20 +403,57 @@ STAGE_FUNCTIONS: dict[str, Callable[[PipelineConfig, Path], dict[str, Any]]] = {
 def run_pipeline(config: PipelineConfig) -> dict[str, Any]:
     """Run every stage not yet finished; print the one-screen summary; returns the run state."""
     run_dir, state = open_run(config)
-    for name in STAGES:
-        done = (state["stages"].get(name) or {}).get("status") == "done"
-        if done and name != "report":
-            continue
-        print(f"==> [{STAGES.index(name) + 1}/{len(STAGES)}] {name}", flush=True)
-        start = time.perf_counter()
-        result = STAGE_FUNCTIONS[name](config, run_dir)
-        state["stages"][name] = {"status": "done", "seconds": round(time.perf_counter() - start, 2), "result": result}
+    restore_bars = _quiet_libraries()
+    import torch
+
+    threads = torch.get_num_threads()
+    if config.threads or not config.model:
+        torch.set_num_threads(config.threads or 1)
+    try:
+        for name in STAGES:
+            done = (state["stages"].get(name) or {}).get("status") == "done"
+            if done and name != "report":
+                continue
+            print(f"==> [{STAGES.index(name) + 1}/{len(STAGES)}] {name}", flush=True)
+            start = time.perf_counter()
+            if name == STAGES[-1]:
+                # The report shows run.json as it stands once the report exists: every stage done.
+                state["stages"][name] = {"status": "done", "seconds": 0.0}
+                state.update(finished=True, finished_at=_now())
+                _write_json(run_dir / RUN_FILE, state)
+            try:
+                result = STAGE_FUNCTIONS[name](config, run_dir)
+            except BaseException as exc:
+                # run.json says where the run stopped and why; the next call runs this stage again.
+                status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
+                state["stages"][name] = {"status": status, "seconds": round(time.perf_counter() - start, 2),
+                                         "error": f"{type(exc).__name__}: {exc}"[:2000]}
+                state["finished"] = False
+                state.pop("finished_at", None)
+                _write_json(run_dir / RUN_FILE, state)
+                raise
+            state["stages"][name] = {"status": "done", "seconds": round(time.perf_counter() - start, 2),
+                                     "result": result}
+            _write_json(run_dir / RUN_FILE, state)
+    finally:
+        torch.set_num_threads(threads)
+        restore_bars()
+    if not state.get("finished"):  # pragma: no cover - the report stage always runs last
+        state.update(finished=True, finished_at=_now())
         _write_json(run_dir / RUN_FILE, state)
-    state["finished"] = True
-    state["finished_at"] = _now()
-    _write_json(run_dir / RUN_FILE, state)
     print_summary(run_dir, state)
     return state
+
+
+def _quiet_libraries() -> Callable[[], None]:
+    """No progress bars from transformers' own loading and saving (the stages show their own);
+    returns what puts them back."""
+    from transformers.utils import logging as hf_logging
+
+    if not hf_logging.is_progress_bar_enabled():
+        return lambda: None
+    hf_logging.disable_progress_bar()
+    return hf_logging.enable_progress_bar
 
 
 def print_summary(run_dir: Path, state: dict[str, Any]) -> None:

@@ -220,6 +220,11 @@ def _step_html(index: int, turn: Mapping[str, Any], response: str | None, reward
     else:
         title = f"Step {index}: (no valid tool call or answer)"
     parts = [f"<h4>Thought</h4><pre>{_esc(parsed.think or '')}</pre>"]
+    if parsed.kind != "answer" and parsed.tool_call is None:
+        # Nothing parsed: the model's own words are what there is to see.
+        raw = str(turn.get("content", ""))
+        cut = raw if len(raw) <= MAX_TOOL_RESPONSE_CHARS else raw[:MAX_TOOL_RESPONSE_CHARS] + " …"
+        parts.append(f"<h4>Model output (as written)</h4><pre>{_esc(cut)}</pre>")
     if parsed.tool_call is not None:
         call = json.dumps({"name": parsed.tool_call.name, "arguments": parsed.tool_call.arguments},
                           ensure_ascii=False, indent=1)

@@ -1,0 +1,272 @@
+"""``websailor pipeline`` end to end on the default simulator (one small real run, shared), and
+what it does with a run directory that already holds a run: refuse, resume, overwrite."""
+
+from __future__ import annotations
+
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from tests.websailor.conftest import copy_run, small_run_argv
+from websailor import pipeline
+from websailor.cli import main
+from websailor.pipeline import RUN_FILE, STAGES
+
+POLICIES = ("random", "heuristic", "sft", "grpo")
+
+
+def _jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _state(run_dir: Path) -> dict:
+    return json.loads((run_dir / RUN_FILE).read_text(encoding="utf-8"))
+
+
+def _mtimes(run_dir: Path) -> dict[str, int]:
+    return {str(p.relative_to(run_dir)): p.stat().st_mtime_ns for p in sorted(run_dir.rglob("*")) if p.is_file()}
+
+
+# ----------------------------------------------------------------------------- a finished run
+
+
+def test_run_directory_holds_every_stage_output(small_run):
+    for name in ("run.json", "report.html", "tasks/all.jsonl", "tasks/train.jsonl", "tasks/heldout.jsonl",
+                 "trajectories/oracle.jsonl", "trajectories/oracle.compact.jsonl", "eval/summary.json",
+                 "sft/metrics.jsonl", "sft/model/config.json", "grpo/metrics.jsonl", "grpo/model/config.json"):
+        assert (small_run / name).is_file(), name
+    every = _jsonl(small_run / "tasks" / "all.jsonl")
+    train, held = _jsonl(small_run / "tasks" / "train.jsonl"), _jsonl(small_run / "tasks" / "heldout.jsonl")
+    assert len(every) == 8 and len(train) + len(held) == 8 and len(held) == 2
+    assert {t["id"] for t in train}.isdisjoint({t["id"] for t in held})
+    assert len(_jsonl(small_run / "trajectories" / "oracle.jsonl")) == len([t for t in train if t.get("oracle")])
+    summary = json.loads((small_run / "eval" / "summary.json").read_text())
+    assert sorted(summary) == sorted(POLICIES)
+    for name in POLICIES:
+        rows = _jsonl(small_run / "eval" / f"{name}.jsonl")
+        trajectories = _jsonl(small_run / "eval" / f"{name}.trajectories.jsonl")
+        assert len(rows) == len(trajectories) == 2, name
+        assert summary[name]["num_tasks"] == 2 and sum(summary[name]["terminations"].values()) == 2
+    # The scripted heuristic finds something on the simulator; it is the floor trained agents must beat.
+    assert summary["heuristic"]["mean_tool_calls"] > 0
+    assert len(_jsonl(small_run / "grpo" / "metrics.jsonl")) == 1
+
+
+def test_run_json_records_each_stage(small_run):
+    state = _state(small_run)
+    assert state["finished"] is True and state["finished_at"]
+    assert list(state["stages"]) == list(STAGES)
+    for name, stage in state["stages"].items():
+        assert stage["status"] == "done" and stage["seconds"] >= 0, name
+    assert state["config"]["tasks"] == 8 and state["config"]["grpo_steps"] == 1
+    assert state["stages"]["synth"]["result"]["heldout"] == 2
+    assert state["stages"]["grpo"]["result"]["steps"] == 1
+    assert set(state["stages"]["eval"]["result"]) == {"sft", "grpo"}
+
+
+class _Resources(HTMLParser):
+    """Every URL-valued attribute, every tag and the text of <style> blocks."""
+
+    URL_ATTRS = {"src", "href", "action", "srcset", "poster", "data", "formaction", "background", "xlink:href"}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.urls: list[tuple[str, str, str]] = []
+        self.tags: dict[str, int] = {}
+        self.styles: list[str] = []
+        self._in_style = False
+
+    def handle_starttag(self, tag, attrs):
+        self.tags[tag] = self.tags.get(tag, 0) + 1
+        self._in_style = tag == "style"
+        for key, value in attrs:
+            if key in self.URL_ATTRS and value is not None:
+                self.urls.append((tag, key, value))
+
+    def handle_endtag(self, tag):
+        self._in_style = False if tag == "style" else self._in_style
+
+    def handle_data(self, data):
+        if self._in_style:
+            self.styles.append(data)
+
+
+def test_report_is_self_contained_and_shows_the_run(small_run):
+    page = (small_run / "report.html").read_text(encoding="utf-8")
+    parser = _Resources()
+    parser.feed(page)
+    # No resource from anywhere: no absolute or protocol-relative URL in any attribute, no CSS import.
+    remote = [u for u in parser.urls if re.match(r"\s*(https?:)?//", u[2], re.I)]
+    assert remote == []
+    assert not re.search(r"@import|url\(\s*['\"]?\s*(https?:)?//", "".join(parser.styles), re.I)
+    images = [value for tag, key, value in parser.urls if tag == "img" and key == "src"]
+    assert images and all(src.startswith("data:image/png;base64,") for src in images)
+    assert len(images) >= 4  # learning curves (SFT, GRPO), synthesis statistics, subgraphs
+    for heading in ("Results", "Learning curves", "Synthesized tasks", "Trajectories", "Configuration"):
+        assert f"<h2>{heading}</h2>" in page, heading
+    for name in POLICIES:
+        assert f"<td>{name}</td>" in page, name
+    assert "reward/mean" in page and "loss/sft" in page
+    assert 'id="task-picker"' in page and parser.tags.get("details", 0) >= 1
+    held = _jsonl(small_run / "tasks" / "heldout.jsonl")
+    assert any(t["question"][:40].replace("&", "&amp;").replace('"', "&quot;") in page for t in held)
+
+
+# ----------------------------------------------------------------------------- an existing run
+
+
+def test_a_finished_run_is_refused_without_resume_or_overwrite(small_run, default_wiki, capsys):
+    before = _mtimes(small_run)
+    code = main(small_run_argv(small_run, default_wiki))
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.count("\n") == 1 and "finished run" in err and "--resume" in err and "--overwrite" in err
+    assert "Traceback" not in err
+    assert _mtimes(small_run) == before
+
+
+def test_resume_and_overwrite_exclude_each_other(small_run, default_wiki, capsys):
+    assert main(small_run_argv(small_run, default_wiki, "--resume", "--overwrite")) == 2
+    assert "exclude each other" in capsys.readouterr().err
+
+
+def test_other_settings_in_the_same_run_directory_are_refused(small_run, default_wiki, tmp_path, capsys):
+    run = copy_run(small_run, tmp_path / "run")
+    assert main(small_run_argv(run, default_wiki, "--resume", "--seed", "1")) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "other settings (seed)" in err
+
+
+def test_overwrite_refuses_a_directory_that_holds_no_run(tmp_path, default_wiki, capsys):
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("keep me")
+    assert main(small_run_argv(folder, default_wiki, "--overwrite")) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "holds no run" in err
+    assert (folder / "notes.txt").read_text() == "keep me"
+
+
+def _recording(monkeypatch, fail: str | None = None) -> list[str]:
+    """Record which stages run; ``fail`` names one that raises (an interruption) before any work."""
+    calls: list[str] = []
+    for name, fn in dict(pipeline.STAGE_FUNCTIONS).items():
+        def wrapped(config, run_dir, _name=name, _fn=fn):
+            calls.append(_name)
+            if _name == fail:
+                raise RuntimeError(f"simulated interruption in {_name}")
+            return _fn(config, run_dir)
+        monkeypatch.setitem(pipeline.STAGE_FUNCTIONS, name, wrapped)
+    return calls
+
+
+def test_an_interrupted_run_resumes_from_its_last_finished_stage(small_run, default_wiki, tmp_path, monkeypatch,
+                                                                 capsys):
+    run = copy_run(small_run, tmp_path / "run")
+    state = _state(run)
+    # The run stopped after GRPO: evaluation and report never finished.
+    for name in ("eval", "report"):
+        del state["stages"][name]
+    state["finished"] = False
+    del state["finished_at"]
+    (run / RUN_FILE).write_text(json.dumps(state))
+    (run / "report.html").unlink()
+    summary = json.loads((run / "eval" / "summary.json").read_text())
+    (run / "eval" / "summary.json").write_text(json.dumps({k: summary[k] for k in ("random", "heuristic")}))
+    for name in ("sft", "grpo"):
+        (run / "eval" / f"{name}.jsonl").unlink()
+        (run / "eval" / f"{name}.trajectories.jsonl").unlink()
+    earlier = {k: v for k, v in _mtimes(run).items() if not k.startswith("eval/") and k != RUN_FILE}
+
+    # Interrupted again, in evaluation: run.json still says where it stands.
+    calls = _recording(monkeypatch, fail="eval")
+    with pytest.raises(RuntimeError, match="simulated interruption"):
+        main(small_run_argv(run, default_wiki))
+    assert calls == ["eval"]
+    stopped = _state(run)
+    assert [k for k, v in stopped["stages"].items() if v["status"] == "done"] == \
+        ["simulator", "synth", "baselines", "sft", "grpo"]
+    assert stopped["stages"]["eval"]["status"] == "failed"
+    assert "simulated interruption" in stopped["stages"]["eval"]["error"]
+    assert stopped["finished"] is False
+
+    # Resumed (an unfinished run needs no flag): only evaluation and the report run.
+    monkeypatch.undo()
+    calls = _recording(monkeypatch)
+    assert main(small_run_argv(run, default_wiki)) == 0
+    assert calls == ["eval", "report"]
+    after = _state(run)
+    assert after["finished"] is True and list(after["stages"]) == list(STAGES)
+    assert {k: v for k, v in _mtimes(run).items() if k in earlier} == earlier  # nothing earlier rewritten
+    assert sorted(json.loads((run / "eval" / "summary.json").read_text())) == sorted(POLICIES)
+    assert "run:" in capsys.readouterr().out
+
+
+def test_resume_of_a_finished_run_only_rebuilds_the_report(small_run, default_wiki, tmp_path, monkeypatch):
+    run = copy_run(small_run, tmp_path / "run")
+    before = _state(run)
+    calls = _recording(monkeypatch)
+    assert main(small_run_argv(run, default_wiki, "--resume")) == 0
+    assert calls == ["report"]
+    after = _state(run)
+    assert {k: v for k, v in after["stages"].items() if k != "report"} == \
+        {k: v for k, v in before["stages"].items() if k != "report"}
+
+
+def test_overwrite_starts_over(small_run, default_wiki, tmp_path, monkeypatch):
+    run = copy_run(small_run, tmp_path / "run")
+    old_started = _state(run)["started_at"]
+    (run / "stale.txt").write_text("from the old run")
+    # Stop the new run in its first stage: enough to see it started from scratch in a clean directory.
+    calls = _recording(monkeypatch, fail="simulator")
+    with pytest.raises(RuntimeError):
+        main(small_run_argv(run, default_wiki, "--overwrite"))
+    assert calls == ["simulator"]
+    assert sorted(p.name for p in run.iterdir()) == [RUN_FILE]
+    state = _state(run)
+    assert list(state["stages"]) == ["simulator"] and state["stages"]["simulator"]["status"] == "failed"
+    assert state["finished"] is False
+    assert state["started_at"] >= old_started
+
+
+def test_resume_in_a_new_directory_starts_a_run(tmp_path, default_wiki, monkeypatch):
+    # The README's first command passes --resume so that running it again does no harm; the first time,
+    # there is nothing to resume and the run starts.
+    calls = _recording(monkeypatch, fail="simulator")
+    with pytest.raises(RuntimeError):
+        main(small_run_argv(tmp_path / "new", default_wiki, "--resume"))
+    assert calls == ["simulator"]
+    assert _state(tmp_path / "new")["stages"]["simulator"]["status"] == "failed"
+
+
+def test_a_folder_that_holds_something_else_is_refused(tmp_path, default_wiki, capsys):
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("keep me")
+    assert main(small_run_argv(folder, default_wiki)) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is not empty and holds no run" in err
+    assert sorted(p.name for p in folder.iterdir()) == ["notes.txt"]
+
+
+def test_an_unreadable_run_file_is_a_clear_error(tmp_path, default_wiki, capsys):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / RUN_FILE).write_text("{not json")
+    assert main(small_run_argv(run, default_wiki)) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is not valid JSON" in err and "--overwrite" in err
+
+
+def test_report_command_rebuilds_the_page_from_the_run_files(small_run, tmp_path, capsys):
+    run = copy_run(small_run, tmp_path / "run")
+    (run / "report.html").unlink()
+    assert main(["report", str(run)]) == 0
+    assert capsys.readouterr().out.strip() == str(run / "report.html")
+    page = (run / "report.html").read_text(encoding="utf-8")
+    assert "<h2>Trajectories</h2>" in page and "<td>heuristic</td>" in page
+    assert main(["report", str(tmp_path / "missing")]) == 2
+    assert "is not a run directory" in capsys.readouterr().err
