@@ -1,0 +1,261 @@
+"""Searches that run at once, in helper processes: threads of one process search in parallel.
+
+A search is mostly Python (query analysis, re-ranking, snippets), so threads of one process
+that search at once take turns on Python's global interpreter lock: 8 threads on 2 cores
+got 1.04x the throughput of one (benchmarks/search.py). :class:`SearchProcesses` runs a
+search in the calling thread when no other search is running there, and otherwise hands it
+to a helper process that has the same simulator open (``python -m
+wiki_sim.search_processes DIR``, a plain subprocess: nothing of the caller's main module
+is re-run). The calling thread waits on a pipe, outside the lock, while the helper
+searches on another core.
+
+The helpers start on the first contended search (a program that searches from one thread
+never starts one), answer exactly what the calling process would (the same code on the
+same files; a helper that finds another build in the directory refuses to start), and end
+when their pipe closes. A helper that fails or dies is dropped and its search runs in the
+calling thread: a search never fails for want of a helper.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import select
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any, Callable
+
+from wiki_sim.search import Hit, SearchResults
+
+# A helper that has not answered in this many seconds is dropped (the search then runs in
+# the calling thread). A search takes milliseconds; this only bounds a wedged helper.
+ANSWER_SECONDS = 60.0
+# A helper that is not ready (imports, simulator opened) in this many seconds is not used.
+START_SECONDS = 120.0
+# Longest line a helper may send back (a result of k hits with their snippets).
+MAX_ANSWER_BYTES = 16 << 20
+
+
+def default_processes() -> int:
+    """Helper processes by default: one per core, at most 4 (the calling process is one
+    more searcher)."""
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+class HelperGone(Exception):
+    """A helper process failed, died or did not answer in time."""
+
+
+class _Helper:
+    """One helper process and its pipes (used by one thread at a time)."""
+
+    def __init__(self, path: Path, snippet_chars: int, fingerprint: str):
+        root = str(Path(__file__).resolve().parent.parent)
+        env = dict(os.environ)
+        env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "wiki_sim.search_processes", str(path), str(snippet_chars), fingerprint],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=root)
+        try:
+            ready = self._read(START_SECONDS)
+        except HelperGone:
+            self.close()
+            raise
+        if ready != {"ready": True}:
+            self.close()
+            raise HelperGone(f"helper did not start: {ready}")
+
+    def _read(self, seconds: float = ANSWER_SECONDS) -> Any:
+        # One request is outstanding at a time, so nothing is buffered past its answer:
+        # waiting on the pipe itself is enough to bound the wait.
+        if not select.select([self.proc.stdout], [], [], seconds)[0]:
+            raise HelperGone(f"helper did not answer in {seconds:.0f} s")
+        line = self.proc.stdout.readline(MAX_ANSWER_BYTES)
+        if not line.endswith(b"\n"):
+            raise HelperGone("helper process ended or answered too much")
+        try:
+            return json.loads(line)
+        except ValueError as exc:
+            raise HelperGone(f"unreadable helper answer: {exc}") from None
+
+    def search(self, query: str, k: int) -> SearchResults:
+        try:
+            self.proc.stdin.write(json.dumps({"query": query, "k": k}).encode("utf-8") + b"\n")
+            self.proc.stdin.flush()
+        except (OSError, ValueError) as exc:
+            raise HelperGone(f"helper process gone: {exc}") from None
+        answer = self._read()
+        if not isinstance(answer, dict) or "hits" not in answer:
+            raise HelperGone(f"helper failed: {answer!r:.200}")
+        results = SearchResults(Hit(*hit) for hit in answer["hits"])
+        results.corrected_query = answer.get("corrected_query")
+        return results
+
+    def close(self) -> None:
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            try:
+                pipe.close()
+            except OSError:
+                pass
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+class SearchProcesses:
+    """Runs a search in the calling thread when no other search is running, else in an idle
+    helper process, else (``local_when_busy``) in the calling thread if no other runs there,
+    else waits for a helper.
+
+    ``local`` is the in-process search (``(query, k) -> SearchResults``); ``processes`` the
+    most helpers (0: every search runs in its calling thread, as many at once as call).
+    ``fingerprint`` identifies the build (helpers refuse another one)."""
+
+    def __init__(self, path: str | Path, local: Callable[[str, int], SearchResults], processes: int,
+                 snippet_chars: int, fingerprint: str, local_when_busy: bool = True):
+        self.path = Path(path)
+        self.local = local
+        self.processes = processes
+        self.snippet_chars = snippet_chars
+        self.fingerprint = fingerprint
+        self.local_when_busy = local_when_busy
+        self._idle: queue.Queue[_Helper] = queue.Queue()
+        self._helpers: list[_Helper] = []
+        self._lock = threading.Lock()
+        self._local_busy = threading.Lock()
+        self._in_flight = 0
+        self._starting = False
+        self._closed = False
+        self.failures = 0  # helpers that failed to start or were dropped
+        self.helper_searches = 0  # searches that helpers answered
+
+    def search(self, query: str, k: int) -> SearchResults:
+        if self.processes <= 0:
+            return self.local(query, k)
+        with self._lock:
+            alone = self._in_flight == 0
+            self._in_flight += 1
+        try:
+            helper = None if alone else self._next_helper()
+            if helper is None:
+                with self._local_busy:
+                    return self.local(query, k)
+            try:
+                results = helper.search(query, k)
+            except HelperGone:
+                self._drop(helper)
+                return self.local(query, k)
+            self._idle.put(helper)
+            with self._lock:
+                self.helper_searches += 1
+            return results
+        finally:
+            with self._lock:
+                self._in_flight -= 1
+
+    def _next_helper(self) -> _Helper | None:
+        """An idle helper, or ``None`` to search here (no helper serves yet, or the calling
+        process is free and ``local_when_busy``); waits while every searcher is busy."""
+        self._start_helpers()
+        while True:
+            try:
+                return self._idle.get_nowait()
+            except queue.Empty:
+                pass
+            if not self.helpers():
+                return None
+            if self.local_when_busy and self._local_busy.acquire(blocking=False):
+                self._local_busy.release()
+                return None
+            try:
+                return self._idle.get(timeout=0.5)
+            except queue.Empty:
+                continue
+
+    def _start_helpers(self) -> None:
+        """Start the helpers in the background (once); each serves as soon as it is ready."""
+        with self._lock:
+            if self._starting or self._closed:
+                return
+            self._starting = True
+
+        def start() -> None:
+            for _ in range(self.processes):
+                try:
+                    helper = _Helper(self.path, self.snippet_chars, self.fingerprint)
+                except (OSError, HelperGone):
+                    self.failures += 1
+                    continue
+                with self._lock:
+                    if self._closed:
+                        helper.close()
+                        return
+                    self._helpers.append(helper)
+                self._idle.put(helper)
+
+        threading.Thread(target=start, name="wiki-sim-search-helpers", daemon=True).start()
+
+    def _drop(self, helper: _Helper) -> None:
+        self.failures += 1
+        with self._lock:
+            if helper in self._helpers:
+                self._helpers.remove(helper)
+        try:
+            helper.proc.kill()
+        except OSError:
+            pass
+        helper.close()
+
+    def helpers(self) -> int:
+        """How many helper processes are serving."""
+        with self._lock:
+            return len(self._helpers)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            helpers, self._helpers = self._helpers, []
+        for helper in helpers:
+            helper.close()
+
+
+def serve(path: str, snippet_chars: int, fingerprint: str) -> int:
+    """A helper's loop: one JSON query per line in, one JSON result per line out."""
+    from wiki_sim.sim import WikiSim, build_fingerprint
+
+    out = sys.stdout.buffer
+    try:
+        sim = WikiSim(path, cache_size=0, snippet_chars=snippet_chars, search_processes=0)
+    except Exception as exc:  # noqa: BLE001 - reported to the parent, which searches itself
+        out.write(json.dumps({"error": f"{type(exc).__name__}: {exc}"}).encode("utf-8") + b"\n")
+        out.flush()
+        return 1
+    if build_fingerprint(sim.build_info) != fingerprint:
+        out.write(json.dumps({"error": "another build is in the directory now"}).encode("utf-8") + b"\n")
+        out.flush()
+        return 1
+    out.write(b'{"ready": true}\n')
+    out.flush()
+    for line in sys.stdin.buffer:
+        try:
+            request = json.loads(line)
+            hits = sim.search([request["query"]], request["k"])[0]
+            answer = {"hits": [[h.title, h.url, h.snippet, h.score] for h in hits],
+                      "corrected_query": hits.corrected_query}
+        except Exception as exc:  # noqa: BLE001 - the parent drops this helper and searches itself
+            answer = {"error": f"{type(exc).__name__}: {exc}"}
+        out.write(json.dumps(answer).encode("utf-8") + b"\n")
+        out.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 4:
+        sys.exit("usage: python -m wiki_sim.search_processes DIR SNIPPET_CHARS FINGERPRINT "
+                 "(started by WikiSim, not by hand)")
+    sys.exit(serve(sys.argv[1], int(sys.argv[2]), sys.argv[3]))
