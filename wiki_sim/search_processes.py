@@ -2,7 +2,7 @@
 
 A search is mostly Python (query analysis, re-ranking, snippets), so threads of one process
 that search at once take turns on Python's global interpreter lock: 8 threads on 2 cores
-got 1.04x the throughput of one (benchmarks/search.py). :class:`SearchProcesses` runs a
+got 1.04x the throughput of one (benchmarks/search.py, 2026-12). :class:`SearchProcesses` runs a
 search in the calling thread when no other search is running there, and otherwise hands it
 to a helper process that has the same simulator open (``python -m
 wiki_sim.search_processes DIR``, a plain subprocess: nothing of the caller's main module
@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import select
 import subprocess
 import sys
 import threading
+from collections import deque
 from pathlib import Path
 from typing import Any, Callable
 
@@ -49,8 +49,20 @@ class HelperGone(Exception):
     """A helper process failed, died or did not answer in time."""
 
 
+class _Pending:
+    """A request sent to a helper, answered by its reader thread."""
+
+    __slots__ = ("done", "answer")
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.answer: Any = None
+
+
 class _Helper:
-    """One helper process and its pipes (used by one thread at a time)."""
+    """One helper process. Requests from any number of threads are queued in its pipe (the
+    helper never waits between two searches for the calling process to be scheduled) and
+    answered in order; a reader thread hands each answer to the thread that asked."""
 
     def __init__(self, path: Path, snippet_chars: int, fingerprint: str):
         root = str(Path(__file__).resolve().parent.parent)
@@ -59,21 +71,23 @@ class _Helper:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "wiki_sim.search_processes", str(path), str(snippet_chars), fingerprint],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=root)
+        self._write_lock = threading.Lock()  # order of requests in the pipe = order in _pending
+        self._lock = threading.Lock()
+        self._pending: deque[_Pending] = deque()
+        self.alive = True
         try:
-            ready = self._read(START_SECONDS)
+            if not select.select([self.proc.stdout], [], [], START_SECONDS)[0]:
+                raise HelperGone(f"helper not ready in {START_SECONDS:.0f} s")
+            ready = self._decode(self.proc.stdout.readline(MAX_ANSWER_BYTES))
+            if ready != {"ready": True}:
+                raise HelperGone(f"helper did not start: {ready.get('error', ready) if isinstance(ready, dict) else ready}")
         except HelperGone:
             self.close()
             raise
-        if ready != {"ready": True}:
-            self.close()
-            raise HelperGone(f"helper did not start: {ready}")
+        threading.Thread(target=self._read_answers, name="wiki-sim-search-helper-reader", daemon=True).start()
 
-    def _read(self, seconds: float = ANSWER_SECONDS) -> Any:
-        # One request is outstanding at a time, so nothing is buffered past its answer:
-        # waiting on the pipe itself is enough to bound the wait.
-        if not select.select([self.proc.stdout], [], [], seconds)[0]:
-            raise HelperGone(f"helper did not answer in {seconds:.0f} s")
-        line = self.proc.stdout.readline(MAX_ANSWER_BYTES)
+    @staticmethod
+    def _decode(line: bytes) -> Any:
         if not line.endswith(b"\n"):
             raise HelperGone("helper process ended or answered too much")
         try:
@@ -81,57 +95,97 @@ class _Helper:
         except ValueError as exc:
             raise HelperGone(f"unreadable helper answer: {exc}") from None
 
-    def search(self, query: str, k: int) -> SearchResults:
+    def _read_answers(self) -> None:
         try:
-            self.proc.stdin.write(json.dumps({"query": query, "k": k}).encode("utf-8") + b"\n")
-            self.proc.stdin.flush()
-        except (OSError, ValueError) as exc:
-            raise HelperGone(f"helper process gone: {exc}") from None
-        answer = self._read()
+            while True:
+                answer = self._decode(self.proc.stdout.readline(MAX_ANSWER_BYTES))
+                with self._lock:
+                    pending = self._pending.popleft()
+                pending.answer = answer
+                pending.done.set()
+        except (HelperGone, OSError, ValueError, IndexError):
+            pass
+        finally:
+            with self._lock:
+                self.alive = False
+                failed, self._pending = list(self._pending), deque()
+            for pending in failed:  # answer None: the asking thread searches itself
+                pending.done.set()
+
+    def outstanding(self) -> int:
+        return len(self._pending)
+
+    def search(self, query: str, k: int) -> SearchResults:
+        pending = _Pending()
+        request = json.dumps({"query": query, "k": k}).encode("utf-8") + b"\n"
+        with self._write_lock:
+            with self._lock:
+                if not self.alive:
+                    raise HelperGone("helper process gone")
+                self._pending.append(pending)
+            try:
+                self.proc.stdin.write(request)
+                self.proc.stdin.flush()
+            except (OSError, ValueError) as exc:
+                self.kill()
+                raise HelperGone(f"helper process gone: {exc}") from None
+        if not pending.done.wait(ANSWER_SECONDS):
+            self.kill()
+            raise HelperGone(f"helper did not answer in {ANSWER_SECONDS:.0f} s")
+        answer = pending.answer
         if not isinstance(answer, dict) or "hits" not in answer:
             raise HelperGone(f"helper failed: {answer!r:.200}")
         results = SearchResults(Hit(*hit) for hit in answer["hits"])
         results.corrected_query = answer.get("corrected_query")
         return results
 
+    def kill(self) -> None:
+        try:
+            self.proc.kill()
+        except OSError:
+            pass
+
     def close(self) -> None:
-        for pipe in (self.proc.stdin, self.proc.stdout):
-            try:
-                pipe.close()
-            except OSError:
-                pass
+        """End the helper: its stdin closed, it exits (killed after 5 s)."""
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
         try:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+        try:  # after the process is gone: the reader thread has seen the end of the pipe
+            self.proc.stdout.close()
+        except OSError:
+            pass
 
 
 class SearchProcesses:
-    """Runs a search in the calling thread when no other search is running, else in an idle
-    helper process, else (``local_when_busy``) in the calling thread if no other runs there,
-    else waits for a helper.
+    """Runs a search in the calling thread when no other search is running in this process,
+    else in the helper process with the fewest searches queued. (Also searching in the
+    calling process while helpers serve measured slower: its threads then wait for the
+    interpreter lock to take the helpers' answers, and the helpers idle.)
 
     ``local`` is the in-process search (``(query, k) -> SearchResults``); ``processes`` the
     most helpers (0: every search runs in its calling thread, as many at once as call).
-    ``fingerprint`` identifies the build (helpers refuse another one)."""
+    ``fingerprint`` identifies the build (helpers refuse another one). Until the first
+    helper is ready, every search runs in its calling thread."""
 
     def __init__(self, path: str | Path, local: Callable[[str, int], SearchResults], processes: int,
-                 snippet_chars: int, fingerprint: str, local_when_busy: bool = True):
+                 snippet_chars: int, fingerprint: str):
         self.path = Path(path)
         self.local = local
         self.processes = processes
         self.snippet_chars = snippet_chars
         self.fingerprint = fingerprint
-        self.local_when_busy = local_when_busy
-        self._idle: queue.Queue[_Helper] = queue.Queue()
         self._helpers: list[_Helper] = []
         self._lock = threading.Lock()
-        self._local_busy = threading.Lock()
         self._in_flight = 0
         self._starting = False
         self._closed = False
-        self.failures = 0  # helpers that failed to start or were dropped
+        self.failures = 0  # helpers that failed to start or died
         self.helper_searches = 0  # searches that helpers answered
 
     def search(self, query: str, k: int) -> SearchResults:
@@ -141,16 +195,14 @@ class SearchProcesses:
             alone = self._in_flight == 0
             self._in_flight += 1
         try:
-            helper = None if alone else self._next_helper()
+            helper = None if alone else self._helper()
             if helper is None:
-                with self._local_busy:
-                    return self.local(query, k)
+                return self.local(query, k)
             try:
                 results = helper.search(query, k)
             except HelperGone:
                 self._drop(helper)
                 return self.local(query, k)
-            self._idle.put(helper)
             with self._lock:
                 self.helper_searches += 1
             return results
@@ -158,24 +210,13 @@ class SearchProcesses:
             with self._lock:
                 self._in_flight -= 1
 
-    def _next_helper(self) -> _Helper | None:
-        """An idle helper, or ``None`` to search here (no helper serves yet, or the calling
-        process is free and ``local_when_busy``); waits while every searcher is busy."""
+    def _helper(self) -> _Helper | None:
+        """The serving helper with the fewest queued searches; ``None``: search here."""
         self._start_helpers()
-        while True:
-            try:
-                return self._idle.get_nowait()
-            except queue.Empty:
-                pass
-            if not self.helpers():
+        with self._lock:
+            if not self._helpers:
                 return None
-            if self.local_when_busy and self._local_busy.acquire(blocking=False):
-                self._local_busy.release()
-                return None
-            try:
-                return self._idle.get(timeout=0.5)
-            except queue.Empty:
-                continue
+            return min(self._helpers, key=_Helper.outstanding)
 
     def _start_helpers(self) -> None:
         """Start the helpers in the background (once); each serves as soon as it is ready."""
@@ -196,19 +237,16 @@ class SearchProcesses:
                         helper.close()
                         return
                     self._helpers.append(helper)
-                self._idle.put(helper)
 
         threading.Thread(target=start, name="wiki-sim-search-helpers", daemon=True).start()
 
     def _drop(self, helper: _Helper) -> None:
-        self.failures += 1
         with self._lock:
-            if helper in self._helpers:
-                self._helpers.remove(helper)
-        try:
-            helper.proc.kill()
-        except OSError:
-            pass
+            if helper not in self._helpers:
+                return  # another thread dropped it
+            self._helpers.remove(helper)
+            self.failures += 1
+        helper.kill()
         helper.close()
 
     def helpers(self) -> int:
@@ -228,7 +266,10 @@ def serve(path: str, snippet_chars: int, fingerprint: str) -> int:
     """A helper's loop: one JSON query per line in, one JSON result per line out."""
     from wiki_sim.sim import WikiSim, build_fingerprint
 
-    out = sys.stdout.buffer
+    # Answers go to a private copy of stdout; anything a library prints goes to stderr.
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
     try:
         sim = WikiSim(path, cache_size=0, snippet_chars=snippet_chars, search_processes=0)
     except Exception as exc:  # noqa: BLE001 - reported to the parent, which searches itself

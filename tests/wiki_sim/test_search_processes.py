@@ -78,8 +78,7 @@ def test_a_dead_helper_is_dropped_and_its_search_answered_here(gensim_wiki):
                 release.wait(30)
             return sim.searcher.search(query, k)
 
-        searches = SearchProcesses(sim.path, local, 1, sim.snippet_chars, build_fingerprint(sim.build_info),
-                                   local_when_busy=False)
+        searches = SearchProcesses(sim.path, local, 1, sim.snippet_chars, build_fingerprint(sim.build_info))
         try:
             searches._start_helpers()
             wait_for_helpers(searches, 1)
