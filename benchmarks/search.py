@@ -292,9 +292,9 @@ def throughput(search: Callable[[str], Any], queries: list[str], threads: int) -
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    if args.threads < 2 or args.thread_repeats < 1 or args.thread_queries < args.threads:
-        raise SystemExit(f"--threads must be >= 2, --thread-repeats >= 1 and --thread-queries >= --threads; got "
-                         f"{args.threads}, {args.thread_repeats}, {args.thread_queries}")
+    if args.threads < 2 or args.thread_repeats < 1 or not args.thread_seconds > 0:
+        raise SystemExit(f"--threads must be >= 2, --thread-repeats >= 1 and --thread-seconds > 0; got "
+                         f"{args.threads}, {args.thread_repeats}, {args.thread_seconds}")
     engines = [e.strip() for e in args.engines.split(",") if e.strip()]
     if set(engines) - set(ENGINES) or "simulator" not in engines or not {"fts5", "fts5-stopwords"} <= set(engines):
         raise SystemExit(f"--engines: choose from {', '.join(ENGINES)} (simulator, fts5 and fts5-stopwords "
@@ -329,34 +329,41 @@ def measure_threads(searches: dict[str, Search], sims: dict[str, WikiSim], queri
                     args: argparse.Namespace) -> tuple[dict[str, dict[str, Any]], dict[str, float]]:
     """Throughput of ``args.threads`` threads against one, for every engine, without caches.
 
-    Engines and thread counts are interleaved within each of ``args.thread_repeats`` rounds
-    and the medians kept: the machine is shared and its load drifts. First a warm-up with
-    every thread count (the simulators' helper processes start on the first concurrent
-    searches and warm their term caches: start-up is not a per-query cost). Returns the
-    per-engine numbers and the 1-minute load average (min, median, max over the rounds)."""
+    Each engine runs the same queries (a prefix of the families' shuffled mix, long enough
+    for about ``args.thread_seconds`` of one thread, at least 200) with 1 and with
+    ``args.threads`` threads. Engines and thread counts are interleaved within each of
+    ``args.thread_repeats`` rounds and the medians kept: the machine is shared and its load
+    drifts. First a warm-up with every thread count (the simulators' helper processes start
+    on the first concurrent searches and warm their term caches: start-up is not a
+    per-query cost). Returns the per-engine numbers and the 1-minute load average (min,
+    median, max over the rounds)."""
     n = args.threads
+    counts: dict[str, int] = {}
     for name, search in searches.items():
-        for count in (1, n):
-            throughput(lambda q: search(q, args.k), queries, count)
+        qps = throughput(lambda q: search(q, args.k), queries[:200], 1)
+        counts[name] = max(min(200, len(queries)), min(len(queries), round(qps * args.thread_seconds)))
+        throughput(lambda q: search(q, args.k), queries[:counts[name]], n)
         sim = sims.get(name)
         if sim is not None:
             deadline = time.monotonic() + 120
             while sim.searches.helpers() < sim.searches.processes and time.monotonic() < deadline:
                 time.sleep(0.2)
-            throughput(lambda q: search(q, args.k), queries, n)
+            throughput(lambda q: search(q, args.k), queries[:counts[name]], n)
     qps: dict[str, dict[int, list[float]]] = {name: {1: [], n: []} for name in searches}
     loads = []
     for _ in range(args.thread_repeats):
         loads.append(os.getloadavg()[0])
         for name, search in searches.items():
             for count in (1, n):
-                qps[name][count].append(throughput(lambda q: search(q, args.k), queries, count))
+                qps[name][count].append(throughput(lambda q: search(q, args.k), queries[:counts[name]], count))
     loads.append(os.getloadavg()[0])
     out: dict[str, dict[str, Any]] = {}
     for name, runs in qps.items():
         one, many = statistics.median(runs[1]), statistics.median(runs[n])
-        out[name] = {"qps_1": round(one, 1), f"qps_{n}": round(many, 1), "speedup": round(many / one, 3),
-                     "speedups": [round(b / a, 3) for a, b in zip(runs[1], runs[n])]}
+        paired = [b / a for a, b in zip(runs[1], runs[n])]
+        out[name] = {"queries": counts[name], "qps_1": round(one, 1), f"qps_{n}": round(many, 1),
+                     "speedup": round(many / one, 3), "speedup_paired_median": round(statistics.median(paired), 3),
+                     "speedups": [round(x, 3) for x in paired]}
         if name in sims:
             out[name]["helper_processes"] = sims[name].searches.helpers()
     load = {"min": round(min(loads), 2), "median": round(statistics.median(loads), 2), "max": round(max(loads), 2),
@@ -419,7 +426,7 @@ def measure(args: argparse.Namespace, engines: list[str], workdir: Path) -> dict
 
     mix = [q for qs in families.values() for q, _ in qs]
     random.Random(args.seed).shuffle(mix)
-    threads, load = measure_threads(searches, sims, mix[:args.thread_queries], args)
+    threads, load = measure_threads(searches, sims, mix, args)
 
     cached = WikiSim(wiki, cache_size=4 * len(mix) + 16)
     first, again = [], []
@@ -483,9 +490,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--threads", type=int, default=8)
-    parser.add_argument("--thread-queries", type=int, default=400,
-                        help="queries (of the families' shuffled mix) per throughput run")
-    parser.add_argument("--thread-repeats", type=int, default=5,
+    parser.add_argument("--thread-seconds", type=float, default=2.0,
+                        help="about how long one single-thread throughput run lasts (sets each engine's query count)")
+    parser.add_argument("--thread-repeats", type=int, default=7,
                         help="interleaved rounds of throughput runs (medians reported)")
     parser.add_argument("--engines", default=",".join(ENGINES))
     args = parser.parse_args(argv)

@@ -18,8 +18,9 @@ calling thread: a search never fails for want of a helper.
 
 from __future__ import annotations
 
-import json
+import marshal
 import os
+import struct
 import select
 import subprocess
 import sys
@@ -35,8 +36,34 @@ from wiki_sim.search import Hit, SearchResults
 ANSWER_SECONDS = 60.0
 # A helper that is not ready (imports, simulator opened) in this many seconds is not used.
 START_SECONDS = 120.0
-# Longest line a helper may send back (a result of k hits with their snippets).
-MAX_ANSWER_BYTES = 16 << 20
+# Longest message either side may send (a query; a result of k hits with their snippets).
+MAX_MESSAGE_BYTES = 16 << 20
+_LENGTH = struct.Struct(">I")
+
+
+def write_message(pipe: Any, value: Any) -> None:
+    """One message: its length (4 bytes), then ``value`` marshalled (plain data only; the
+    two ends are this module in a parent and its own child, so marshal's speed is safe)."""
+    data = marshal.dumps(value)
+    pipe.write(_LENGTH.pack(len(data)) + data)
+    pipe.flush()
+
+
+def read_message(pipe: Any) -> Any:
+    """The next message from ``pipe``; :class:`HelperGone` at its end or on a bad message."""
+    head = pipe.read(_LENGTH.size)
+    if len(head) != _LENGTH.size:
+        raise HelperGone("helper pipe closed")
+    (size,) = _LENGTH.unpack(head)
+    if size > MAX_MESSAGE_BYTES:
+        raise HelperGone(f"message of {size} bytes, over {MAX_MESSAGE_BYTES}")
+    data = pipe.read(size)
+    if len(data) != size:
+        raise HelperGone("helper pipe closed mid-message")
+    try:
+        return marshal.loads(data)
+    except (EOFError, ValueError, TypeError) as exc:
+        raise HelperGone(f"unreadable message: {exc}") from None
 
 
 def default_processes() -> int:
@@ -78,7 +105,7 @@ class _Helper:
         try:
             if not select.select([self.proc.stdout], [], [], START_SECONDS)[0]:
                 raise HelperGone(f"helper not ready in {START_SECONDS:.0f} s")
-            ready = self._decode(self.proc.stdout.readline(MAX_ANSWER_BYTES))
+            ready = read_message(self.proc.stdout)
             if ready != {"ready": True}:
                 raise HelperGone(f"helper did not start: {ready.get('error', ready) if isinstance(ready, dict) else ready}")
         except HelperGone:
@@ -86,19 +113,10 @@ class _Helper:
             raise
         threading.Thread(target=self._read_answers, name="wiki-sim-search-helper-reader", daemon=True).start()
 
-    @staticmethod
-    def _decode(line: bytes) -> Any:
-        if not line.endswith(b"\n"):
-            raise HelperGone("helper process ended or answered too much")
-        try:
-            return json.loads(line)
-        except ValueError as exc:
-            raise HelperGone(f"unreadable helper answer: {exc}") from None
-
     def _read_answers(self) -> None:
         try:
             while True:
-                answer = self._decode(self.proc.stdout.readline(MAX_ANSWER_BYTES))
+                answer = read_message(self.proc.stdout)
                 with self._lock:
                     pending = self._pending.popleft()
                 pending.answer = answer
@@ -117,15 +135,13 @@ class _Helper:
 
     def search(self, query: str, k: int) -> SearchResults:
         pending = _Pending()
-        request = json.dumps({"query": query, "k": k}).encode("utf-8") + b"\n"
         with self._write_lock:
             with self._lock:
                 if not self.alive:
                     raise HelperGone("helper process gone")
                 self._pending.append(pending)
             try:
-                self.proc.stdin.write(request)
-                self.proc.stdin.flush()
+                write_message(self.proc.stdin, (query, k))
             except (OSError, ValueError) as exc:
                 self.kill()
                 raise HelperGone(f"helper process gone: {exc}") from None
@@ -133,10 +149,10 @@ class _Helper:
             self.kill()
             raise HelperGone(f"helper did not answer in {ANSWER_SECONDS:.0f} s")
         answer = pending.answer
-        if not isinstance(answer, dict) or "hits" not in answer:
+        if not isinstance(answer, tuple) or len(answer) != 2:
             raise HelperGone(f"helper failed: {answer!r:.200}")
-        results = SearchResults(Hit(*hit) for hit in answer["hits"])
-        results.corrected_query = answer.get("corrected_query")
+        results = SearchResults(Hit(*hit) for hit in answer[0])
+        results.corrected_query = answer[1]
         return results
 
     def kill(self) -> None:
@@ -181,6 +197,7 @@ class SearchProcesses:
         self.snippet_chars = snippet_chars
         self.fingerprint = fingerprint
         self._helpers: list[_Helper] = []
+        self._pid = os.getpid()
         self._lock = threading.Lock()
         self._in_flight = 0
         self._starting = False
@@ -189,7 +206,7 @@ class SearchProcesses:
         self.helper_searches = 0  # searches that helpers answered
 
     def search(self, query: str, k: int) -> SearchResults:
-        if self.processes <= 0:
+        if self.processes <= 0 or os.getpid() != self._pid:  # a forked child must not share the pipes
             return self.local(query, k)
         with self._lock:
             alone = self._in_flight == 0
@@ -255,6 +272,8 @@ class SearchProcesses:
             return len(self._helpers)
 
     def close(self) -> None:
+        if os.getpid() != self._pid:  # a forked child: the helpers are its parent's
+            return
         with self._lock:
             self._closed = True
             helpers, self._helpers = self._helpers, []
@@ -263,7 +282,7 @@ class SearchProcesses:
 
 
 def serve(path: str, snippet_chars: int, fingerprint: str) -> int:
-    """A helper's loop: one JSON query per line in, one JSON result per line out."""
+    """A helper's loop: ``(query, k)`` messages in, ``(hits, corrected_query)`` out, in order."""
     from wiki_sim.sim import WikiSim, build_fingerprint
 
     # Answers go to a private copy of stdout; anything a library prints goes to stderr.
@@ -273,26 +292,24 @@ def serve(path: str, snippet_chars: int, fingerprint: str) -> int:
     try:
         sim = WikiSim(path, cache_size=0, snippet_chars=snippet_chars, search_processes=0)
     except Exception as exc:  # noqa: BLE001 - reported to the parent, which searches itself
-        out.write(json.dumps({"error": f"{type(exc).__name__}: {exc}"}).encode("utf-8") + b"\n")
-        out.flush()
+        write_message(out, {"error": f"{type(exc).__name__}: {exc}"})
         return 1
     if build_fingerprint(sim.build_info) != fingerprint:
-        out.write(json.dumps({"error": "another build is in the directory now"}).encode("utf-8") + b"\n")
-        out.flush()
+        write_message(out, {"error": "another build is in the directory now"})
         return 1
-    out.write(b'{"ready": true}\n')
-    out.flush()
-    for line in sys.stdin.buffer:
+    write_message(out, {"ready": True})
+    requests = sys.stdin.buffer
+    while True:
         try:
-            request = json.loads(line)
-            hits = sim.search([request["query"]], request["k"])[0]
-            answer = {"hits": [[h.title, h.url, h.snippet, h.score] for h in hits],
-                      "corrected_query": hits.corrected_query}
+            query, k = read_message(requests)
+        except HelperGone:
+            return 0  # the parent closed the pipe (or is gone)
+        try:
+            hits = sim.search([query], k)[0]
+            answer: Any = ([(h.title, h.url, h.snippet, h.score) for h in hits], hits.corrected_query)
         except Exception as exc:  # noqa: BLE001 - the parent drops this helper and searches itself
             answer = {"error": f"{type(exc).__name__}: {exc}"}
-        out.write(json.dumps(answer).encode("utf-8") + b"\n")
-        out.flush()
-    return 0
+        write_message(out, answer)
 
 
 if __name__ == "__main__":
