@@ -2,9 +2,11 @@
 
 One :class:`WikiSim` opens a built simulator directory once (the SQLite store and the search
 index: Whoosh by default, or tantivy, as build.json records) and is shared by every
-environment in the process, in any number of threads: searches run concurrently (the
-engines cache per-term data and lock only to read the index), store reads use a connection
-per thread, and identical queries (GRPO samples many rollouts of the same question) are served
+environment in the process, in any number of threads: searches are thread-safe (the engines
+cache per-term data and lock only to read the index), a search that arrives while another
+runs goes to a helper process so that threads search in parallel despite Python's
+interpreter lock (:mod:`wiki_sim.search_processes`), store reads use a connection per
+thread, and identical queries (GRPO samples many rollouts of the same question) are served
 from an LRU cache.
 """
 
