@@ -77,12 +77,14 @@ class HelperGone(Exception):
 
 
 class _Pending:
-    """A request sent to a helper, answered by its reader thread."""
+    """A request sent to a helper, answered by its reader thread (which releases ``done``;
+    a bare lock is much cheaper than an Event for this one-shot signal)."""
 
     __slots__ = ("done", "answer")
 
     def __init__(self) -> None:
-        self.done = threading.Event()
+        self.done = threading.Lock()
+        self.done.acquire()
         self.answer: Any = None
 
 
@@ -107,7 +109,8 @@ class _Helper:
                 raise HelperGone(f"helper not ready in {START_SECONDS:.0f} s")
             ready = read_message(self.proc.stdout)
             if ready != {"ready": True}:
-                raise HelperGone(f"helper did not start: {ready.get('error', ready) if isinstance(ready, dict) else ready}")
+                why = ready.get("error", ready) if isinstance(ready, dict) else ready
+                raise HelperGone(f"helper did not start: {why}")
         except HelperGone:
             self.close()
             raise
@@ -120,7 +123,7 @@ class _Helper:
                 with self._lock:
                     pending = self._pending.popleft()
                 pending.answer = answer
-                pending.done.set()
+                pending.done.release()
         except (HelperGone, OSError, ValueError, IndexError):
             pass
         finally:
@@ -128,7 +131,7 @@ class _Helper:
                 self.alive = False
                 failed, self._pending = list(self._pending), deque()
             for pending in failed:  # answer None: the asking thread searches itself
-                pending.done.set()
+                pending.done.release()
 
     def outstanding(self) -> int:
         return len(self._pending)
@@ -145,7 +148,7 @@ class _Helper:
             except (OSError, ValueError) as exc:
                 self.kill()
                 raise HelperGone(f"helper process gone: {exc}") from None
-        if not pending.done.wait(ANSWER_SECONDS):
+        if not pending.done.acquire(timeout=ANSWER_SECONDS):
             self.kill()
             raise HelperGone(f"helper did not answer in {ANSWER_SECONDS:.0f} s")
         answer = pending.answer
@@ -237,6 +240,8 @@ class SearchProcesses:
 
     def _start_helpers(self) -> None:
         """Start the helpers in the background (once); each serves as soon as it is ready."""
+        if self._starting:
+            return
         with self._lock:
             if self._starting or self._closed:
                 return
@@ -247,7 +252,8 @@ class SearchProcesses:
                 try:
                     helper = _Helper(self.path, self.snippet_chars, self.fingerprint)
                 except (OSError, HelperGone):
-                    self.failures += 1
+                    with self._lock:
+                        self.failures += 1
                     continue
                 with self._lock:
                     if self._closed:
