@@ -2,7 +2,7 @@
 
 A search is mostly Python (query analysis, re-ranking, snippets), so threads of one process
 that search at once take turns on Python's global interpreter lock: 8 threads on 2 cores
-got 1.04x the throughput of one (benchmarks/search.py, 2026-12). :class:`SearchProcesses` runs a
+got 1.0-1.2x the throughput of one (benchmarks/search.py). :class:`SearchProcesses` runs a
 search in the calling thread when no other search is running there, and otherwise hands it
 to a helper process that has the same simulator open (``python -m
 wiki_sim.search_processes DIR``, a plain subprocess: nothing of the caller's main module
