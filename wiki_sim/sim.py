@@ -2,15 +2,18 @@
 
 One :class:`WikiSim` opens a built simulator directory once (the SQLite store and the search
 index: Whoosh by default, or tantivy, as build.json records) and is shared by every
-environment in the process, in any number of threads: searches run concurrently (the
-engines cache per-term data and lock only to read the index), store reads use a connection
-per thread, and identical queries (GRPO samples many rollouts of the same question) are served
+environment in the process, in any number of threads: searches are thread-safe (the engines
+cache per-term data and lock only to read the index), a search that arrives while another
+runs goes to a helper process so that threads search in parallel despite Python's
+interpreter lock (:mod:`wiki_sim.search_processes`), store reads use a connection per
+thread, and identical queries (GRPO samples many rollouts of the same question) are served
 from an LRU cache.
 """
 
 from __future__ import annotations
 
 import difflib
+import hashlib
 import json
 import threading
 from collections import OrderedDict
@@ -22,6 +25,7 @@ from wiki_sim.focus import ExtractiveSummarizer, Focused, Summarizer, format_not
 from wiki_sim.engines import open_engine, open_forward_index
 from wiki_sim.records import LinkInfo, PageInfo, url_to_title
 from wiki_sim.search import Hit, Searcher, SearchResults
+from wiki_sim.search_processes import SearchProcesses, default_processes
 from wiki_sim.store import STORE_FILE, STORE_FORMAT, Store
 
 BUILD_FILE = "build.json"
@@ -96,6 +100,11 @@ def read_build_info(path: str | Path) -> dict[str, Any]:
     return info
 
 
+def build_fingerprint(info: dict[str, Any]) -> str:
+    """A digest of a build record: two opens of a directory see the same build iff equal."""
+    return hashlib.sha256(json.dumps(info, sort_keys=True, default=str).encode("utf-8")).hexdigest()[:32]
+
+
 def normalize_query(query: str) -> str:
     """Whitespace collapsed, so that queries differing only in spacing share a cache entry."""
     return " ".join(query.split())
@@ -113,10 +122,18 @@ class WikiSim:
     ``summarizer`` turns a page into the visit tool's evidence and summary (default:
     :class:`~wiki_sim.focus.ExtractiveSummarizer`, no model). ``cache_size`` bounds the
     search and visit LRU caches (entries each); ``snippet_chars`` is the snippet length.
+    ``search_processes`` is how many helper processes may take searches that arrive while
+    one already runs in this process (a search is mostly Python, so threads alone would
+    take turns on the interpreter lock; see :mod:`wiki_sim.search_processes`): ``None``
+    for one per core (at most 4), ``0`` to search only in the calling threads. Helpers
+    start on the first such search, never for a single-threaded caller.
     """
 
     def __init__(self, path: str | Path, summarizer: Summarizer | None = None, cache_size: int = 4096,
-                 snippet_chars: int = 300):
+                 snippet_chars: int = 300, search_processes: int | None = None):
+        if search_processes is not None and (not isinstance(search_processes, int)
+                                             or isinstance(search_processes, bool) or search_processes < 0):
+            raise ValueError(f"search_processes must be None or an integer >= 0, got {search_processes!r}")
         self.path = Path(path)
         self.build_info = read_build_info(self.path)
         self.store = Store(self.path / STORE_FILE)
@@ -127,6 +144,9 @@ class WikiSim:
                                  snippet_chars=snippet_chars)
         self._search_cache = LRUCache(cache_size)
         self._visit_cache = LRUCache(cache_size)
+        self.searches = SearchProcesses(
+            self.path, self.searcher.search, default_processes() if search_processes is None else search_processes,
+            snippet_chars, build_fingerprint(self.build_info))
 
     # --- search -------------------------------------------------------------------------
     def search(self, queries: list[str] | str, k: int = 10) -> list[list[Hit]]:
@@ -153,7 +173,7 @@ class WikiSim:
         cached = self._search_cache.get(key)
         if cached is not None:
             return _copy(cached)
-        hits = self.searcher.search(query, k)
+        hits = self.searches.search(query, k)
         if len(query) <= MAX_CACHED_KEY_CHARS:
             self._search_cache.put(key, hits)
         return _copy(hits)
@@ -266,11 +286,14 @@ class WikiSim:
             "documents_indexed": self.index.doc_count(),
             "engine": self.engine_name,
             "search_cache": self._search_cache.info(),
+            "search_processes": {"max": self.searches.processes, "serving": self.searches.helpers(),
+                                 "failures": self.searches.failures},
             "visit_cache": self._visit_cache.info(),
             "build": self.build_info,
         }
 
     def close(self) -> None:
+        self.searches.close()
         self.index.close()
 
     def __enter__(self) -> WikiSim:

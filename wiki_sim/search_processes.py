@@ -1,0 +1,325 @@
+"""Searches that run at once, in helper processes: threads of one process search in parallel.
+
+A search is mostly Python (query analysis, re-ranking, snippets), so threads of one process
+that search at once take turns on Python's global interpreter lock: 8 threads on 2 cores
+got 1.0-1.2x the throughput of one (benchmarks/search.py). :class:`SearchProcesses` runs a
+search in the calling thread when no other search is running there, and otherwise hands it
+to a helper process that has the same simulator open (``python -m
+wiki_sim.search_processes DIR``, a plain subprocess: nothing of the caller's main module
+is re-run). The calling thread waits on a pipe, outside the lock, while the helper
+searches on another core.
+
+The helpers start on the first contended search (a program that searches from one thread
+never starts one), answer exactly what the calling process would (the same code on the
+same files; a helper that finds another build in the directory refuses to start), and end
+when their pipe closes. A helper that fails or dies is dropped and its search runs in the
+calling thread: a search never fails for want of a helper.
+"""
+
+from __future__ import annotations
+
+import marshal
+import os
+import struct
+import select
+import subprocess
+import sys
+import threading
+from collections import deque
+from pathlib import Path
+from typing import Any, Callable
+
+from wiki_sim.search import Hit, SearchResults
+
+# A helper that has not answered in this many seconds is dropped (the search then runs in
+# the calling thread). A search takes milliseconds; this only bounds a wedged helper.
+ANSWER_SECONDS = 60.0
+# A helper that is not ready (imports, simulator opened) in this many seconds is not used.
+START_SECONDS = 120.0
+# Longest message either side may send (a query; a result of k hits with their snippets).
+MAX_MESSAGE_BYTES = 16 << 20
+_LENGTH = struct.Struct(">I")
+
+
+def write_message(pipe: Any, value: Any) -> None:
+    """One message: its length (4 bytes), then ``value`` marshalled (plain data only; the
+    two ends are this module in a parent and its own child, so marshal's speed is safe)."""
+    data = marshal.dumps(value)
+    pipe.write(_LENGTH.pack(len(data)) + data)
+    pipe.flush()
+
+
+def read_message(pipe: Any) -> Any:
+    """The next message from ``pipe``; :class:`HelperGone` at its end or on a bad message."""
+    head = pipe.read(_LENGTH.size)
+    if len(head) != _LENGTH.size:
+        raise HelperGone("helper pipe closed")
+    (size,) = _LENGTH.unpack(head)
+    if size > MAX_MESSAGE_BYTES:
+        raise HelperGone(f"message of {size} bytes, over {MAX_MESSAGE_BYTES}")
+    data = pipe.read(size)
+    if len(data) != size:
+        raise HelperGone("helper pipe closed mid-message")
+    try:
+        return marshal.loads(data)
+    except (EOFError, ValueError, TypeError) as exc:
+        raise HelperGone(f"unreadable message: {exc}") from None
+
+
+def default_processes() -> int:
+    """Helper processes by default: one per core, at most 4 (the calling process is one
+    more searcher)."""
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+class HelperGone(Exception):
+    """A helper process failed, died or did not answer in time."""
+
+
+class _Pending:
+    """A request sent to a helper, answered by its reader thread (which releases ``done``;
+    a bare lock is much cheaper than an Event for this one-shot signal)."""
+
+    __slots__ = ("done", "answer")
+
+    def __init__(self) -> None:
+        self.done = threading.Lock()
+        self.done.acquire()
+        self.answer: Any = None
+
+
+class _Helper:
+    """One helper process. Requests from any number of threads are queued in its pipe (the
+    helper never waits between two searches for the calling process to be scheduled) and
+    answered in order; a reader thread hands each answer to the thread that asked."""
+
+    def __init__(self, path: Path, snippet_chars: int, fingerprint: str):
+        root = str(Path(__file__).resolve().parent.parent)
+        env = dict(os.environ)
+        env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "wiki_sim.search_processes", str(path), str(snippet_chars), fingerprint],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=root)
+        self._write_lock = threading.Lock()  # order of requests in the pipe = order in _pending
+        self._lock = threading.Lock()
+        self._pending: deque[_Pending] = deque()
+        self.alive = True
+        try:
+            if not select.select([self.proc.stdout], [], [], START_SECONDS)[0]:
+                raise HelperGone(f"helper not ready in {START_SECONDS:.0f} s")
+            ready = read_message(self.proc.stdout)
+            if ready != {"ready": True}:
+                why = ready.get("error", ready) if isinstance(ready, dict) else ready
+                raise HelperGone(f"helper did not start: {why}")
+        except HelperGone:
+            self.close()
+            raise
+        threading.Thread(target=self._read_answers, name="wiki-sim-search-helper-reader", daemon=True).start()
+
+    def _read_answers(self) -> None:
+        try:
+            while True:
+                answer = read_message(self.proc.stdout)
+                with self._lock:
+                    pending = self._pending.popleft()
+                pending.answer = answer
+                pending.done.release()
+        except (HelperGone, OSError, ValueError, IndexError):
+            pass
+        finally:
+            with self._lock:
+                self.alive = False
+                failed, self._pending = list(self._pending), deque()
+            for pending in failed:  # answer None: the asking thread searches itself
+                pending.done.release()
+
+    def outstanding(self) -> int:
+        return len(self._pending)
+
+    def search(self, query: str, k: int) -> SearchResults:
+        pending = _Pending()
+        with self._write_lock:
+            with self._lock:
+                if not self.alive:
+                    raise HelperGone("helper process gone")
+                self._pending.append(pending)
+            try:
+                write_message(self.proc.stdin, (query, k))
+            except (OSError, ValueError) as exc:
+                self.kill()
+                raise HelperGone(f"helper process gone: {exc}") from None
+        if not pending.done.acquire(timeout=ANSWER_SECONDS):
+            self.kill()
+            raise HelperGone(f"helper did not answer in {ANSWER_SECONDS:.0f} s")
+        answer = pending.answer
+        if not isinstance(answer, tuple) or len(answer) != 2:
+            raise HelperGone(f"helper failed: {answer!r:.200}")
+        results = SearchResults(Hit(*hit) for hit in answer[0])
+        results.corrected_query = answer[1]
+        return results
+
+    def kill(self) -> None:
+        try:
+            self.proc.kill()
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        """End the helper: its stdin closed, it exits (killed after 5 s)."""
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        try:  # after the process is gone: the reader thread has seen the end of the pipe
+            self.proc.stdout.close()
+        except OSError:
+            pass
+
+
+class SearchProcesses:
+    """Runs a search in the calling thread when no other search is running in this process,
+    else in the helper process with the fewest searches queued. (Also searching in the
+    calling process while helpers serve measured slower: its threads then wait for the
+    interpreter lock to take the helpers' answers, and the helpers idle.)
+
+    ``local`` is the in-process search (``(query, k) -> SearchResults``); ``processes`` the
+    most helpers (0: every search runs in its calling thread, as many at once as call).
+    ``fingerprint`` identifies the build (helpers refuse another one). Until the first
+    helper is ready, every search runs in its calling thread."""
+
+    def __init__(self, path: str | Path, local: Callable[[str, int], SearchResults], processes: int,
+                 snippet_chars: int, fingerprint: str):
+        self.path = Path(path)
+        self.local = local
+        self.processes = processes
+        self.snippet_chars = snippet_chars
+        self.fingerprint = fingerprint
+        self._helpers: list[_Helper] = []
+        self._pid = os.getpid()
+        self._lock = threading.Lock()
+        self._in_flight = 0
+        self._starting = False
+        self._closed = False
+        self.failures = 0  # helpers that failed to start or died
+        self.helper_searches = 0  # searches that helpers answered
+
+    def search(self, query: str, k: int) -> SearchResults:
+        if self.processes <= 0 or os.getpid() != self._pid:  # a forked child must not share the pipes
+            return self.local(query, k)
+        with self._lock:
+            alone = self._in_flight == 0
+            self._in_flight += 1
+        try:
+            helper = None if alone else self._helper()
+            if helper is None:
+                return self.local(query, k)
+            try:
+                results = helper.search(query, k)
+            except HelperGone:
+                self._drop(helper)
+                return self.local(query, k)
+            with self._lock:
+                self.helper_searches += 1
+            return results
+        finally:
+            with self._lock:
+                self._in_flight -= 1
+
+    def _helper(self) -> _Helper | None:
+        """The serving helper with the fewest queued searches; ``None``: search here."""
+        self._start_helpers()
+        with self._lock:
+            if not self._helpers:
+                return None
+            return min(self._helpers, key=_Helper.outstanding)
+
+    def _start_helpers(self) -> None:
+        """Start the helpers in the background (once); each serves as soon as it is ready."""
+        if self._starting:
+            return
+        with self._lock:
+            if self._starting or self._closed:
+                return
+            self._starting = True
+
+        def start() -> None:
+            for _ in range(self.processes):
+                try:
+                    helper = _Helper(self.path, self.snippet_chars, self.fingerprint)
+                except (OSError, HelperGone):
+                    with self._lock:
+                        self.failures += 1
+                    continue
+                with self._lock:
+                    if self._closed:
+                        helper.close()
+                        return
+                    self._helpers.append(helper)
+
+        threading.Thread(target=start, name="wiki-sim-search-helpers", daemon=True).start()
+
+    def _drop(self, helper: _Helper) -> None:
+        with self._lock:
+            if helper not in self._helpers:
+                return  # another thread dropped it
+            self._helpers.remove(helper)
+            self.failures += 1
+        helper.kill()
+        helper.close()
+
+    def helpers(self) -> int:
+        """How many helper processes are serving."""
+        with self._lock:
+            return len(self._helpers)
+
+    def close(self) -> None:
+        if os.getpid() != self._pid:  # a forked child: the helpers are its parent's
+            return
+        with self._lock:
+            self._closed = True
+            helpers, self._helpers = self._helpers, []
+        for helper in helpers:
+            helper.close()
+
+
+def serve(path: str, snippet_chars: int, fingerprint: str) -> int:
+    """A helper's loop: ``(query, k)`` messages in, ``(hits, corrected_query)`` out, in order."""
+    from wiki_sim.sim import WikiSim, build_fingerprint
+
+    # Answers go to a private copy of stdout; anything a library prints goes to stderr.
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    try:
+        sim = WikiSim(path, cache_size=0, snippet_chars=snippet_chars, search_processes=0)
+    except Exception as exc:  # noqa: BLE001 - reported to the parent, which searches itself
+        write_message(out, {"error": f"{type(exc).__name__}: {exc}"})
+        return 1
+    if build_fingerprint(sim.build_info) != fingerprint:
+        write_message(out, {"error": "another build is in the directory now"})
+        return 1
+    write_message(out, {"ready": True})
+    requests = sys.stdin.buffer
+    while True:
+        try:
+            query, k = read_message(requests)
+        except HelperGone:
+            return 0  # the parent closed the pipe (or is gone)
+        try:
+            hits = sim.search([query], k)[0]
+            answer: Any = ([(h.title, h.url, h.snippet, h.score) for h in hits], hits.corrected_query)
+        except Exception as exc:  # noqa: BLE001 - the parent drops this helper and searches itself
+            answer = {"error": f"{type(exc).__name__}: {exc}"}
+        write_message(out, answer)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 4:
+        sys.exit("usage: python -m wiki_sim.search_processes DIR SNIPPET_CHARS FINGERPRINT "
+                 "(started by WikiSim, not by hand)")
+    sys.exit(serve(sys.argv[1], int(sys.argv[2]), sys.argv[3]))
