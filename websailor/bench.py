@@ -146,7 +146,7 @@ SPECS: dict[str, Spec] = {
                     _bwrap),
     "search": Spec(_search_engines,
                    lambda c: ["--source", "gensim-sample", "--queries", "8", "--threads", "2",
-                              *_if_known("search", "--thread-queries", "16"), *_if_known("search", "--thread-repeats", "1"),
+                              *_if_known("search", "--thread-seconds", "0.3"), *_if_known("search", "--thread-repeats", "1"),
                               *_search_engines(c)]),
     "sft_learning": Spec(lambda c: ["--wiki-dir", c.wiki_dir, "--out-dir", str(c.work)],
                          lambda c: ["--wiki-dir", c.wiki_dir, "--out-dir", str(c.work), "--num-tasks", "8",
