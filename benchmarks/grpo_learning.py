@@ -1,87 +1,107 @@
-"""GRPO learning curve on the toy environment with a tiny model on CPU (the learning test, longer).
+"""GRPO learning curve on the multi-task toy environment with a tiny model on CPU.
 
 A 2-layer Qwen2 with ``transformers.ByT5Tokenizer`` (built from a config) gets a format-only
-cold start (it answers ``<answer>W</answer>`` with ``W`` a random word of 16), then GRPO
-trains it on the toy environment (``tests/trainers/toy_env.py``: the research environment's
-protocol, ChatML and exact-match judge) to answer the task's code word. Side by side in one
-run: leave-one-out and mean advantages (same start, same seed). Writes the learning curves
-as PNG (``--out``, default ``grpo_learning.png``) and the metrics JSONL next to it.
+cold start (``<think>colour</think><answer>W</answer>`` with ``W`` a random word of 16,
+whatever the question), then GRPO (``trainers.grpo.GRPOTrainer``, the environment made by
+``gym.make`` through the rollouts) trains it on ``--tasks`` tasks of the toy environment
+(``tests/trainers/toy_env.py``: the research environment's protocol, ChatML and exact-match
+judge; every task asks for a different colour's code word). The pool draws the tasks per
+group as in any GRPO run.
 
-Usage: ``python -m benchmarks.grpo_learning [--steps 40] [--out grpo_learning.png]``.
-Prints a table, then one line of JSON.
+A policy that ignores the question answers every task from one distribution, so its
+per-task pass rates add up to at most 1 and its mean reward is at most ``1 / tasks``;
+the table reports each task's pass rate at the start and the end (16 sampled episodes
+each) and that sum. Writes the learning curve as PNG (``--out``) and the metrics JSONL
+next to it. Prints a table, then one line of JSON.
+
+Usage: ``python -m benchmarks.grpo_learning [--tasks 4] [--steps 300] [--out grpo_learning.png]``.
 """
 
 from __future__ import annotations
 
 import argparse
-import copy
 import json
 import tempfile
+import time
 from pathlib import Path
 
 import torch
 
 
-def curve(model, tok, advantage: str, steps: int, work: Path) -> list[dict]:
-    from tests.trainers import toy_env
-    from trainers.grpo import GRPOConfig, GRPOTrainer
-
-    cfg = GRPOConfig(model="-", tasks="-", output_dir=str(work / advantage), env_id=toy_env.SPEC,
-                     env_kwargs=json.dumps({"max_format_errors": 1}), steps=steps, batch_size=32, group_size=8,
-                     micro_batch_size=32, learning_rate=2e-3, max_new_tokens=32, pool_size=1, advantage=advantage,
-                     device="cpu", tensorboard="off", save_every=0, resume=False)
-    trainer = GRPOTrainer(cfg, copy.deepcopy(model), tok, toy_env.TASKS[:1])
-    return [trainer.train_step() for _ in range(steps)]
-
-
 def main(argv: list[str] | None = None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--steps", type=int, default=40)
+    p.add_argument("--tasks", type=int, default=4, help="toy tasks (colours) to train on, 2..8")
+    p.add_argument("--steps", type=int, default=300)
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--group-size", type=int, default=16)
+    p.add_argument("--learning-rate", type=float, default=3e-4)
+    p.add_argument("--advantage", choices=["loo", "mean"], default="loo")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--eval-episodes", type=int, default=16, help="sampled episodes per task for the pass rates")
     p.add_argument("--out", default="grpo_learning.png")
     args = p.parse_args(argv)
+    from tests.trainers import toy_env
+
+    if not 2 <= args.tasks <= len(toy_env.TASKS):
+        p.error(f"--tasks must be in [2, {len(toy_env.TASKS)}], got {args.tasks}")
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from transformers import ByT5Tokenizer
 
-    from tests.trainers import toy_env
+    from trainers.grpo import GRPOConfig, GRPOTrainer
 
     torch.set_num_threads(1)
+    tasks = toy_env.TASKS[:args.tasks]
     tok = ByT5Tokenizer()
-    model = toy_env.tiny_model(tok)
-    toy_env.cold_start(model, tok)
-    runs = {}
+    model = toy_env.tiny_model(tok, seed=args.seed)
+    toy_env.cold_start(model, tok, tasks=tasks, seed=args.seed)
+    t0 = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
-        for adv in ("loo", "mean"):
-            runs[adv] = curve(model, tok, adv, args.steps, Path(tmp))
+        cfg = GRPOConfig(model="-", tasks="-", output_dir=tmp, env_id=toy_env.SPEC,
+                         env_kwargs=json.dumps({"max_format_errors": 1}), steps=args.steps,
+                         batch_size=args.batch_size, group_size=args.group_size, micro_batch_size=args.batch_size,
+                         learning_rate=args.learning_rate, max_new_tokens=48, pool_size=len(tasks), retire_window=0,
+                         advantage=args.advantage, lockstep_rollouts=True, seed=args.seed, device="cpu",
+                         tensorboard="off", save_every=0, resume=False)
+        trainer = GRPOTrainer(cfg, model, tok, tasks)
+        start = toy_env.pass_rates(trainer, tasks, args.eval_episodes)
+        rows = [trainer.train_step() for _ in range(args.steps)]
+        end = toy_env.pass_rates(trainer, tasks, args.eval_episodes)
+    seconds = time.perf_counter() - t0
     out = Path(args.out)
+    rewards = [r["reward/mean"] for r in rows]
     fig, ax = plt.subplots(figsize=(6, 4))
-    for adv, rows in runs.items():
-        ax.plot([r["step"] for r in rows], [r["reward/mean"] for r in rows], label=f"{adv} advantages")
+    ax.plot([r["step"] for r in rows], rewards, label=f"mean reward ({args.advantage} advantages)")
     ax.axhline(0.8, color="grey", linestyle=":", label="0.8")
-    ax.set_xlabel("GRPO step (32 rollouts, groups of 8)")
+    ax.axhline(1 / len(tasks), color="red", linestyle="--", label="best policy that ignores the question")
+    ax.set_xlabel(f"GRPO step ({args.batch_size} rollouts, groups of {args.group_size}, {len(tasks)} tasks)")
     ax.set_ylabel("mean reward")
-    ax.set_title("GRPO on the toy environment, 2-layer Qwen2, CPU")
+    ax.set_title("GRPO on the multi-task toy environment, 2-layer Qwen2, CPU")
     ax.set_ylim(-0.02, 1.02)
-    ax.legend()
+    ax.legend(fontsize=8)
     fig.tight_layout()
     tmp_png = out.with_name(out.name + ".tmp.png")
     fig.savefig(tmp_png, dpi=100)
     tmp_png.replace(out)
-    with out.with_suffix(".jsonl").open("w") as fh:
-        for adv, rows in runs.items():
-            for r in rows:
-                fh.write(json.dumps({"advantage": adv, **r}) + "\n")
-    summary = {}
-    print(f"{'advantage':<10}{'first':>8}{'last 3':>8}{'first step >= 0.8 (3-step mean)':>34}")
-    for adv, rows in runs.items():
-        rewards = [r["reward/mean"] for r in rows]
-        hit = next((i + 1 for i in range(2, len(rewards)) if sum(rewards[i - 2:i + 1]) / 3 >= 0.8), None)
-        summary[adv] = {"first": rewards[0], "last3": sum(rewards[-3:]) / 3, "steps_to_0.8": hit}
-        print(f"{adv:<10}{rewards[0]:>8.3f}{summary[adv]['last3']:>8.3f}{str(hit):>34}")
-    result = {"benchmark": "grpo_learning", "steps": args.steps, "png": str(out), **{
-        f"{adv}_{k}": v for adv, s in summary.items() for k, v in s.items()}}
+    tmp_jsonl = out.with_suffix(".jsonl.tmp")
+    with tmp_jsonl.open("w") as fh:
+        for r in rows:
+            fh.write(json.dumps(r) + "\n")
+    tmp_jsonl.replace(out.with_suffix(".jsonl"))
+    last = min(10, len(rewards))
+    hit = next((i + 1 for i in range(2, len(rewards)) if sum(rewards[i - 2:i + 1]) / 3 >= 0.8), None)
+    print(f"{'task':<12}{'answer':<8}{'pass@start':>11}{'pass@end':>10}")
+    for t in tasks:
+        print(f"{t['id']:<12}{t['answer']:<8}{start[t['id']]:>11.3f}{end[t['id']]:>10.3f}")
+    print(f"{'sum':<20}{sum(start.values()):>11.3f}{sum(end.values()):>10.3f}   (<= 1 for a policy ignoring the question)")
+    result = {"benchmark": "grpo_learning", "tasks": len(tasks), "steps": args.steps, "batch_size": args.batch_size,
+              "group_size": args.group_size, "learning_rate": args.learning_rate, "advantage": args.advantage,
+              "reward_first": rewards[0], f"reward_last{last}": sum(rewards[-last:]) / last,
+              "steps_to_0.8": hit, "pass_start": start, "pass_end": end,
+              "pass_end_sum": sum(end.values()), "min_pass_end": min(end.values()), "seconds": round(seconds, 1),
+              "png": str(out)}
     print(json.dumps(result))
     return result
 

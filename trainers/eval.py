@@ -261,10 +261,17 @@ def play_baseline(name: str, tasks: Sequence[Mapping[str, Any]], rollout: Any, k
     errors: list[BaseException] = []
 
     def worker() -> None:
-        env = gym.make(rollout.env_id, **dict(rollout.env_kwargs))
-        if rollout.max_episode_seconds is not None:
-            env = EpisodeTimeLimit(env, rollout.max_episode_seconds)
-        try:
+        env = None
+        try:  # making the environment can fail too (a missing simulator, a bad id): reported like the rest
+            try:
+                env = gym.make(rollout.env_id, **dict(rollout.env_kwargs))
+            except ValueError:
+                raise
+            except Exception as exc:  # gymnasium's own errors (unknown id), a factory's TypeError, ...
+                raise ValueError(f"could not make the environment {rollout.env_id!r}: "
+                                 f"{type(exc).__name__}: {exc}") from exc
+            if rollout.max_episode_seconds is not None:
+                env = EpisodeTimeLimit(env, rollout.max_episode_seconds)
             while True:
                 try:
                     index, task = jobs.get_nowait()
@@ -282,7 +289,8 @@ def play_baseline(name: str, tasks: Sequence[Mapping[str, Any]], rollout: Any, k
         except BaseException as exc:  # reported in the main thread
             errors.append(exc)
         finally:
-            env.close()
+            if env is not None:
+                env.close()
 
     threads = [threading.Thread(target=worker, daemon=True) for _ in range(min(rollout.num_envs, jobs.qsize()))]
     for t in threads:
@@ -291,6 +299,9 @@ def play_baseline(name: str, tasks: Sequence[Mapping[str, Any]], rollout: Any, k
         t.join()
     if errors:
         raise errors[0]
+    missing = len(tasks) * k - len(results)
+    if missing:  # never a silently short evaluation
+        raise RuntimeError(f"{missing} of {len(tasks) * k} baseline episodes produced no result")
     return [results[i] for i in sorted(results)]
 
 

@@ -22,7 +22,7 @@ def main() -> None:
     before = sum(float(t.double().sum()) for t in load_file(str(Path(model_dir) / "model.safetensors")).values())
     cfg = GRPOConfig(model=model_dir, tasks=tasks, output_dir=out, env_id=toy_env.SPEC,
                      env_kwargs=json.dumps({"max_format_errors": 1}), steps=2, batch_size=16, group_size=4,
-                     micro_batch_size=4, learning_rate=1e-3, max_new_tokens=32, pool_size=4, device="cpu",
+                     micro_batch_size=4, learning_rate=1e-3, max_new_tokens=48, pool_size=4, device="cpu",
                      tensorboard="off", save_every=0)
     import trainers.grpo as grpo
 

@@ -129,3 +129,18 @@ def test_openai_policy_with_llm_judge_on_a_loopback_server(task_file, tmp_path):
     agent_requests = [b for b in _AgentAndGrader.seen if b["model"] == "agent-model"]
     assert agent_requests[0]["temperature"] == 0.85 and agent_requests[0]["top_p"] == 0.95
     assert agent_requests[0]["messages"][0]["role"] == "system"
+
+
+def test_environment_that_cannot_be_made_is_a_one_line_error(task_file, tmp_path, capsys):
+    """gym.make runs in the baseline's worker threads: its failure must reach the caller, not end
+    a thread quietly and leave an empty evaluation."""
+    out = tmp_path / "eval"
+    code = main(["eval", "--tasks", str(task_file), "--policy", "heuristic", "--wiki-dir", str(tmp_path / "no-wiki"),
+                 "--out", str(out), "--num-envs", "2"])
+    assert code == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "no simulator at" in err, err
+    assert not out.exists() or not any(out.iterdir())  # nothing half-written
+    config = EvalConfig(tasks=str(task_file), policy="heuristic", env_id="test/NoSuchEnv-v0", out=str(out))
+    with pytest.raises(ValueError, match=r"could not make the environment 'test/NoSuchEnv-v0': NameNotFound"):
+        run_eval(config)

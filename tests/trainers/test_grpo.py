@@ -19,6 +19,10 @@ from trainers.grpo_state import iter_metrics
 
 ROOT = Path(__file__).resolve().parents[2]
 ONE_TASK = toy_env.TASKS[:1]  # "Code for red?" -> "cat"
+# The learning test below trains on ONE task: it shows that GRPO turns rare successes into a
+# policy (reward near 0 -> >= 0.8), not that the policy reads the question. Learning several
+# tasks at once (conditioning on the question) is slower with this 2-layer model and is measured
+# by benchmarks/grpo_learning.py (per-task pass rates), not in a test.
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +33,7 @@ def cold_model_dir(tmp_path_factory) -> Path:
     torch.set_num_threads(1)
     tok = ByT5Tokenizer()
     model = toy_env.tiny_model(tok)
-    toy_env.cold_start(model, tok)
+    toy_env.cold_start(model, tok, tasks=toy_env.TASKS[:4], think=False)
     out = tmp_path_factory.mktemp("cold") / "model"
     model.save_pretrained(out)
     tok.save_pretrained(out)
@@ -45,7 +49,7 @@ def load(path: Path):
 def config(tmp_path: Path, **kw) -> GRPOConfig:
     base = dict(model="-", tasks="-", output_dir=str(tmp_path / "run"), env_id=toy_env.SPEC,
                 env_kwargs=json.dumps({"max_format_errors": 1}), batch_size=32, group_size=8, micro_batch_size=32,
-                learning_rate=2e-3, max_new_tokens=32, pool_size=1, save_every=0, device="cpu",
+                learning_rate=2e-3, max_new_tokens=48, pool_size=1, save_every=0, device="cpu",
                 tensorboard="off", steps=40)
     base.update(kw)
     return GRPOConfig(**base)
@@ -125,7 +129,7 @@ def test_cli_runs_with_kl_and_writes_metrics_and_model(cold_model_dir, tmp_path)
     out = tmp_path / "out"
     rc = main(["grpo", str(cold_model_dir), str(tasks), "--output-dir", str(out), "--env-id", toy_env.SPEC,
                "--steps", "2", "--batch-size", "8", "--group-size", "4", "--micro-batch-size", "4",
-               "--learning-rate", "1e-3", "--max-new-tokens", "32", "--kl-beta", "0.1", "--device", "cpu",
+               "--learning-rate", "1e-3", "--max-new-tokens", "48", "--kl-beta", "0.1", "--device", "cpu",
                "--tensorboard", "off", "--pool-size", "1"])
     assert rc in (0, None)
     rows = list(iter_metrics(out / "metrics.jsonl"))

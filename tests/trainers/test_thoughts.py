@@ -7,7 +7,7 @@ import json
 import pytest
 
 from envs.protocol import format_turn, parse_turn
-from tests.trainers.chat_server import chat_server
+from tests.chat_server import chat_server
 from trainers.thoughts import (ThoughtError, ThoughtOptions, ThoughtsConfig, reconstruct_thoughts, run_thoughts,
                                split_turn, thought_prompt)
 from wiki_sim.chat import ChatClient

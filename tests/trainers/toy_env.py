@@ -1,15 +1,22 @@
-"""A small text environment in the research environments' protocol, for trainer tests and
-the GRPO learning-curve benchmark.
+"""A small multi-task text environment in the research environments' protocol, for trainer
+tests and the GRPO learning-curve benchmark.
 
-It is the real :class:`envs.env.ResearchEnv` (same turn protocol, same ChatML, same
-exact-match judge and reward), with a one-line system prompt and a tiny tool so that a
-2-layer byte-level model can play it on a CPU:
+It is the real :class:`envs.env.ResearchEnv` (same turn protocol: ``<think>...</think>``
+then a ``<tool_call>`` or an ``<answer>``; same ChatML, exact-match judge and reward), with
+a one-line system prompt and a tiny tool so that a 2-layer byte-level model can play it on
+a CPU:
 
-- tasks ask for the code word of a colour (``"Code for red?"`` -> ``"cat"``);
-- the ``lookup`` tool (``{"key": "red"}``) returns the code word inside a ``<tool_response>``.
+- each task asks for the code word of one colour (``"Code for red?"`` -> ``"cat"``); the
+  answers differ from task to task, so only a policy that reads the question can solve
+  more than one task: a policy that ignores it gives every question the same answer
+  distribution, so its per-task pass rates add up to at most 1;
+- the ``lookup`` tool (``{"key": "red"}``) returns the code word of the colour named in its
+  arguments, inside a ``<tool_response>`` (``tools=["lookup"]``).
 
 Registered as ``websailor-test/Toy-v0``; from another process, make it with
 ``gym.make("tests.trainers.toy_env:websailor-test/Toy-v0")`` (the module is imported first).
+Tasks come from the trainer per episode (``next_task`` / ``reset(options={"task": ...})``),
+or, with none given, are drawn from :data:`TASKS`.
 """
 
 from __future__ import annotations
@@ -25,11 +32,21 @@ from envs.tool import ToolResult
 
 ENV_ID = "websailor-test/Toy-v0"
 SPEC = f"{__name__}:{ENV_ID}"
-SYSTEM = "Reply <answer>word</answer>."
+SYSTEM = "Reply <think>...</think><answer>word</answer>."
 WORDS = ["cat", "dog", "sun", "cup", "pen", "box", "hat", "key", "map", "egg", "fox", "owl", "ant", "bee", "cow", "pig"]
-KEYS = ["red", "blue", "green", "gold"]
-CODES = {"red": "cat", "blue": "dog", "green": "sun", "gold": "cup"}
+"""Every answer the format-only cold start samples from (uniformly)."""
+KEYS = ["red", "blue", "green", "purple", "crimson", "lavender", "turquoise", "aquamarine"]
+CODES = dict(zip(KEYS, ["cat", "dog", "sun", "pen", "box", "hat", "key", "map"]))
+"""The code word of each colour: a different answer for every task."""
 TASKS = [{"id": k, "question": f"Code for {k}?", "answer": CODES[k]} for k in KEYS]
+THINK = "<think>{key}</think>"
+"""The thought the cold start writes before its answer (the protocol's strict form): it names the
+colour the question asks about."""
+
+
+def key_of(question: str) -> str:
+    """The colour a toy question asks about (``"Code for red?"`` -> ``"red"``)."""
+    return question.removeprefix("Code for ").removesuffix("?")
 
 
 class LookupTool:
@@ -69,10 +86,13 @@ def tiny_model(tokenizer: Any, seed: int = 0, hidden: int = 64, layers: int = 2)
 
 
 def cold_start(model: Any, tokenizer: Any, tasks: Sequence[dict] = TASKS, steps: int = 300, lr: float = 5e-3,
-               seed: int = 0, words: Sequence[str] = WORDS, per_prompt: int = 2) -> None:
-    """A short SFT cold start that teaches the answer *format* only: for every question, the
-    target is ``<answer>W</answer>`` with ``W`` drawn uniformly from ``words`` (so the model
-    then answers each task correctly with probability about ``1 / len(words)``)."""
+               seed: int = 0, words: Sequence[str] = WORDS, per_prompt: int = 2, think: bool = True) -> None:
+    """A short SFT cold start that teaches the turn *format* only: for every question, the
+    target is ``<think>code</think><answer>W</answer>`` with ``W`` drawn uniformly from
+    ``words``, independently of the question (so the model then answers each task correctly
+    with probability about ``1 / len(words)``, and reward starts near 0). ``think=False`` leaves
+    the thought out (shorter turns; the environment then counts the turn as not strict, which
+    the default reward weights ignore)."""
     from envs.tokens import IM_END, prompt_ids
 
     rng = random.Random(seed)
@@ -82,9 +102,12 @@ def cold_start(model: Any, tokenizer: Any, tasks: Sequence[dict] = TASKS, steps:
     model.train()
     for _ in range(steps):
         rows, masks = [], []
-        for p in prompts:
+        for t, p in zip(tasks, prompts):
             for _ in range(per_prompt):
-                body = tokenizer.encode(f"<answer>{rng.choice(words)}</answer>{IM_END}", add_special_tokens=False)
+                word = rng.choice(words)
+                thought = THINK.format(key=key_of(t["question"])) if think else ""
+                body = tokenizer.encode(f"{thought}<answer>{word}</answer>{IM_END}",
+                                        add_special_tokens=False)
                 rows.append(p + body)
                 masks.append([0] * len(p) + [1] * len(body))
         width = max(len(r) for r in rows)
@@ -99,3 +122,17 @@ def cold_start(model: Any, tokenizer: Any, tasks: Sequence[dict] = TASKS, steps:
         loss.backward()
         opt.step()
     model.eval()
+
+
+def pass_rates(trainer: Any, tasks: Sequence[dict], episodes: int = 16) -> dict[str, float]:
+    """Per task id: the share of ``episodes`` sampled episodes (the trainer's own rollouts, at its
+    temperature) that answer correctly."""
+    trajectories = trainer.collect(list(tasks))
+    # trainer.collect runs group_size episodes per task; run more rounds for ``episodes``
+    rounds = max(1, -(-episodes // trainer.config.group_size))
+    for _ in range(rounds - 1):
+        trajectories += trainer.collect(list(tasks))
+    rates: dict[str, list[float]] = {t["id"]: [] for t in tasks}
+    for traj in trajectories:
+        rates[traj.task["id"]].append(1.0 if traj.is_correct else 0.0)
+    return {k: sum(v) / len(v) for k, v in rates.items()}

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from tests.chat_server import ChatServer, Raw, chat_server
 from wiki_sim import WikiSim
 from wiki_sim.focus import Summarizer
 from wiki_sim.summarizers import OpenAISummarizer, SummaryError, parse_answer
@@ -17,67 +16,31 @@ GOOD = {"rational": "The page says when he got the prize.", "evidence": "He rece
         "summary": "Einstein won the Nobel Prize in 1921."}
 
 
-class ChatServer(ThreadingHTTPServer):
-    """Answers /v1/chat/completions according to the requested model name; records requests."""
-
-    daemon_threads = True
-
-    def __init__(self):
-        super().__init__(("127.0.0.1", 0), ChatHandler)
-        self.requests: list[dict] = []
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}/v1"
-
-
-class ChatHandler(BaseHTTPRequestHandler):
-    def log_message(self, *args):  # keep test output clean
-        pass
-
-    def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        self.server.requests.append({"path": self.path, "auth": self.headers.get("Authorization"), "body": body})
-        model = body["model"]
-        content = {
-            "good": json.dumps(GOOD),
-            "fenced": "```json\n" + json.dumps(GOOD) + "\n```",
-            "prose": "Sure! Here is the JSON you asked for: " + json.dumps(GOOD) + " Hope it helps.",
-            "list-evidence": json.dumps({**GOOD, "evidence": ["first quote", "second quote"]}),
-            "bad-json": '{"evidence": "unterminated',
-            "missing-fields": json.dumps({"rational": "nothing"}),
-            "empty": "",
-        }.get(model)
-        if self.path != "/v1/chat/completions" or model == "http-500":
-            self._send(500 if model == "http-500" else 404, {"error": "no"})
-            return
-        if model == "slow":
-            time.sleep(2.0)
-            content = json.dumps(GOOD)
-        if model == "not-completion":
-            self._send(200, {"unexpected": True})
-            return
-        self._send(200, {"id": "x", "object": "chat.completion", "model": model,
-                         "choices": [{"index": 0, "finish_reason": "stop",
-                                      "message": {"role": "assistant", "content": content}}]})
-
-    def _send(self, status, payload):
-        data = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+def _reply(body: dict) -> str | Raw | None:
+    """Plays the summarizing model: answers according to the requested model name."""
+    model = body["model"]
+    if model == "http-500":
+        return None
+    if model == "not-completion":
+        return Raw(200, {"unexpected": True})
+    if model == "slow":
+        time.sleep(2.0)
+        return json.dumps(GOOD)
+    return {
+        "good": json.dumps(GOOD),
+        "fenced": "```json\n" + json.dumps(GOOD) + "\n```",
+        "prose": "Sure! Here is the JSON you asked for: " + json.dumps(GOOD) + " Hope it helps.",
+        "list-evidence": json.dumps({**GOOD, "evidence": ["first quote", "second quote"]}),
+        "bad-json": '{"evidence": "unterminated',
+        "missing-fields": json.dumps({"rational": "nothing"}),
+        "empty": "",
+    }.get(model)
 
 
 @pytest.fixture(scope="module")
 def server():
-    srv = ChatServer()
-    thread = threading.Thread(target=srv.serve_forever, daemon=True)
-    thread.start()
-    yield srv
-    srv.shutdown()
-    srv.server_close()
+    with chat_server(_reply) as srv:
+        yield srv
 
 
 PAGE = dict(url="https://en.wikipedia.org/wiki/Albert_Einstein", title="Albert Einstein",
@@ -121,7 +84,7 @@ def test_failures_fall_back_to_the_extractive_result_and_say_so(server, model, r
 
 
 def test_unreachable_endpoint_falls_back():
-    srv = ChatServer()  # bound, then closed: nothing listens on the port any more
+    srv = ChatServer(_reply)  # bound, then closed: nothing listens on the port any more
     url = srv.base_url
     srv.server_close()
     focused = OpenAISummarizer(url, "good", timeout=2)(**PAGE)
