@@ -51,7 +51,7 @@ def test_llm_writer_accepts_a_faithful_question(server, clue_set):
     writer = LLMWriter(ChatClient(server.base_url, "faithful", timeout=5))
     question = writer.write(clue_set)
     assert question.startswith("In a story") and writer.problems(question, clue_set) == []
-    sent = server.requests[-1]["messages"][-1]["content"]
+    sent = server.bodies[-1]["messages"][-1]["content"]
     assert all(c.id in sent for c in clue_set.clues)  # the clue set goes in as structured input
 
 
@@ -61,7 +61,7 @@ def test_llm_writer_retries_a_question_that_names_the_answer(server, clue_set):
     question = LLMWriter(ChatClient(server.base_url, "leaky-once", timeout=5)).write(clue_set)
     assert "Idris Kallan" not in question
     assert len(server.requests) - before == 2
-    assert "names the answer" in server.requests[-1]["messages"][-1]["content"]
+    assert "names the answer" in server.bodies[-1]["messages"][-1]["content"]
 
 
 def test_llm_writer_gives_up_when_a_clue_stays_lost(server, clue_set):
