@@ -246,12 +246,10 @@ def summarize(rows: list[dict], trajectories: Sequence[Any], config: EvalConfig,
 
 def play_baseline(name: str, tasks: Sequence[Mapping[str, Any]], rollout: Any, k: int) -> list:
     """``k`` episodes per task of a baseline policy (:mod:`envs.baselines`), ``num_envs`` at once."""
-    import gymnasium as gym
-
     import envs  # noqa: F401  (registers the environments)
     from envs.baselines import make_policy, run_episode
     from envs.wrappers import EpisodeTimeLimit
-    from trainers.rollout import Trajectory
+    from trainers.rollout import Trajectory, make_env
 
     jobs: queue.Queue = queue.Queue()
     for i, task in enumerate(tasks):
@@ -263,13 +261,7 @@ def play_baseline(name: str, tasks: Sequence[Mapping[str, Any]], rollout: Any, k
     def worker() -> None:
         env = None
         try:  # making the environment can fail too (a missing simulator, a bad id): reported like the rest
-            try:
-                env = gym.make(rollout.env_id, **dict(rollout.env_kwargs))
-            except ValueError:
-                raise
-            except Exception as exc:  # gymnasium's own errors (unknown id), a factory's TypeError, ...
-                raise ValueError(f"could not make the environment {rollout.env_id!r}: "
-                                 f"{type(exc).__name__}: {exc}") from exc
+            env = make_env(rollout.env_id, dict(rollout.env_kwargs))
             if rollout.max_episode_seconds is not None:
                 env = EpisodeTimeLimit(env, rollout.max_episode_seconds)
             while True:

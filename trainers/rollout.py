@@ -46,6 +46,18 @@ from envs.wrappers import EpisodeTimeLimit, check_seconds
 from trainers.policies import Generation, Policy, TextPolicy, check_sampling
 
 
+def make_env(env_id: str, kwargs: dict) -> gym.Env:
+    """``gym.make(env_id, **kwargs)``; any failure is a ``ValueError`` naming the id (gymnasium's
+    own errors, such as an unknown id, and a factory's ``TypeError`` included), so that the CLI
+    answers with one line."""
+    try:
+        return gym.make(env_id, **kwargs)
+    except ValueError:
+        raise
+    except Exception as exc:
+        raise ValueError(f"could not make the environment {env_id!r}: {type(exc).__name__}: {exc}") from exc
+
+
 @dataclass
 class RolloutConfig:
     """How episodes are run."""
@@ -237,7 +249,7 @@ class _Runner:
     def _make_env(self, slot: int) -> gym.Env:
         kwargs = dict(self.config.env_kwargs)
         kwargs.setdefault("tasks", self.tasks)  # every reset names its task; this only satisfies the constructor
-        env = gym.make(self.config.env_id, **kwargs)
+        env = make_env(self.config.env_id, kwargs)
         if self.config.max_episode_seconds is not None:
             env = EpisodeTimeLimit(env, self.config.max_episode_seconds)
         return env

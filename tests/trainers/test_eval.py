@@ -144,3 +144,16 @@ def test_environment_that_cannot_be_made_is_a_one_line_error(task_file, tmp_path
     config = EvalConfig(tasks=str(task_file), policy="heuristic", env_id="test/NoSuchEnv-v0", out=str(out))
     with pytest.raises(ValueError, match=r"could not make the environment 'test/NoSuchEnv-v0': NameNotFound"):
         run_eval(config)
+
+
+def test_model_policy_with_an_environment_that_cannot_be_made_is_a_one_line_error(task_file, tmp_path, capsys):
+    """The rollout path (a model policy) makes its environments itself: same one-line error."""
+    model_dir = tmp_path / "tiny"
+    tiny_qwen2().save_pretrained(model_dir)
+    code = main(["eval", "--tasks", str(task_file), "--policy", "transformers", "--model", str(model_dir),
+                 "--tokenizer", "byt5", "--env-id", "test/NoSuchEnv-v0", "--out", str(tmp_path / "eval"),
+                 "--limit", "1", "--max-new-tokens", "4", "--num-envs", "1"])
+    assert code == 2
+    err = capsys.readouterr().err.strip()  # (transformers' own loading bars come before it)
+    assert "Traceback" not in err
+    assert "could not make the environment 'test/NoSuchEnv-v0'" in err.splitlines()[-1], err
