@@ -42,6 +42,13 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--steps", type=int, default=1800)
     p.add_argument("--eval-every", type=int, default=900)
     p.add_argument("--hidden", type=int, default=128)
+    p.add_argument("--layers", type=int, default=2)
+    p.add_argument("--tokenizer", choices=["subword", "bytes"], default="subword",
+                   help="subword: byte-level BPE trained here on the simulator's pages and the training "
+                        "transcripts (trainers.subword); bytes: ByT5Tokenizer")
+    p.add_argument("--vocab-size", type=int, default=2048, help="subword vocabulary size")
+    p.add_argument("--episodes", type=int, default=20,
+                   help="held-out tasks played in the environment after training (0: skip)")
     p.add_argument("--lr", type=float, default=3e-3)
     p.add_argument("--batch-size", type=int, default=4)
     p.add_argument("--device", default="cpu")
@@ -59,7 +66,16 @@ def main(argv: list[str] | None = None) -> dict:
     train_recs, held = records[:-args.heldout], [r for r in records[-args.heldout:] if r["is_correct"]]
     write_trajectories(out / "train.jsonl", train_recs)
     heldout = [r["messages"] for r in held]
-    model, tok = tiny_lm(hidden=args.hidden, heads=4, seed=0)
+    tok = None
+    if args.tokenizer == "subword":
+        import itertools
+
+        from trainers.subword import train_subword_tokenizer, transcript_corpus, wiki_corpus
+
+        pages = wiki_corpus(args.wiki_dir) if not args.gold or Path(args.wiki_dir).is_dir() else []
+        tok = train_subword_tokenizer(itertools.chain(pages, transcript_corpus(train_recs, repeat=10)),
+                                      vocab_size=args.vocab_size)
+    model, tok = tiny_lm(layers=args.layers, hidden=args.hidden, heads=4, seed=0, tokenizer=tok)
     curve: list[dict] = []
 
     def evaluate(step: int) -> None:
@@ -85,11 +101,28 @@ def main(argv: list[str] | None = None) -> dict:
     seconds = time.perf_counter() - started
     if curve[-1]["step"] != args.steps:
         evaluate(args.steps)
+    played = None
+    if args.episodes > 0 and Path(args.wiki_dir).is_dir():
+        from trainers.gold import make_env
+        from trainers.sft_eval import format_validity
+
+        tasks = [r["task"] for r in records[-args.heldout:]][:args.episodes]
+        env = make_env(args.wiki_dir, tasks)
+        try:
+            played = format_validity(model, tok, env, list(range(len(tasks))), max_new_tokens=600, max_turns=4)
+        finally:
+            env.close()
+        print(f"played {len(tasks)} held-out tasks: format-valid {played['rate']:.3f} "
+              f"({played['strict_turns']}/{played['turns']}), {played['answers']} answers", flush=True)
     _plot(out / "learning_curve.png", losses, curve)
     summary = {"benchmark": "sft_learning", "device": args.device, "steps": args.steps, "hidden": args.hidden,
                "train_trajectories": result.filter_report["kept"], "heldout_transcripts": len(heldout),
                "format_valid_untrained": curve[0]["format_valid"], "format_valid_sft": curve[-1]["format_valid"],
-               "final_loss": result.final_loss, "train_seconds": round(seconds, 1)}
+               "final_loss": result.final_loss, "train_seconds": round(seconds, 1),
+               "tokenizer": args.tokenizer, "vocab_size": len(tok), "layers": args.layers, "lr": args.lr,
+               "batch_size": args.batch_size,
+               "played_format_valid": played["rate"] if played else None,
+               "played_turns": played["turns"] if played else None}
     (out / "curve.json").write_text(json.dumps({"losses": losses, "eval": curve, "summary": summary}) + "\n")
     print(f"{'model':<12}{'format-valid turns':>20}\n{'untrained':<12}{curve[0]['format_valid']:>20.3f}\n"
           f"{'SFT':<12}{curve[-1]['format_valid']:>20.3f}")
