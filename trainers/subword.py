@@ -15,8 +15,9 @@ and, when given, transcripts. As in Qwen tokenizers:
 No chat template: :mod:`envs.tokens` uses its ChatML fallback, and since both markers are
 single tokens that split the text, a transcript tokenized piece by piece equals what a
 rollout builds from prompt, sampled ids and observations. The result is a
-``transformers.PreTrainedTokenizerFast``; ``save_pretrained`` writes ``tokenizer.json`` and
-``AutoTokenizer.from_pretrained`` reads it back.
+``transformers.Qwen2Tokenizer`` (Qwen2's NFC normalizer and pre-tokenizer, trained merges):
+``save_pretrained`` writes ``tokenizer.json`` and ``AutoTokenizer.from_pretrained`` builds the
+same tokenizer back from a saved tiny Qwen2 (it picks ``Qwen2Tokenizer`` for that model type).
 """
 
 from __future__ import annotations
@@ -84,21 +85,35 @@ def _bounded(texts: Iterable[str]) -> Iterator[str]:
 
 
 def train_subword_tokenizer(texts: Iterable[str], *, vocab_size: int = 1024) -> Any:
-    """A byte-level BPE ``PreTrainedTokenizerFast`` with ``vocab_size`` ids (all 256 bytes, the
+    """A byte-level BPE ``Qwen2Tokenizer`` with ``vocab_size`` ids (all 256 bytes, the
     ChatML markers, the protocol tags and merges learned from ``texts`` plus :func:`protocol_corpus`).
     Deterministic for the same texts."""
-    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
+    import json
+
+    from tokenizers import AddedToken, Regex, Tokenizer, models, normalizers, pre_tokenizers, trainers
+    from transformers import Qwen2Tokenizer
+    from transformers.models.qwen2.tokenization_qwen2 import PRETOKENIZE_REGEX
 
     if not isinstance(vocab_size, int) or vocab_size < MIN_VOCAB:
         raise ValueError(f"vocab_size must be an int >= {MIN_VOCAB} (bytes, markers and tags), got {vocab_size!r}")
+    # Qwen2's normalizer and pre-tokenizer, so that the Qwen2Tokenizer that AutoTokenizer builds for a
+    # saved Qwen2 model (it rebuilds the pipeline from the vocabulary and merges) splits text the same way.
     tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
-    tok.decoder = decoders.ByteLevel()
+    tok.normalizer = normalizers.NFC()
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(PRETOKENIZE_REGEX), behavior="isolated", invert=False),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
     trainer = trainers.BpeTrainer(vocab_size=vocab_size - len(PROTOCOL_TAGS), show_progress=False,
                                   special_tokens=[AddedToken(t, special=True, normalized=False) for t in SPECIAL_TOKENS],
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     tok.train_from_iterator(_bounded(itertools.chain(protocol_corpus(), texts)), trainer=trainer)
-    tok.add_tokens([AddedToken(t, special=False, normalized=False) for t in PROTOCOL_TAGS])
-    return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>",
-                                   clean_up_tokenization_spaces=False, model_max_length=32768)
+    model = json.loads(tok.to_str())["model"]
+    merges = [tuple(m.split(" ", 1)) if isinstance(m, str) else tuple(m) for m in model["merges"]]
+    out = Qwen2Tokenizer(vocab=model["vocab"], merges=merges, unk_token=None, eos_token="<|im_end|>",
+                         pad_token="<|endoftext|>", clean_up_tokenization_spaces=False, model_max_length=32768)
+    out.add_tokens([AddedToken(t, special=True, normalized=False) for t in SPECIAL_TOKENS], special_tokens=True)
+    out.add_tokens([AddedToken(t, special=False, normalized=False) for t in PROTOCOL_TAGS])
+    if len(out) != vocab_size:
+        raise ValueError(f"the trained tokenizer has {len(out)} ids, expected vocab_size={vocab_size} "
+                         "(the texts are too small to learn that many merges: give more text or a smaller vocab_size)")
+    return out

@@ -11,7 +11,7 @@ from trainers.subword import PROTOCOL_TAGS, SPECIAL_TOKENS, train_subword_tokeni
 from trainers.tiny_lm import load_lm, load_tokenizer, save_tiny_lm, tiny_lm
 
 TURN = format_turn("Search the title — é", tool_call=("search", {"query": ["Solar Dynamics Observatory"]}))
-MESSAGES = [{"role": "system", "content": "Answer with tools."}, {"role": "user", "content": "Which observatory?"},
+MESSAGES = [{"role": "system", "content": "Answer with tools."}, {"role": "user", "content": "Which observatory (2001, café)?"},
             {"role": "assistant", "content": TURN}]
 
 
