@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--gold", help="gold trajectory JSONL (skips building it from --wiki-dir)")
     p.add_argument("--num-tasks", type=int, default=600)
     p.add_argument("--heldout", type=int, default=20)
-    p.add_argument("--steps", type=int, default=1200)
+    p.add_argument("--steps", type=int, default=600)
     p.add_argument("--eval-every", type=int, default=300)
     p.add_argument("--hidden", type=int, default=128)
     p.add_argument("--layers", type=int, default=2)
