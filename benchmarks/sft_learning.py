@@ -3,10 +3,13 @@
 Gold data: the heuristic agent (envs.baselines) on title-lookup tasks derived from a built
 simulator (envs.derived_tasks), compact environment (trainers.gold), rejection-sampled
 (correct answers only). The first tasks train, the last ones are held out. The model is a
-randomly initialized Qwen2 over bytes (trainers.tiny_lm). Every ``--eval-every`` steps the
+randomly initialized 2-layer Qwen2 (trainers.tiny_lm) over a byte-level BPE trained here on
+the simulator's pages and the training transcripts (trainers.subword; ``--tokenizer bytes``
+for ByT5). Every ``--eval-every`` steps the
 share of strictly well-formed turns (envs.protocol.parse_turn) the model writes on the
 held-out transcripts is measured (teacher-forced contexts), side by side with the untrained
-model at step 0. Writes ``learning_curve.png`` and ``curve.json`` into ``--out-dir``;
+model at step 0; after training the model also plays ``--episodes`` held-out tasks in the
+environment (trainers.sft_eval.format_validity). Writes ``learning_curve.png`` and ``curve.json`` into ``--out-dir``;
 prints a table and, last, one line of JSON.
 
     python -m benchmarks.sft_learning --wiki-dir data/wiki            # builds the gold data
@@ -37,14 +40,26 @@ def main(argv: list[str] | None = None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--wiki-dir", default="data/wiki")
     p.add_argument("--gold", help="gold trajectory JSONL (skips building it from --wiki-dir)")
-    p.add_argument("--num-tasks", type=int, default=120)
+    p.add_argument("--num-tasks", type=int, default=600)
     p.add_argument("--heldout", type=int, default=20)
-    p.add_argument("--steps", type=int, default=1800)
-    p.add_argument("--eval-every", type=int, default=900)
+    p.add_argument("--steps", type=int, default=1200)
+    p.add_argument("--eval-every", type=int, default=300)
     p.add_argument("--hidden", type=int, default=128)
+    p.add_argument("--layers", type=int, default=2)
+    p.add_argument("--tokenizer", choices=["subword", "bytes"], default="subword",
+                   help="subword: byte-level BPE trained here on the simulator's pages and the training "
+                        "transcripts (trainers.subword); bytes: ByT5Tokenizer")
+    p.add_argument("--vocab-size", type=int, default=2048, help="subword vocabulary size")
+    p.add_argument("--episodes", type=int, default=20,
+                   help="held-out tasks played in the environment after training (0: skip)")
     p.add_argument("--lr", type=float, default=3e-3)
     p.add_argument("--batch-size", type=int, default=4)
+    p.add_argument("--max-new-tokens", type=int, default=300,
+                   help="tokens per generated turn (the longest gold turn is ~240 subword tokens)")
     p.add_argument("--device", default="cpu")
+    p.add_argument("--threads", type=int, default=1,
+                   help="torch CPU threads (on two cores shared with other jobs one thread ran a training "
+                        "step several times faster than two; 0: torch's default)")
     p.add_argument("--out-dir", default="runs/sft_learning")
     args = p.parse_args(argv)
 
@@ -53,17 +68,30 @@ def main(argv: list[str] | None = None) -> dict:
     from trainers.sft_eval import format_validity_on_transcripts
     from trainers.tiny_lm import tiny_lm
 
+    import torch
+
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     records = list(read_trajectories(args.gold)) if args.gold else gold_records(args.wiki_dir, args.num_tasks, 0)
     train_recs, held = records[:-args.heldout], [r for r in records[-args.heldout:] if r["is_correct"]]
     write_trajectories(out / "train.jsonl", train_recs)
     heldout = [r["messages"] for r in held]
-    model, tok = tiny_lm(hidden=args.hidden, heads=4, seed=0)
+    tok = None
+    if args.tokenizer == "subword":
+        import itertools
+
+        from trainers.subword import train_subword_tokenizer, transcript_corpus, wiki_corpus
+
+        pages = wiki_corpus(args.wiki_dir) if not args.gold or Path(args.wiki_dir).is_dir() else []
+        tok = train_subword_tokenizer(itertools.chain(pages, transcript_corpus(train_recs, repeat=10)),
+                                      vocab_size=args.vocab_size)
+    model, tok = tiny_lm(layers=args.layers, hidden=args.hidden, heads=4, seed=0, tokenizer=tok)
     curve: list[dict] = []
 
     def evaluate(step: int) -> None:
-        r = format_validity_on_transcripts(model, tok, heldout, max_new_tokens=600)
+        r = format_validity_on_transcripts(model, tok, heldout, max_new_tokens=args.max_new_tokens)
         curve.append({"step": step, "format_valid": r["rate"], "turns": r["turns"]})
         print(f"step {step:5d}  format-valid {r['rate']:.3f} ({r['strict_turns']}/{r['turns']})", flush=True)
 
@@ -85,11 +113,29 @@ def main(argv: list[str] | None = None) -> dict:
     seconds = time.perf_counter() - started
     if curve[-1]["step"] != args.steps:
         evaluate(args.steps)
+    played = None
+    if args.episodes > 0 and Path(args.wiki_dir).is_dir():
+        from trainers.gold import make_env
+        from trainers.sft_eval import format_validity
+
+        tasks = [r["task"] for r in records[-args.heldout:]][:args.episodes]
+        env = make_env(args.wiki_dir, tasks)
+        try:
+            played = format_validity(model, tok, env, list(range(len(tasks))),
+                                     max_new_tokens=args.max_new_tokens, max_turns=4)
+        finally:
+            env.close()
+        print(f"played {len(tasks)} held-out tasks: format-valid {played['rate']:.3f} "
+              f"({played['strict_turns']}/{played['turns']}), {played['answers']} answers", flush=True)
     _plot(out / "learning_curve.png", losses, curve)
     summary = {"benchmark": "sft_learning", "device": args.device, "steps": args.steps, "hidden": args.hidden,
                "train_trajectories": result.filter_report["kept"], "heldout_transcripts": len(heldout),
                "format_valid_untrained": curve[0]["format_valid"], "format_valid_sft": curve[-1]["format_valid"],
-               "final_loss": result.final_loss, "train_seconds": round(seconds, 1)}
+               "final_loss": result.final_loss, "train_seconds": round(seconds, 1),
+               "tokenizer": args.tokenizer, "vocab_size": len(tok), "layers": args.layers, "lr": args.lr,
+               "batch_size": args.batch_size,
+               "played_format_valid": played["rate"] if played else None,
+               "played_turns": played["turns"] if played else None}
     (out / "curve.json").write_text(json.dumps({"losses": losses, "eval": curve, "summary": summary}) + "\n")
     print(f"{'model':<12}{'format-valid turns':>20}\n{'untrained':<12}{curve[0]['format_valid']:>20.3f}\n"
           f"{'SFT':<12}{curve[-1]['format_valid']:>20.3f}")

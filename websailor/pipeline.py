@@ -255,11 +255,21 @@ def stage_baselines(config: PipelineConfig, run_dir: Path) -> dict[str, Any]:
 def _model_source(config: PipelineConfig, run_dir: Path) -> str:
     if config.model:
         return config.model
+    import itertools
+
+    from trainers.subword import train_subword_tokenizer, transcript_corpus, wiki_corpus
     from trainers.tiny_lm import save_tiny_lm
 
     path = run_dir / "model" / "init"
     if not (path / "config.json").is_file():
-        save_tiny_lm(path, layers=2, hidden=64, heads=4, seed=config.seed, max_positions=8192)
+        # The tiny model reads subwords (trainers.subword, trained here on the simulator's pages and the
+        # compact oracle trajectories; markers and protocol tags are one token each), not bytes: its turns
+        # are ~3.5x fewer tokens, so --max-new-tokens covers a whole turn and SFT learns the format faster.
+        compact = run_dir / "trajectories" / "oracle.compact.jsonl"
+        transcripts = transcript_corpus(_read_jsonl(compact), repeat=10) if compact.is_file() else []
+        tokenizer = train_subword_tokenizer(itertools.chain(wiki_corpus(config.wiki_dir), transcripts),
+                                            vocab_size=2048)
+        save_tiny_lm(path, layers=2, hidden=128, heads=4, seed=config.seed, max_positions=8192, tokenizer=tokenizer)
     return str(path)
 
 

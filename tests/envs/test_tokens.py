@@ -42,6 +42,16 @@ def byt5(template: str | None = None, special: bool = False) -> ByT5Tokenizer:
     return tok
 
 
+def subword():
+    """The locally trained byte-level BPE (trainers.subword): markers and protocol tags are one id each."""
+    from trainers.subword import train_subword_tokenizer
+
+    return train_subword_tokenizer([m["content"] for m in MESSAGES] * 10, vocab_size=300)
+
+
+SUBWORD = subword()
+
+
 def decode(tok, ids) -> str:
     return tok.decode(ids, skip_special_tokens=False)
 
@@ -51,8 +61,9 @@ def masked_text(tok, transcript, value: int) -> str:
     return decode(tok, ids)
 
 
-@pytest.mark.parametrize("tok", [byt5(), byt5(CHATML_TEMPLATE), byt5(CHATML_TEMPLATE, special=True), byt5(special=True)],
-                         ids=["fallback", "template", "template-special", "fallback-special"])
+@pytest.mark.parametrize("tok", [byt5(), byt5(CHATML_TEMPLATE), byt5(CHATML_TEMPLATE, special=True), byt5(special=True),
+                                 SUBWORD],
+                         ids=["fallback", "template", "template-special", "fallback-special", "subword"])
 def test_chatml_ids_and_mask(tok):
     t = tokenize_messages(MESSAGES, tok)
     assert t.input_ids.shape == t.loss_mask.shape and t.input_ids.dtype == t.loss_mask.dtype
@@ -87,7 +98,8 @@ def test_unstable_template_is_refused_and_fallback_works():
         tokenize_messages(MESSAGES, byt5(), use_chat_template=True)
 
 
-@pytest.mark.parametrize("tok", [byt5(), byt5(CHATML_TEMPLATE, special=True)], ids=["fallback", "template-special"])
+@pytest.mark.parametrize("tok", [byt5(), byt5(CHATML_TEMPLATE, special=True), SUBWORD],
+                         ids=["fallback", "template-special", "subword"])
 def test_incremental_ids_equal_whole_transcript(tok):
     """prompt + sampled body + observation ids, turn by turn, give the transcript's ids."""
     ids = prompt_ids(MESSAGES[:2], tok)
@@ -114,6 +126,7 @@ def test_stop_sequences():
     assert stop_sequences(byt5()) == [ByT5Tokenizer().encode(IM_END, add_special_tokens=False), [1]]
     special = byt5(special=True)
     assert stop_sequences(special)[0] == [special.convert_tokens_to_ids(IM_END)]
+    assert stop_sequences(SUBWORD) == [[SUBWORD.convert_tokens_to_ids(IM_END)]]  # <|im_end|> is its EOS
     assert ends_with_any([5, 6, 7], [[6, 7]]) and not ends_with_any([7], [[6, 7]]) and not ends_with_any([], [[]])
 
 

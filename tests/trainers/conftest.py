@@ -42,6 +42,14 @@ def tokenizer():
     return ByT5Tokenizer()
 
 
+def small_subword_tokenizer(vocab_size: int = 384):
+    """The locally trained byte-level BPE of trainers.subword, on the mini wiki's tasks and the protocol."""
+    from trainers.subword import train_subword_tokenizer
+
+    texts = [f"{t['question']} {t['answer']}" for t in TASKS] * 20
+    return train_subword_tokenizer(texts, vocab_size=vocab_size)
+
+
 @pytest.fixture(scope="module")
 def model():
     return tiny_qwen2()

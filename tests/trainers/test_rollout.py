@@ -18,7 +18,7 @@ from trainers.rollout import RolloutConfig, Trajectory, collect, iter_collect, r
 
 from tests.envs.conftest import TASKS
 
-from .conftest import MINI_ENV_ID, make_mini_env
+from .conftest import MINI_ENV_ID, make_mini_env, small_subword_tokenizer
 
 ANSWERS = {t["question"]: t["answer"] for t in TASKS}
 
@@ -81,7 +81,14 @@ class ScriptedPolicy:
         return out
 
 
-def test_scripted_multi_turn_ids_are_the_sampled_ids(tokenizer):
+@pytest.fixture(scope="module", params=["bytes", "subword"])
+def any_tokenizer(request, tokenizer):
+    """ByT5 (markers are ten ids each) and the local subword tokenizer (markers and tags one id each)."""
+    return tokenizer if request.param == "bytes" else small_subword_tokenizer()
+
+
+def test_scripted_multi_turn_ids_are_the_sampled_ids(any_tokenizer):
+    tokenizer = any_tokenizer
     policy = LoggingPolicy(ScriptedPolicy(tokenizer))
     config = RolloutConfig(env_id=MINI_ENV_ID, num_envs=2, tool_workers=2, max_new_tokens=512)
     trajs = collect(policy, TASKS, config, group_size=2, progress=False)
@@ -109,7 +116,9 @@ def test_scripted_multi_turn_ids_are_the_sampled_ids(tokenizer):
     assert metrics["env/accuracy"] == 1.0 and metrics["termination/answer"] == 1.0
 
 
-def test_tiny_model_rollout_exact_ids_logprobs_and_round_trip(model, tokenizer):
+def test_tiny_model_rollout_exact_ids_logprobs_and_round_trip(model, any_tokenizer):
+    tokenizer = any_tokenizer
+    assert len(tokenizer) <= model.config.vocab_size
     policy = LoggingPolicy(TransformersPolicy(model, tokenizer))
     config = RolloutConfig(env_id=MINI_ENV_ID, env_kwargs={"system_prompt": "Answer with tools."}, num_envs=3,
                            tool_workers=2, max_new_tokens=12, temperature=0.9)

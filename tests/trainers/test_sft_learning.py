@@ -1,14 +1,19 @@
-"""SFT on gold simulator trajectories teaches a tiny model (short CPU version).
+"""SFT on gold trajectories from the simulator teaches a tiny model (short CPU version).
 
 Gold data: the heuristic agent on tasks derived from the default simulator, compact
-environment, rejection-sampled. This short test checks that SFT lowers the loss on the
-assistant tokens of *held-out* trajectories well below the untrained model's. The full
-claim (>= 90% strictly well-formed turns on held-out tasks) is NOT shown here:
-``python -m benchmarks.sft_learning`` measures it and writes the learning curve (1800 steps,
-width 128, 14.5 minutes on two CPU cores: 67% of held-out turns well formed, from 0%).
+environment, rejection-sampled; the model reads the locally trained subword tokenizer
+(trainers.subword). This short run (STEPS optimizer steps, about a minute on two CPU cores)
+checks that SFT lowers the loss on the assistant tokens of *held-out* trajectories well below
+the untrained model's. It does NOT show well-formed turns: after 100 steps the model still
+writes none (measured: 0% of held-out turns strictly well formed at steps 60 and 100; the
+format is learned later, together with copying the question and URLs). The issue's claim
+(>= 90% strictly well-formed held-out turns) is measured by ``python -m
+benchmarks.sft_learning`` (1200 steps; see README, "Gold trajectories and the learning curve").
 """
 
 from __future__ import annotations
+
+import itertools
 
 import torch
 
@@ -17,7 +22,10 @@ from envs.trajectory import write_trajectories
 from trainers.gold import heuristic_trajectories, make_env
 from trainers.sft import SFTConfig, masked_token_loss_sum, train
 from trainers.sft_data import FilterConfig, build_examples, read_records
+from trainers.subword import train_subword_tokenizer, transcript_corpus, wiki_corpus
 from trainers.tiny_lm import tiny_lm
+
+STEPS = 100
 
 
 @torch.no_grad()
@@ -33,25 +41,33 @@ def _heldout_loss(model, examples) -> float:
 
 
 def test_sft_on_gold_trajectories_lowers_heldout_loss(default_wiki, tmp_path):
-    tasks = [t.to_dict() for t in derive_tasks(default_wiki, 28, seed=0)]
+    tasks = [t.to_dict() for t in derive_tasks(default_wiki, 120, seed=0)]
     env = make_env(default_wiki, tasks)
     try:
         records = heuristic_trajectories(env, len(tasks))
     finally:
         env.close()
     assert sum(r["is_correct"] for r in records) >= len(records) // 2  # the gold agent mostly succeeds
-    write_trajectories(tmp_path / "train.jsonl", records[:20])
-    write_trajectories(tmp_path / "heldout.jsonl", records[20:])
-    model, tok = tiny_lm(hidden=64, seed=0)
+    train_recs, held = records[:-10], [r for r in records[-10:] if r["is_correct"]]
+    write_trajectories(tmp_path / "train.jsonl", train_recs)
+    write_trajectories(tmp_path / "heldout.jsonl", held)
+    tok = train_subword_tokenizer(itertools.chain(wiki_corpus(default_wiki, max_pages=3000),
+                                                  transcript_corpus(train_recs, repeat=10)), vocab_size=2048)
+    model, tok = tiny_lm(hidden=128, seed=0, tokenizer=tok)
     heldout, _ = build_examples(read_records([str(tmp_path / "heldout.jsonl")]), tok, FilterConfig())
     assert heldout
     before = _heldout_loss(model, heldout)
-    config = SFTConfig(data=[str(tmp_path / "train.jsonl")], model="-", output_dir=str(tmp_path / "run"), lr=5e-3,
-                       min_lr=5e-5, max_steps=16, batch_size=2, warmup_ratio=0.1, tensorboard="off",
+    config = SFTConfig(data=[str(tmp_path / "train.jsonl")], model="-", output_dir=str(tmp_path / "run"), lr=3e-3,
+                       min_lr=3e-5, max_steps=STEPS, batch_size=4, warmup_ratio=0.05, tensorboard="off",
                        save_every=10 ** 6)
-    result = train(config, model=model, tokenizer=tok)
-    assert result.filter_report["dropped"].get("incorrect", 0) == sum(not r["is_correct"] for r in records[:20])
-    after = _heldout_loss(model, heldout)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # on two shared cores one thread trains several times faster than two
+    try:
+        result = train(config, model=model, tokenizer=tok)
+        after = _heldout_loss(model, heldout)
+    finally:
+        torch.set_num_threads(threads)
+    assert result.filter_report["dropped"].get("incorrect", 0) == sum(not r["is_correct"] for r in train_recs)
     assert after < 0.7 * before, (before, after)
 
 
