@@ -16,7 +16,7 @@ the table reports each task's pass rate at the start and the end (16 sampled epi
 each) and that sum. Writes the learning curve as PNG (``--out``) and the metrics JSONL
 next to it. Prints a table, then one line of JSON.
 
-Usage: ``python -m benchmarks.grpo_learning [--tasks 4] [--steps 300] [--out grpo_learning.png]``.
+Usage: ``python -m benchmarks.grpo_learning [--tasks 4] [--steps 250] [--out grpo_learning.png]``.
 """
 
 from __future__ import annotations
@@ -33,10 +33,10 @@ import torch
 def main(argv: list[str] | None = None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--tasks", type=int, default=4, help="toy tasks (colours) to train on, 2..8")
-    p.add_argument("--steps", type=int, default=300)
+    p.add_argument("--steps", type=int, default=250)
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--group-size", type=int, default=16)
-    p.add_argument("--learning-rate", type=float, default=3e-4)
+    p.add_argument("--learning-rate", type=float, default=1e-3)
     p.add_argument("--advantage", choices=["loo", "mean"], default="loo")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--tokenizer", choices=["subword", "byte"], default="subword",
