@@ -73,6 +73,23 @@ if ENV_ID not in registry:
     register(id=ENV_ID, entry_point=f"{__name__}:make_toy_env")
 
 
+def toy_tokenizer(kind: str = "subword") -> Any:
+    """``"byte"``: ``ByT5Tokenizer``; ``"subword"``: the byte-level BPE of :mod:`trainers.subword` trained on
+    this environment's text (system prompt, questions, thoughts, answers), so that every colour in a
+    question and every code word is one token (nothing downloaded)."""
+    from transformers import ByT5Tokenizer
+
+    if kind == "byte":
+        return ByT5Tokenizer()
+    if kind != "subword":
+        raise ValueError(f"kind must be 'subword' or 'byte', got {kind!r}")
+    from trainers.subword import train_subword_tokenizer
+
+    texts = [SYSTEM] + [t["question"] for t in TASKS] + [
+        f"{THINK.format(key=k)}<answer>{w}</answer>" for k in KEYS for w in WORDS]
+    return train_subword_tokenizer(texts * 20 + WORDS * 200 + KEYS * 200, vocab_size=400)
+
+
 def tiny_model(tokenizer: Any, seed: int = 0, hidden: int = 64, layers: int = 2) -> Any:
     """A randomly initialised 2-layer Qwen2 for ``tokenizer`` (nothing downloaded)."""
     from transformers import Qwen2Config, Qwen2ForCausalLM
