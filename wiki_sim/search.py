@@ -37,6 +37,10 @@ PROXIMITY_WEIGHT = 0.5
 _PAREN = re.compile(r"\s*\([^)]*\)\s*$")
 
 
+SUGGEST_MAX_LETTERS = 40
+"""Longest unknown word given a spelling suggestion (English words and names stay far below)."""
+
+
 class Engine(Protocol):
     """What the search layer needs from an index."""
 
@@ -175,8 +179,10 @@ class Searcher:
         self._suggestions: dict[str, str | None] = {}
 
     def _suggest(self, term: str) -> str | None:
-        """The engine's spelling suggestion for an unknown word of 3+ letters (cached)."""
-        if not (term.isalpha() and len(term) >= 3):
+        """The engine's spelling suggestion for an unknown word of 3 to ``SUGGEST_MAX_LETTERS``
+        letters (cached); a longer one is no misspelt word, and its edit-distance search would
+        cost time in its length (a 10 MB word: half a minute)."""
+        if not (term.isalpha() and 3 <= len(term) <= SUGGEST_MAX_LETTERS):
             return None
         if term not in self._suggestions:
             if len(self._suggestions) >= 10_000:

@@ -40,3 +40,23 @@ def test_long_goals_and_queries_are_answered_but_not_cached(gensim_wiki):
         sim.visit(url, "a short goal")
         sim.search(["anarchism"])
         assert sim.stats()["visit_cache"]["size"] == 1 and sim.stats()["search_cache"]["size"] == 1
+
+
+@pytest.mark.timeout(120)
+def test_a_10mb_unknown_word_gets_no_spelling_search(default_wiki):
+    """An unknown word is retried with spelling tolerance only up to SUGGEST_MAX_LETTERS letters:
+    the edit-distance search over the index costs time in the word's length (a 10 MB word took
+    half a minute, and held every search queued behind it)."""
+    from wiki_sim.search import SUGGEST_MAX_LETTERS
+
+    with WikiSim(default_wiki, search_processes=0) as sim:
+        asked: list[int] = []
+        suggest = sim.searcher.engine.suggest
+        sim.searcher.engine.suggest = lambda term: asked.append(len(term)) or suggest(term)
+        assert list(sim.search(["q" * 10_000_000])[0]) == []
+        assert asked == []
+        assert sim.search(["Einstien"])[0].corrected_query == "Einstein"  # short misspellings still retried
+        assert asked == [8]
+        long_typo = "einstein" * (SUGGEST_MAX_LETTERS // 8 + 1)
+        assert sim.search([long_typo])[0].corrected_query is None
+        assert asked == [8]
