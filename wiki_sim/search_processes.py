@@ -211,6 +211,8 @@ class SearchProcesses:
     def search(self, query: str, k: int) -> SearchResults:
         if self.processes <= 0 or os.getpid() != self._pid:  # a forked child must not share the pipes
             return self.local(query, k)
+        if len(query) > MAX_MESSAGE_BYTES // 8:  # could not be sent in one message: searched here
+            return self.local(query, k)
         with self._lock:
             alone = self._in_flight == 0
             self._in_flight += 1
