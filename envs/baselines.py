@@ -152,6 +152,8 @@ class HeuristicAgent:
 
     visits: int = 5
     """How many of the best hits to read."""
+    max_queries: int = 3
+    """How many search queries to write (a search tool that reads fewer ignores the rest)."""
     name: str = "heuristic"
     _question: str = field(default="", init=False)
     _phase: str = field(default="search", init=False)
@@ -169,7 +171,7 @@ class HeuristicAgent:
             return self._answer({})
         if self._phase == "search":
             self._phase = "visit"
-            queries = salient_queries(self._question)
+            queries = salient_queries(self._question, max_queries=self.max_queries)
             return format_turn(f"Search for the salient words: {queries}",
                                tool_call=("search", {"query": queries}))
         if self._phase == "visit":

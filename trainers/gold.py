@@ -25,6 +25,10 @@ COMPACT_SYSTEM_PROMPT = (
 )
 
 
+COMPACT_MAX_QUERIES = 1
+"""Queries per search call in the compact environment; the gold agent writes no more than that."""
+
+
 class TopKSearch:
     """The simulator's batched search with ``k`` hits per query, snippets cut to ``snippet_chars``
     (same output format as the environment's ``search``)."""
@@ -34,7 +38,7 @@ class TopKSearch:
     parameters = {"type": "object", "properties": {"query": {"type": "array", "items": {"type": "string"}}},
                   "required": ["query"]}
 
-    def __init__(self, sim: Any, k: int = 2, max_queries: int = 1, snippet_chars: int = 100):
+    def __init__(self, sim: Any, k: int = 2, max_queries: int = COMPACT_MAX_QUERIES, snippet_chars: int = 100):
         self.sim, self.k, self.max_queries, self.snippet_chars = sim, k, max_queries, snippet_chars
 
     def __call__(self, arguments: dict[str, Any]) -> ToolResult:
@@ -90,12 +94,17 @@ def make_env(wiki_dir: str | os.PathLike, tasks: Sequence[dict], *, compact: boo
     return env
 
 
-def heuristic_trajectories(env: Any, num_tasks: int, *, visits: int = 1) -> list[dict[str, Any]]:
-    """Trajectory records of the heuristic agent on the env's first ``num_tasks`` tasks."""
+def heuristic_trajectories(env: Any, num_tasks: int, *, visits: int = 1,
+                           max_queries: int = COMPACT_MAX_QUERIES) -> list[dict[str, Any]]:
+    """Trajectory records of the heuristic agent on the env's first ``num_tasks`` tasks.
+
+    ``max_queries`` defaults to what the compact search reads: the extra queries the agent would
+    otherwise write are ignored by the tool, yet they are the longest spans a tiny model has to
+    copy from the question, and its failures are repetition loops in such copies."""
     from envs.baselines import HeuristicAgent, run_episode
     from envs.trajectory import trajectory_record
 
-    agent = HeuristicAgent(visits=visits)
+    agent = HeuristicAgent(visits=visits, max_queries=max_queries)
     records = []
     for i in range(num_tasks):
         reward, info = run_episode(env, agent, options={"task_index": i})

@@ -7,6 +7,9 @@ schedule, the loss, checkpoints, then :func:`train`.
   filtered by rejection sampling (:mod:`trainers.sft_data`).
 - Loss: token-level cross-entropy on assistant tokens only (the loss mask of
   :func:`envs.tokens.tokenize_messages`), averaged over all loss tokens of the step.
+  ``loss_on="all"`` trains on every token instead: language-model pretraining of a
+  randomly initialized model on the transcripts before the SFT proper (a pretrained model
+  already copies a question or a URL; a tiny random one learns it faster from every token).
 - Schedule (the paper's appendix): AdamW, learning rate 5e-6, linear warmup, cosine decay
   to 1e-10, weight decay 0.1. Those numbers suit a pretrained model; a randomly initialized
   tiny model (:mod:`trainers.tiny_lm`) learns nothing at 5e-6 in a few hundred steps, so
@@ -35,7 +38,7 @@ from typing import Any, Callable, Literal
 import numpy as np
 import torch
 
-from trainers.sft_data import FilterConfig, build_examples, collate, fingerprint, read_records
+from trainers.sft_data import Example, FilterConfig, build_examples, collate, fingerprint, read_records
 
 
 @dataclass
@@ -96,6 +99,9 @@ class SFTConfig:
     """LoRA scaling numerator."""
     lora_targets: list[str] = field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"])
     """Module names that get LoRA adapters."""
+    loss_on: Literal["assistant", "all"] = "assistant"
+    """Tokens in the loss: the assistant's (SFT), or all of them (language-model pretraining of a randomly
+    initialized model on the same transcripts, before its SFT)."""
     max_nonfinite: int = 10
     """Stop after this many steps in a row with a NaN or infinite loss (each such step is skipped)."""
     device: str = "cpu"
@@ -123,6 +129,8 @@ class SFTConfig:
         if self.weight_decay < 0 or self.max_grad_norm < 0:
             raise ValueError(f"weight_decay and max_grad_norm must be >= 0, got {self.weight_decay}, "
                              f"{self.max_grad_norm}")
+        if self.loss_on not in ("assistant", "all"):
+            raise ValueError(f"loss_on must be 'assistant' or 'all', got {self.loss_on!r}")
         if self.tensorboard not in ("auto", "on", "off"):
             raise ValueError(f"tensorboard must be 'auto', 'on' or 'off', got {self.tensorboard!r}")
         self.filters()  # validates the filter fields
@@ -301,6 +309,8 @@ def train(config: SFTConfig, *, model: Any = None, tokenizer: Any = None,
     if not examples:
         raise ValueError(f"no trajectory passed the filters ({json.dumps(report.to_dict())}); "
                          "relax --require-correct / --max-tokens / --min-tool-calls")
+    if config.loss_on == "all":
+        examples = [Example(ex.input_ids, torch.ones_like(ex.loss_mask), ex.source) for ex in examples]
     per_epoch = math.ceil(len(examples) / config.batch_size)
     total = config.max_steps or config.epochs * per_epoch
     warmup = int(config.warmup_ratio * total)

@@ -174,6 +174,21 @@ def test_interrupted_run_resumes_to_the_same_result(tmp_path):
         train(_config(tmp_path / "b", data, max_steps=8), model=fresh, tokenizer=tok)
 
 
+def test_loss_on_all_trains_every_token_for_pretraining(tmp_path):
+    data = _write(tmp_path / "t.jsonl", [_record(i) for i in range(2)])
+    _, tok = tiny_lm(hidden=32)
+    examples, _ = build_examples(read_records([data]), tok, FilterConfig())
+    counted = {}
+    for mode in ("assistant", "all"):
+        model, tok = tiny_lm(hidden=32, seed=1)
+        result = train(_config(tmp_path / mode, data, loss_on=mode, max_steps=1), model=model, tokenizer=tok)
+        counted[mode] = result.history[0]["train/loss_tokens"]
+    assert counted["assistant"] == sum(int(ex.loss_mask[1:].sum()) for ex in examples)
+    assert counted["all"] == sum(ex.input_ids.numel() - 1 for ex in examples) > counted["assistant"]
+    with pytest.raises(ValueError, match="loss_on must be 'assistant' or 'all', got 'prompt'"):
+        _config(tmp_path, data, loss_on="prompt")
+
+
 def test_nonfinite_loss_steps_are_skipped_then_stop(tmp_path):
     data = _write(tmp_path / "t.jsonl", [_record(i) for i in range(4)])
     model, tok = tiny_lm(hidden=32)
