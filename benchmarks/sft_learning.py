@@ -50,10 +50,10 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--num-tasks", type=int, default=2400, help="derived tasks in all (train + val + test)")
     p.add_argument("--heldout", type=int, default=100, help="the last tasks: the test set, scored once at the end")
     p.add_argument("--val", type=int, default=40, help="the tasks before the test set: the learning curve's")
-    p.add_argument("--pretrain-steps", type=int, default=500,
+    p.add_argument("--pretrain-steps", type=int, default=1000,
                    help="language-model steps on every token of the training transcripts before the SFT (0: none)")
-    p.add_argument("--steps", type=int, default=600, help="SFT steps (assistant tokens only)")
-    p.add_argument("--eval-every", type=int, default=300)
+    p.add_argument("--steps", type=int, default=1000, help="SFT steps (assistant tokens only)")
+    p.add_argument("--eval-every", type=int, default=500)
     p.add_argument("--hidden", type=int, default=128)
     p.add_argument("--layers", type=int, default=2)
     p.add_argument("--tokenizer", choices=["subword", "bytes"], default="subword",
@@ -140,10 +140,12 @@ def main(argv: list[str] | None = None) -> dict:
         _, pre_seconds = run("pretrain", args.pretrain_steps, "all", None)
         print(f"pretrained {args.pretrain_steps} steps in {pre_seconds:.0f} s, loss "
               f"{losses['pretrain'][-1][1]:.3f} (all tokens)", flush=True)
+        evaluate(args.pretrain_steps)  # before any SFT: what pretraining on the transcripts alone gives
     result, seconds = run("sft", args.steps, "assistant",
-                          lambda m: evaluate(m["step"]) if m["step"] % args.eval_every == 0 else None)
-    if curve[-1]["step"] != args.steps:
-        evaluate(args.steps)
+                          lambda m: evaluate(args.pretrain_steps + m["step"]) if m["step"] % args.eval_every == 0
+                          else None)
+    if curve[-1]["step"] != args.pretrain_steps + args.steps:
+        evaluate(args.pretrain_steps + args.steps)
     scored = format_validity_on_transcripts(model, tok, test, max_new_tokens=args.max_new_tokens)
     print(f"test: format-valid {scored['rate']:.3f} ({scored['strict_turns']}/{scored['turns']})", flush=True)
     played = None
@@ -165,7 +167,9 @@ def main(argv: list[str] | None = None) -> dict:
                "steps": args.steps, "hidden": args.hidden,
                "train_trajectories": result.filter_report["kept"], "val_transcripts": len(val),
                "test_transcripts": len(test), "test_turns": scored["turns"],
-               "format_valid_untrained": curve[0]["format_valid"], "format_valid_val": curve[-1]["format_valid"],
+               "format_valid_untrained": curve[0]["format_valid"],
+               "format_valid_pretrained_only": curve[1]["format_valid"] if args.pretrain_steps else None,
+               "format_valid_val": curve[-1]["format_valid"],
                "format_valid_sft": scored["rate"], "final_loss": result.final_loss,
                "train_seconds": round(pre_seconds + seconds, 1),
                "tokenizer": args.tokenizer, "vocab_size": len(tok), "layers": args.layers, "lr": args.lr,
@@ -173,13 +177,20 @@ def main(argv: list[str] | None = None) -> dict:
                "played_format_valid": played["rate"] if played else None,
                "played_turns": played["turns"] if played else None}
     (out / "curve.json").write_text(json.dumps({"losses": losses, "eval": curve, "summary": summary}) + "\n")
-    print(f"{'model':<12}{'validation':>12}{'test':>8}\n{'untrained':<12}{curve[0]['format_valid']:>12.3f}{'':>8}\n"
-          f"{'SFT':<12}{curve[-1]['format_valid']:>12.3f}{scored['rate']:>8.3f}")
+    rows = [("untrained", curve[0]["format_valid"], "")]
+    if args.pretrain_steps:
+        rows.append(("pretrained", curve[1]["format_valid"], ""))
+    rows.append(("SFT", curve[-1]["format_valid"], f"{scored['rate']:.3f}"))
+    print(f"{'model':<12}{'validation':>12}{'test':>8}")
+    for name, rate, test_rate in rows:
+        print(f"{name:<12}{rate:>12.3f}{test_rate:>8}")
     print(json.dumps(summary))
     return summary
 
 
 def _plot(path: Path, losses: dict, curve: list, pretrain_steps: int) -> None:
+    """Training loss of both stages against the optimizer step, and the validation points
+    (``curve``: global steps) on a second axis."""
     try:
         import matplotlib
 
@@ -200,8 +211,7 @@ def _plot(path: Path, losses: dict, curve: list, pretrain_steps: int) -> None:
     ax.set_ylabel("training loss", color="tab:blue")
     ax.legend(loc="upper center", fontsize=8)
     ax2 = ax.twinx()
-    ax2.plot([pretrain_steps + c["step"] if c["step"] else 0 for c in curve], [c["format_valid"] for c in curve],
-             "o-", color="tab:red")
+    ax2.plot([c["step"] for c in curve], [c["format_valid"] for c in curve], "o-", color="tab:red")
     ax2.set_ylabel("format-valid turns (validation)", color="tab:red")
     ax2.set_ylim(0, 1.05)
     fig.tight_layout()
