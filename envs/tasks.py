@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from envs.jsonl import iter_jsonl
+from envs.judges import check_gold
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,10 @@ def task_from_dict(record: Mapping[str, Any], where: str = "task") -> Task:
     if not isinstance(aliases, (list, tuple)):
         raise ValueError(f"{where}: 'aliases' must be a list of strings, got {type(aliases).__name__}")
     alias_texts = tuple(_scalar_text(a, "each alias", where) for a in aliases)
+    try:  # an answer that normalizes to nothing would match an empty (or any punctuation) answer
+        check_gold([answer, *alias_texts])
+    except ValueError as exc:
+        raise ValueError(f"{where}: {exc}") from None
     task_id = record.get("id")
     if task_id is None or task_id == "":
         task_id = hashlib.sha1(question.encode("utf-8", "surrogatepass")).hexdigest()[:16]

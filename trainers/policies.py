@@ -18,11 +18,8 @@ Backends: :class:`TransformersPolicy` (``model.generate``, CPU or GPU),
 
 from __future__ import annotations
 
-import json
 import math
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, Sequence, runtime_checkable
 
@@ -280,6 +277,18 @@ def import_vllm() -> Any:
     return vllm
 
 
+MAX_REPLY_BYTES = 64 * 1024 * 1024
+"""The policy endpoint's replies are refused above this size."""
+
+
+class PolicyError(RuntimeError):
+    """A policy endpoint gave no usable completion (down, too slow, HTTP error, not a completion).
+
+    The rollout ends such an episode with ``termination="policy_error"``: it says nothing about
+    the policy's skill, so evaluation and training count it apart and leave it out of their
+    metrics and loss."""
+
+
 @dataclass
 class OpenAIPolicy:
     """A model behind an OpenAI-compatible ``POST <base_url>/chat/completions`` (text only,
@@ -293,13 +302,14 @@ class OpenAIPolicy:
     api_key: str | None = field(default=None, repr=False)
     """Bearer token (never shown in errors or ``repr``)."""
     timeout: float = 300.0
-    """Seconds per request."""
+    """Deadline in seconds of one whole request (connect, send, the complete reply)."""
     max_retries: int = 2
     """Retries of connection errors, timeouts, HTTP 429 and 5xx (backoff 1 s, doubling)."""
 
     def __post_init__(self) -> None:
-        if not self.base_url.startswith(("http://", "https://")):
-            raise ValueError(f"base_url must be an http(s) URL, got {self.base_url!r}")
+        from wiki_sim.chat import check_url
+
+        check_url(self.base_url)
         if not self.model:
             raise ValueError("model must be a non-empty model name")
         if not self.timeout > 0 or self.max_retries < 0:
@@ -320,9 +330,10 @@ class OpenAIPolicy:
         try:
             choice = reply["choices"][0]
             text = choice["message"]["content"] or ""
-        except (KeyError, IndexError, TypeError):
-            raise RuntimeError(f"{self._url}: the reply is not a chat completion") from None
-        reason: FinishReason = "length" if choice.get("finish_reason") == "length" else "stop"
+            finish = choice.get("finish_reason")
+        except (KeyError, IndexError, TypeError, AttributeError):
+            raise PolicyError(f"{self._url}: the reply is not a chat completion") from None
+        reason: FinishReason = "length" if finish == "length" else "stop"
         return Generation([], [], str(text), reason)
 
     @property
@@ -330,25 +341,23 @@ class OpenAIPolicy:
         return self.base_url.rstrip("/") + "/chat/completions"
 
     def _post(self, body: dict[str, Any]) -> dict[str, Any]:
-        headers = {"Content-Type": "application/json"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
-        data = json.dumps(body).encode()
+        from wiki_sim.chat import ChatError, post_json
+
         delay = 1.0
         for attempt in range(self.max_retries + 1):
-            request = urllib.request.Request(self._url, data=data, headers=headers, method="POST")
-            try:
-                with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                    return json.loads(response.read(64 * 1024 * 1024))
-            except urllib.error.HTTPError as exc:
-                retry = exc.code == 429 or exc.code >= 500
-                cause = f"HTTP {exc.code}"
-            except (urllib.error.URLError, TimeoutError, OSError) as exc:
-                retry, cause = True, type(exc).__name__
-            except ValueError:
-                raise RuntimeError(f"{self._url}: the reply is not JSON") from None
-            if not retry or attempt == self.max_retries:
-                raise RuntimeError(f"{self._url}: no completion ({cause})")
-            time.sleep(delay)
-            delay *= 2
+            try:  # one whole request within ``timeout``, the reply capped, no key sent to another origin
+                reply = post_json(self._url, body, api_key=self.api_key, timeout=self.timeout,
+                                  max_bytes=MAX_REPLY_BYTES)
+            except ChatError as exc:
+                if not exc.retryable or attempt == self.max_retries:
+                    raise PolicyError(self._redact(f"no completion after {attempt + 1} attempt(s): {exc}")) from None
+                time.sleep(delay)
+                delay *= 2
+                continue
+            if not isinstance(reply, dict):
+                raise PolicyError(f"{self._url}: the reply is not a chat completion")
+            return reply
         raise AssertionError("unreachable")
+
+    def _redact(self, text: str) -> str:
+        return text.replace(self.api_key, "***") if self.api_key else text
