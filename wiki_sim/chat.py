@@ -126,6 +126,8 @@ def _post_once(url: str, data: bytes, headers: dict[str, str], deadline: float, 
         status = response.status
         reply_headers = {k.lower(): v for k, v in response.getheaders()}
         body = b"" if status in _REDIRECTS else _read_capped(response, max_bytes, url)
+        if watchdog.fired:  # the shut-down socket reads as the end of the reply: it is not one
+            raise TimeoutError
         return status, reply_headers, body
     except ChatError:
         raise
