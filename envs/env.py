@@ -23,7 +23,9 @@ budget is spent or the transcript reaches ``max_context_tokens``, the observatio
 for the answer now (as the reference agent does); a turn without an answer after that
 ends the episode with ``truncated=True``. So does the ``max_format_errors``-th turn in a
 row that holds neither a tool call nor an answer. ``info["termination"]`` says which of
-``answer``, ``max_tool_calls``, ``context_limit``, ``format_error`` ended it. A turn with a
+``answer``, ``max_tool_calls``, ``context_limit``, ``format_error`` ended it, or ``judge_error``:
+the episode ended with an answer but the judge raised (``info["judge_error"]`` says why; reward
+0, and callers leave it out of metrics and losses: no verdict is not a wrong answer). A turn with a
 ``<tool_call>`` block counts against the budget even when the call is malformed or names
 no tool (as the reference agent counts its turns); only its first call is run.
 
@@ -263,16 +265,18 @@ class ResearchEnv(gym.Env[str, str]):
 
     def _finish_with_answer(self, turn: ParsedTurn, info: dict[str, Any]) -> tuple[str, float, bool, bool, dict]:
         answer = turn.answer or ""
+        termination = "answer"
         try:
             judgement = self.judge(self._task.question, answer, self._task.answers)
-        except Exception as exc:  # a judge that fails must not take the episode down; info says so
-            judgement = Judgement(0.0, False, {})
+        except Exception as exc:  # a judge that fails must not take the episode down: it ends without a
+            judgement = Judgement(0.0, False, {})  # verdict, marked so that metrics and losses leave it out
             info["judge_error"] = f"{type(exc).__name__}: {exc}"[:_ERROR_CHARS]
+            termination = "judge_error"
         score = float(judgement.score)
         format_ok = self._all_strict
-        reward = episode_reward(self.reward_weights, format_ok, score)
+        reward = episode_reward(self.reward_weights, format_ok, score) if termination == "answer" else 0.0
         info.update(answer=answer, is_correct=bool(judgement.is_correct), answer_score=score,
-                    judge_details=dict(judgement.details), termination="answer", episode_format_ok=format_ok)
+                    judge_details=dict(judgement.details), termination=termination, episode_format_ok=format_ok)
         self._done = True
         return "", reward, True, False, info
 

@@ -143,7 +143,8 @@ def load_policy(config: EvalConfig) -> Any:
     if config.policy == "openai":
         from trainers.policies import OpenAIPolicy
 
-        return OpenAIPolicy(config.base_url, config.model, api_key=_api_key(config))
+        timeout = min(300.0, config.max_episode_seconds or 300.0)  # one turn never outlives its episode
+        return OpenAIPolicy(config.base_url, config.model, api_key=_api_key(config), timeout=timeout)
     if config.policy == "vllm":
         from trainers.policies import VLLMPolicy
 
@@ -210,15 +211,24 @@ def evaluate(policy: Any, tasks: Sequence[Mapping[str, Any]], config: EvalConfig
 
 
 def per_task_rows(trajectories: Sequence[Any], k: int) -> list[dict[str, Any]]:
-    """One row per task from trajectories laid out group after group (``k`` per task)."""
+    """One row per task from trajectories laid out group after group (``k`` per task).
+
+    Episodes without a verdict (:data:`envs.trajectory.ERROR_TERMINATIONS`: the judge or the
+    policy endpoint failed, the environment raised) are counted in ``errors`` and left out of
+    ``correct``/``pass@1``/``pass@k``, which are ``None`` when too few scored samples remain."""
+    from envs.trajectory import ERROR_TERMINATIONS
+
     rows = []
     for start in range(0, len(trajectories), k):
         group = trajectories[start:start + k]
         task = group[0].task
-        correct = sum(t.is_correct for t in group)
+        scored = [t for t in group if t.termination not in ERROR_TERMINATIONS]
+        correct = sum(t.is_correct for t in scored)
         rows.append({
             "id": task["id"], "question": task["question"], "answer": task["answer"], "samples": len(group),
-            "correct": correct, "pass@1": correct / len(group), f"pass@{k}": pass_at_k(len(group), correct, k),
+            "scored": len(scored), "errors": len(group) - len(scored), "correct": correct,
+            "pass@1": correct / len(scored) if scored else None,
+            f"pass@{k}": pass_at_k(len(scored), correct, k) if len(scored) >= k else None,
             "is_correct": [t.is_correct for t in group], "rewards": [t.reward for t in group],
             "predictions": [str(t.info.get("answer", "")) for t in group],
             "terminations": [t.termination for t in group], "num_tool_calls": [t.num_tool_calls for t in group],
@@ -227,17 +237,34 @@ def per_task_rows(trajectories: Sequence[Any], k: int) -> list[dict[str, Any]]:
     return rows
 
 
+MAX_ERROR_SHARE = 0.5
+"""A run whose share of episodes without a verdict is above this fails (non-zero exit)."""
+
+
+def _mean(values: list[Any]) -> float | None:
+    values = [v for v in values if v is not None]
+    return sum(values) / len(values) if values else None
+
+
 def summarize(rows: list[dict], trajectories: Sequence[Any], config: EvalConfig, seconds: float) -> dict[str, Any]:
-    """The run's summary: pass@1, pass@k, means, termination counts, settings."""
+    """The run's summary: pass@1, pass@k (over the tasks with scored samples), means, termination
+    counts, episodes without a verdict (``errors``: by kind; ``error_share``), settings."""
+    from envs.trajectory import ERROR_TERMINATIONS
+
     n = len(rows)
     episodes = len(trajectories)
+    terminations = Counter(t.termination for t in trajectories)
+    errors = {kind: terminations[kind] for kind in sorted(ERROR_TERMINATIONS) if terminations[kind]}
     return {
         "name": config.results_name, "policy": config.policy, "model": config.model, "tasks": config.tasks,
-        "num_tasks": n, "k": config.k, "pass@1": sum(r["pass@1"] for r in rows) / n,
-        f"pass@{config.k}": sum(r[f"pass@{config.k}"] for r in rows) / n,
+        "num_tasks": n, "k": config.k, "pass@1": _mean([r["pass@1"] for r in rows]),
+        f"pass@{config.k}": _mean([r[f"pass@{config.k}"] for r in rows]),
+        "scored_tasks": sum(r["pass@1"] is not None for r in rows),
+        "errors": errors, "error_episodes": sum(errors.values()),
+        "error_share": sum(errors.values()) / episodes if episodes else 0.0,
         "mean_tool_calls": sum(t.num_tool_calls for t in trajectories) / episodes,
         "mean_turns": sum(t.num_turns for t in trajectories) / episodes,
-        "terminations": dict(Counter(t.termination for t in trajectories)),
+        "terminations": dict(terminations),
         "temperature": config.temperature, "top_p": config.top_p, "judge": config.judge,
         "max_tool_calls": config.max_tool_calls, "max_context_tokens": config.max_context_tokens,
         "seconds": seconds,
@@ -319,12 +346,31 @@ def _merge_summary(path: Path, name: str, summary: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
+def _fmt(value: float | None, width: int) -> str:
+    return f"{'n/a':>{width}}" if value is None else f"{value:>{width}.3f}"
+
+
 def print_table(summary: dict[str, Any]) -> None:
     k = summary["k"]
-    print(f"{'name':<20} {'tasks':>6} {'k':>3} {'pass@1':>7} {f'pass@{k}':>7} {'tool calls':>10} {'turns':>6}")
-    print(f"{summary['name'][:20]:<20} {summary['num_tasks']:>6} {k:>3} {summary['pass@1']:>7.3f} "
-          f"{summary[f'pass@{k}']:>7.3f} {summary['mean_tool_calls']:>10.2f} {summary['mean_turns']:>6.2f}")
+    print(f"{'name':<20} {'tasks':>6} {'k':>3} {'pass@1':>7} {f'pass@{k}':>7} {'tool calls':>10} {'turns':>6} "
+          f"{'errors':>6}")
+    print(f"{summary['name'][:20]:<20} {summary['num_tasks']:>6} {k:>3} {_fmt(summary['pass@1'], 7)} "
+          f"{_fmt(summary[f'pass@{k}'], 7)} {summary['mean_tool_calls']:>10.2f} {summary['mean_turns']:>6.2f} "
+          f"{summary.get('error_episodes', 0):>6}")
     print("terminations: " + ", ".join(f"{r}={c}" for r, c in sorted(summary["terminations"].items())))
+    if summary.get("error_episodes"):
+        kinds = ", ".join(f"{kind}={count}" for kind, count in summary["errors"].items())
+        print(f"episodes without a verdict (left out of pass@k): {summary['error_episodes']} ({kinds})")
+
+
+def check_errors(summary: dict[str, Any], where: str) -> None:
+    """``ValueError`` (a non-zero exit) when episodes without a verdict dominate the run."""
+    share = summary.get("error_share") or 0.0
+    if share > MAX_ERROR_SHARE:
+        kinds = ", ".join(f"{kind}={count}" for kind, count in summary["errors"].items())
+        raise ValueError(f"{summary['error_episodes']} of {summary['num_tasks'] * summary['k']} episodes ended "
+                         f"without a verdict ({kinds}): check the judge and policy endpoints; results so far are "
+                         f"in {where}, but their pass@k is not meaningful")
 
 
 def run_eval(config: EvalConfig) -> dict[str, Any]:
@@ -346,6 +392,7 @@ def run_eval(config: EvalConfig) -> dict[str, Any]:
     print_table(summary)
     print(f"per-task results: {out / f'{name}.jsonl'}")
     print(json.dumps(summary, default=str))
+    check_errors(summary, str(out / f"{name}.jsonl"))
     return summary
 
 

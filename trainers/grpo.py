@@ -30,7 +30,7 @@ from typing import Any, Literal
 import torch
 
 from trainers import grpo_state
-from trainers.grpo_data import EqualGroups, TaskPool, build_batch, iter_chunks, prepare_step
+from trainers.grpo_data import EqualGroups, TaskPool, build_batch, is_error, iter_chunks, prepare_step
 from trainers.losses import entropy_from_logits, kl_k3, masked_sum, policy_loss, token_logprobs
 
 
@@ -238,7 +238,8 @@ class GRPOTrainer:
         update = self.update(chosen, advs, include)
         t2 = time.perf_counter()
         outcomes = [(i, _outcome(t)) for k, i in enumerate(mine) for t in trajectories[k * cfg.group_size:
-                                                                                     (k + 1) * cfg.group_size]]
+                                                                                     (k + 1) * cfg.group_size]
+                    if not is_error(t)]  # no verdict: says nothing about the task's difficulty
         all_outcomes = self.dist.all_gather_object(outcomes)
         flat = [o for part in all_outcomes for o in part]
         retired = self.pool.record([i for i, _ in flat], [o for _, o in flat])
@@ -247,7 +248,7 @@ class GRPOTrainer:
             [grpo_state.trajectory_summary(t) for t in trajectories])))
         metrics.update(update)
         gathered = self.dist.all_gather_object(asdict(gstats))
-        for key in ("groups", "all_equal", "dropped", "duplicated", "excluded_trajectories"):
+        for key in ("groups", "all_equal", "dropped", "duplicated", "excluded_trajectories", "error_trajectories"):
             metrics[f"groups/{key}"] = sum(g[key] for g in gathered)
         metrics.update({"data/retired": retired, "data/active_tasks": len(self.pool.active),
                         "data/fresh_used": self.pool.next_fresh, "time/rollout_s": t1 - t0,

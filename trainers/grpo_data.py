@@ -31,6 +31,9 @@ class GroupStats:
     """Groups with signal added again to fill the batch (``dupo``)."""
     excluded_trajectories: int = 0
     """Trajectories left out of the loss: cut off by a limit without an answer (``exclude_truncated``)."""
+    error_trajectories: int = 0
+    """Trajectories without a verdict (judge, policy or environment error): always out of the loss,
+    their reward replaced by the mean of their group's scored ones in the advantage baseline."""
 
 
 def select_groups(rewards: Sequence[float], group_size: int, mode: EqualGroups,
@@ -146,25 +149,51 @@ def is_cut_off(traj: Any) -> bool:
     return bool(mask) and mask[-1] == 0
 
 
+def is_error(traj: Any) -> bool:
+    """True when the episode ended without a verdict (:data:`envs.trajectory.ERROR_TERMINATIONS`):
+    its reward says nothing about the policy, so it never feeds the loss."""
+    from envs.trajectory import ERROR_TERMINATIONS
+
+    return str(getattr(traj, "termination", "")) in ERROR_TERMINATIONS
+
+
+def impute_error_rewards(trajectories: Sequence[Any], group_size: int) -> list[float]:
+    """Rewards with each error trajectory's (:func:`is_error`) replaced by the mean reward of the
+    scored trajectories of its group (0 when none is scored), so that a failing judge neither
+    lowers the baseline of the others nor makes a group look as if it had signal."""
+    rewards = [float(t.reward) for t in trajectories]
+    for start in range(0, len(rewards), group_size):
+        idx = range(start, min(start + group_size, len(rewards)))
+        scored = [rewards[i] for i in idx if not is_error(trajectories[i])]
+        fill = sum(scored) / len(scored) if scored else 0.0
+        for i in idx:
+            if is_error(trajectories[i]):
+                rewards[i] = fill
+    return rewards
+
+
 def prepare_step(trajectories: Sequence[Any], group_size: int, *, advantage: Literal["loo", "mean"],
                  scale_std: bool, equal_groups: EqualGroups, exclude_truncated: bool,
                  rng: random.Random) -> tuple[list[Any], list[float], list[bool], GroupStats]:
     """Choose groups, compute advantages and which trajectories feed the loss.
 
     Advantages are computed over the whole group, truncated trajectories included (their
-    reward, usually 0, is part of the baseline); ``exclude_truncated`` then only takes the
+    reward, usually 0, is part of the baseline; an error trajectory's reward is imputed,
+    :func:`impute_error_rewards`, and it never feeds the loss); ``exclude_truncated`` then only takes the
     cut-off ones (:func:`is_cut_off`) out of the loss. Returns trajectories, advantages and ``include`` flags
     in training order, and the group statistics.
     """
-    rewards = [float(t.reward) for t in trajectories]
+    rewards = impute_error_rewards(trajectories, group_size)
     groups, stats = select_groups(rewards, group_size, equal_groups, rng)
     adv_all = group_advantages(torch.tensor(rewards, dtype=torch.float64), group_size, advantage, scale_std)
     out_t, out_a, out_inc = [], [], []
     for g in groups:
         for i in range(g * group_size, (g + 1) * group_size):
             t = trajectories[i]
-            inc = not (exclude_truncated and is_cut_off(t))
-            stats.excluded_trajectories += 0 if inc else 1
+            error = is_error(t)
+            inc = not error and not (exclude_truncated and is_cut_off(t))
+            stats.error_trajectories += int(error)
+            stats.excluded_trajectories += 0 if inc or error else 1
             out_t.append(t)
             out_a.append(float(adv_all[i]))
             out_inc.append(inc)

@@ -143,14 +143,19 @@ def trajectory_summary(traj: Any) -> dict:
 
 def rollout_metrics(parts: list[list[dict]]) -> dict:
     """Step metrics from per-rank lists of :func:`trajectory_summary` dicts."""
+    from envs.trajectory import ERROR_TERMINATIONS
+
     rows = [r for part in parts for r in part]
     n = max(len(rows), 1)
-    rewards = [r["reward"] for r in rows]
-    mean = sum(rewards) / n
+    scored = [r for r in rows if r["termination"] not in ERROR_TERMINATIONS]  # rewards need a verdict
+    rewards = [r["reward"] for r in scored]
+    n_scored = max(len(scored), 1)
+    mean = sum(rewards) / n_scored
     out = {
         "reward/mean": mean,
-        "reward/std": math.sqrt(sum((x - mean) ** 2 for x in rewards) / n),
-        "reward/correct_frac": sum(r["correct"] for r in rows) / n,
+        "reward/std": math.sqrt(sum((x - mean) ** 2 for x in rewards) / n_scored),
+        "reward/correct_frac": sum(r["correct"] for r in scored) / n_scored,
+        "rollout/error_frac": (len(rows) - len(scored)) / n,
         "rollout/length": sum(r["length"] for r in rows) / n,
         "rollout/sampled_tokens": sum(r["sampled"] for r in rows) / n,
         "rollout/num_tool_calls": sum(r["tool_calls"] for r in rows) / n,

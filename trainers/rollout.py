@@ -23,7 +23,8 @@ EOS instead of the end-of-turn marker) is closed with the marker's ids (loss 0).
 Episodes end as the environment says (``info["termination"]``: ``answer``,
 ``max_tool_calls``, ``context_limit``, ``format_error``, ``time_limit`` from
 :class:`envs.wrappers.EpisodeTimeLimit`), or with ``context_limit`` here when the ids reach
-``max_total_tokens``, or ``env_error`` if the environment raised (the run goes on).
+``max_total_tokens``, or ``env_error`` if the environment raised, or ``policy_error`` if a text
+policy's endpoint gave no completion (:class:`trainers.policies.PolicyError`); the run goes on.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from envs.tasks import Task, task_from_dict
 from envs.tokens import (end_of_turn_ids, ends_with_any, observation_ids, prompt_ids, stop_sequences)
 from envs.trajectory import trajectory_record
 from envs.wrappers import EpisodeTimeLimit, check_seconds
-from trainers.policies import Generation, Policy, TextPolicy, check_sampling
+from trainers.policies import Generation, Policy, PolicyError, TextPolicy, check_sampling
 
 
 def make_env(env_id: str, kwargs: dict) -> gym.Env:
@@ -323,8 +324,9 @@ class _Runner:
         """Take a finished reset/step; True when the episode now waits for a batched generation."""
         try:
             kind, payload = fut.result()
-        except Exception as exc:  # one broken environment must not end the run
-            ep.info = {**ep.info, "termination": "env_error", "error": f"{type(exc).__name__}: {exc}"[:500]}
+        except Exception as exc:  # one broken environment (or policy endpoint) must not end the run
+            reason = "policy_error" if isinstance(exc, PolicyError) else "env_error"
+            ep.info = {**ep.info, "termination": reason, "error": f"{type(exc).__name__}: {exc}"[:500]}
             ep.done = True
             try:
                 envs[ep.slot].close()

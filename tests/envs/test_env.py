@@ -195,6 +195,7 @@ def test_judge_failure_is_reported_not_raised(make_env):
     env.reset(options={"task_index": 0})
     _, reward, terminated, _, info = env.step(answer("Santa Claus"))
     assert terminated and reward == 0.0 and info["judge_error"] == "JudgeError: grader down"
+    assert info["termination"] == "judge_error" and not info["is_correct"]  # no verdict: not an "answer"
 
 
 def test_custom_judge_and_aliases(make_env):

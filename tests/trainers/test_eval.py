@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -93,7 +94,7 @@ class _AgentAndGrader(BaseHTTPRequestHandler):
         _AgentAndGrader.seen.append(body)
         last = body["messages"][-1]["content"]
         if "Judge whether" in last:
-            response = last.split("[response]:", 1)[1].split("\n", 1)[0].strip()
+            response = re.search(r"<<<RESPONSE (\w+)>>>\n(.*)\n<<<END RESPONSE \1>>>", last).group(2).strip()
             gold = last.split("[correct_answer]:", 1)[1].split("\n", 1)[0].strip()
             verdict = "yes" if response == gold else "no"
             content = f"extracted_final_answer: {response.strip()}\nreasoning: r\ncorrect: {verdict}\nconfidence: 90%"
