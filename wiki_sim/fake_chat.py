@@ -53,6 +53,11 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):  # the client gave up: what a deadline does
             pass
 
+    def do_GET(self) -> None:  # noqa: N802 (a redirected POST may arrive as a GET: recorded, refused)
+        with self.server.owner.lock:
+            self.server.owner.requests.append((self.path, dict(self.headers)))
+        self._send(405, b'{"error": "use POST"}')
+
     def _send(self, status: int, payload: bytes, length: bool = True, headers: dict | None = None) -> None:
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
