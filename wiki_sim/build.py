@@ -134,16 +134,48 @@ def _index_info(engine: str) -> dict[str, Any]:
             "field_boosts": {"title": TITLE_BOOST, "aliases": ALIASES_BOOST, "body": 1.0}, "analyzer": analyzer}
 
 
+def _simulator_entries() -> set[str]:
+    """What a simulator directory holds: its build record, store (with SQLite's side files),
+    search index (either engine) and forward index."""
+    return {BUILD_FILE, STORE_FILE, f"{STORE_FILE}-wal", f"{STORE_FILE}-shm", f"{STORE_FILE}-journal", INDEX_DIR,
+            index_dir_name("tantivy"), FORWARD_DIR}
+
+
+def is_simulator_record(path: Path) -> bool:
+    """True when ``path`` (a ``build.json``) is the build record of a simulator of this project:
+    a JSON object with a ``format`` and the ``websailor-gym`` version that built it."""
+    try:
+        if path.is_symlink() or not path.is_file() or path.stat().st_size > 16 * 1024 * 1024:
+            return False
+        info = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    versions = info.get("versions") if isinstance(info, dict) else None
+    return isinstance(versions, dict) and "websailor-gym" in versions and "format" in info
+
+
 def check_out_dir(out: Path) -> None:
-    """Refuse an ``out`` that exists and is not (even a half-built) simulator directory."""
-    if not out.exists():
+    """Refuse an ``out`` that exists and is not a simulator of this project.
+
+    Only an empty directory, or one whose ``build.json`` is this project's build record and
+    which holds nothing but what a build writes, may be replaced: an entry that merely has a
+    simulator's name (``index/``, ``store.sqlite``) proves nothing, and a replacement deletes
+    everything in the folder."""
+    if not (out.exists() or out.is_symlink()):
         return
-    if not out.is_dir():
+    if out.is_symlink() or not out.is_dir():
         raise WikiSimError(f"--out {out} exists and is not a directory")
     entries = {p.name for p in out.iterdir()}
-    if entries and not entries & {BUILD_FILE, STORE_FILE, INDEX_DIR, index_dir_name("tantivy")}:
-        raise WikiSimError(f"--out {out} is a non-empty directory that is not a simulator; "
-                           "refusing to replace it (choose another --out or remove it)")
+    if not entries:
+        return
+    if not is_simulator_record(out / BUILD_FILE):
+        raise WikiSimError(f"--out {out} is a non-empty directory that is not a simulator (no {BUILD_FILE} written "
+                           "by websailor-gym); refusing to replace it (choose another --out or remove it)")
+    foreign = sorted(entries - _simulator_entries())
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+        raise WikiSimError(f"--out {out} is a simulator but also holds {shown}, which a rebuild would delete; "
+                           "move them out or choose another --out")
 
 
 def swap_into_place(new: Path, out: Path) -> None:
