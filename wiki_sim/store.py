@@ -114,13 +114,24 @@ class StoreWriter:
             self.db["redirects"].insert_all(self._redirects, ignore=True, batch_size=2000)
         self._pages, self._links, self._facts, self._redirects = [], [], [], []
 
+    def _duplicates_message(self) -> str:
+        rows = self.db.execute("SELECT title, COUNT(*) FROM pages GROUP BY title HAVING COUNT(*) > 1 "
+                               "ORDER BY MIN(id) LIMIT 4").fetchall()
+        total = self.db.execute("SELECT COUNT(*) FROM (SELECT title FROM pages GROUP BY title "
+                                "HAVING COUNT(*) > 1)").fetchone()[0]
+        shown = ", ".join(f"{title[:80]!r} ({count} pages)" for title, count in rows[:3])
+        more = f" and {total - 3} more" if total > 3 else ""
+        return (f"the corpus has {total} title(s) used by more than one page: {shown}{more}; titles must be unique "
+                "(after normalization: first letter upper case, underscores as spaces). Merge or rename those pages")
+
     def finalize(self, meta: dict[str, Any]) -> dict[str, int]:
         """Resolve redirects and links, build indexes, write ``meta``; return the counts."""
         self.flush()
         db = self.db
-        # Drop duplicate pages' links/facts (ignored on insert) is unnecessary: duplicates
-        # are rare and their links are still true links of that title.
-        db["pages"].create_index(["title"], unique=True, if_not_exists=True)
+        try:
+            db["pages"].create_index(["title"], unique=True, if_not_exists=True)
+        except sqlite3.IntegrityError:
+            raise WikiSimError(self._duplicates_message()) from None
         db.execute("DELETE FROM redirects WHERE alias IN (SELECT title FROM pages)")
         # Follow redirect chains (A -> B -> C) a few hops, then drop dangling redirects.
         for _ in range(5):
