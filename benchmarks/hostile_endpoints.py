@@ -20,8 +20,8 @@ followed with the key; killed after 40 s). Reported per case: seconds to the cal
 outcome, peak memory growth of the process during the call (RSS high-water mark, reset just
 before the call, minus the RSS then), whether the API key reached the other origin, and the
 outcome. Targets (websailor): every call ends within (retries + 1) x (timeout + 0.5 s) plus
-the 1 s backoff, peak growth < 50 MB, the key never reaches another origin, a healthy call
-succeeds. A table, then one JSON line.
+the 1 s backoff, peak growth < the caller's reply cap + 16 MB (judge 1 MiB, policy 64 MiB), the
+key never reaches another origin, a healthy call succeeds. A table, then one JSON line.
 """
 
 from __future__ import annotations
@@ -40,6 +40,8 @@ BACKOFF_S = 1.0
 KILL_S = 40.0
 HUGE_BYTES = 100 * 1024 * 1024
 CASES = ("healthy", "dribble", "huge", "huge_declared", "redirect", "failing")
+CAPS = {"judge": 1024 * 1024, "policy": 64 * 1024 * 1024}
+"""Reply caps: LLMJudge.max_reply_bytes and trainers.policies.MAX_REPLY_BYTES (checked in main)."""
 PROMPT = {"model": "m", "messages": [{"role": "user", "content": "Which race did Santa Claus win?"}]}
 
 
@@ -125,6 +127,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, some of {','.join(CASES)}")
     parser.add_argument("--callers", default="judge,policy", help="comma-separated, some of judge,policy")
     args = parser.parse_args(argv)
+    from envs.judges import LLMJudge
+    from trainers.policies import MAX_REPLY_BYTES
+
+    assert CAPS == {"judge": LLMJudge.max_reply_bytes, "policy": MAX_REPLY_BYTES}, "update CAPS"
     cases = [c for c in args.cases.split(",") if c]
     callers = [c for c in args.callers.split(",") if c]
     if not cases or set(cases) - set(CASES) or not callers or set(callers) - {"judge", "policy"}:
@@ -159,7 +165,9 @@ def _report(rows: list[dict]) -> None:
     bound = (RETRIES + 1) * (TIMEOUT_S + 0.5) + BACKOFF_S
     targets = {
         f"every_call_ends_within_{bound:g}s": all(r["seconds"] <= bound for r in ours),
-        "peak_growth_under_50mb": all(r["peak_growth_mb"] is not None and r["peak_growth_mb"] < 50 for r in ours),
+        "peak_growth_under_reply_cap_plus_16mb": all(
+            r["peak_growth_mb"] is not None and r["peak_growth_mb"] < (CAPS[r["caller"]] + (16 << 20)) / 1e6
+            for r in ours),
         "no_key_to_another_origin": all(r["key_to_other_origin"] == 0 for r in ours),
         "healthy_calls_succeed": all(r["outcome"].startswith("ok") for r in ours if r["case"] == "healthy"),
     }
