@@ -87,7 +87,7 @@ def read_build_info(path: str | Path) -> dict[str, Any]:
                            f"build one with `websailor wiki build --out {path}`")
     if not info_file.is_file():
         raise WikiSimError(f"{path} is not a complete simulator (no {BUILD_FILE}: its build was interrupted or "
-                           f"failed); rebuild it with `websailor wiki build --out {path}`")
+                           f"failed); remove it, then rebuild with `websailor wiki build --out {path}`")
     try:
         info = json.loads(info_file.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
