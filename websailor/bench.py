@@ -139,6 +139,7 @@ SPECS: dict[str, Spec] = {
                       lambda c: ["--batch", "4", "--group", "2", "--completion-tokens", "16", "--steps", "1"],
                       _missing("trl", "datasets", extra="trl")),
     "hostile": Spec(lambda c: [], lambda c: ["--cases", "normal,internal,redirect_internal,echo_key"]),
+    "hostile_endpoints": Spec(lambda c: [], lambda c: ["--cases", "healthy,huge_declared,redirect,failing"]),
     "live_faults": Spec(lambda c: [], lambda c: ["--calls", "120"],
                         _missing("trafilatura", extra="live")),
     "rollout_async": Spec(lambda c: [], lambda c: ["--episodes", "24", "--num-envs", "8"]),
