@@ -8,6 +8,7 @@ import json
 import random
 import re
 import socket
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -114,3 +115,15 @@ def test_grpo_reward_metrics_leave_errors_out():
     metrics = rollout_metrics([rows])
     assert metrics["reward/mean"] == 1.0 and metrics["reward/correct_frac"] == 1.0
     assert metrics["rollout/error_frac"] == 0.5 and metrics["rollout/termination/judge_error"] == 0.5
+
+
+def test_a_dribbling_policy_endpoint_cannot_hold_an_eval_turn_past_the_episode_limit(task_file, tmp_path, capsys):
+    with FakeChatServer(lambda body: ("<answer>Paris</answer>" * 20, "stop"), mode="dribble", interval=0.2) as server:
+        start = time.monotonic()
+        code = _eval(task_file, tmp_path / "eval", "--policy", "openai", "--model", "agent",
+                     "--base-url", server.base_url, "--max-episode-seconds", "1", "--limit", "1")
+        elapsed = time.monotonic() - start
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert code != 0 and summary["terminations"] == {"policy_error": 1}
+    # 3 attempts of at most 1 s each and backoffs of 1 + 2 s; the reply alone takes 90 s at 0.2 s a byte
+    assert elapsed < 20
