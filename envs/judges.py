@@ -64,7 +64,7 @@ def normalize_answer(text: str) -> str:
     ``Centaurus A`` stays apart from ``Centaurus`` and ``The The`` does not become empty.
     The result may be empty (``"-"``, ``"..."``): such a text matches nothing.
     """
-    text = unicodedata.normalize("NFKC", str(text)).lower().strip()
+    text = unicodedata.normalize("NFKC", str(text)).lower().strip().replace("\x00", "")
     text = _SIGN.sub("\x00", text)  # a placeholder that the punctuation pass keeps
     start = 0  # leading quotes and marks ("**The Beatles**") do not hide the article
     while start < len(text) and (text[start].isspace() or (text[start] not in _KEPT_SYMBOLS and (
