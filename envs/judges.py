@@ -79,23 +79,43 @@ def normalize_answer(text: str) -> str:
     return " ".join(text.replace("\x00", "-").split())
 
 
+def _split_disambiguator(text: str) -> tuple[str, str] | None:
+    """``(name, qualifier)`` of "Name (qualifier)", or ``None`` when ``text`` has no trailing
+    disambiguator (or nothing would be left without it)."""
+    match = _DISAMBIGUATOR.match(str(text).strip())
+    if not match or not normalize_answer(match.group(1)):
+        return None
+    qualifier = match.group(0)[len(match.group(1)):].strip()[1:-1]
+    return match.group(1), qualifier
+
+
 def without_disambiguator(text: str) -> str | None:
     """``text`` without a trailing ``(qualifier)`` ("Berlin (band)" -> "Berlin"), or ``None``
     when it has none (or nothing would be left)."""
-    match = _DISAMBIGUATOR.match(str(text).strip())
-    return match.group(1) if match and normalize_answer(match.group(1)) else None
+    split = _split_disambiguator(text)
+    return split[0] if split else None
+
+
+def _match_forms(text: str) -> tuple[str, str | None]:
+    """``(full, bare)``: the normalized text, its disambiguator kept in parentheses ("cell
+    (biology)", which must not equal "Cell biology"), and the normalized name without it."""
+    split = _split_disambiguator(text)
+    if split is None:
+        return normalize_answer(text), None
+    name, qualifier = normalize_answer(split[0]), normalize_answer(split[1])
+    return (f"{name} ({qualifier})" if qualifier else name), name
 
 
 def _pairs(prediction: str, gold: str) -> list[tuple[str, str]]:
     """The (prediction, gold) normalized pairs compared: as given, and with a trailing
     disambiguator dropped on one side at a time ("Berlin" matches "Berlin (band)" and the
     other way round; "Berlin (city)" does not match "Berlin (band)")."""
-    pairs = [(normalize_answer(prediction), normalize_answer(gold))]
-    bare_pred, bare_gold = without_disambiguator(prediction), without_disambiguator(gold)
-    if bare_gold is not None:
-        pairs.append((pairs[0][0], normalize_answer(bare_gold)))
+    (pred, bare_pred), (ref, bare_ref) = _match_forms(prediction), _match_forms(gold)
+    pairs = [(pred, ref)]
+    if bare_ref is not None:
+        pairs.append((pred, bare_ref))
     if bare_pred is not None:
-        pairs.append((normalize_answer(bare_pred), pairs[0][1]))
+        pairs.append((bare_pred, ref))
     return pairs
 
 

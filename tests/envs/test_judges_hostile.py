@@ -89,6 +89,7 @@ def test_verdict_lines():
 @pytest.mark.parametrize("prediction, gold", [
     ("", "The The"), ("", "A"), ("", "-"), ("...", "-"), ("Centaurus", "Centaurus A"), ("C#", "C++"), ("C", "C#"),
     ("89", "-89"), ("−89", "89"), ("Milne", "A. A. Milne"), ("Berlin (city)", "Berlin (band)"),
+    ("Cell (biology)", "Cell biology"),
 ])
 def test_different_answers_do_not_match(prediction, gold):
     assert not exact_match(prediction, gold) and not exact_match(gold, prediction)
@@ -98,6 +99,7 @@ def test_different_answers_do_not_match(prediction, gold):
 @pytest.mark.parametrize("prediction, gold", [
     ("Berlin", "Berlin (band)"), ("Berlin (band)", "Berlin"), ("the beatles", "The Beatles"), ("The The", "the the"),
     ("A", "a"), ("-89", "−89"), ("c#", "C#"), ("**The Beatles**", "Beatles"), ("A. A. Milne", "a. a. milne"),
+    ("Cell (Biology)", "cell (biology)"), ("Cell", "Cell (biology)"),
 ])
 def test_equal_answers_match(prediction, gold):
     assert exact_match(prediction, gold) and token_f1(prediction, gold) == 1.0
