@@ -94,6 +94,15 @@ class ToolEpisode:
             raise ValueError(f"the answer must be a string, got {type(text).__name__}")
         return self._step(f"<answer>{text}</answer>", unwrap=False)
 
+    def turn(self, text: str) -> StepResult:
+        """Play a whole model turn in the ReAct text protocol (a text policy's action)."""
+        if self.done:
+            return StepResult("Error: the episode is over; reset to start another.", self.reward, True,
+                              self.last_info)
+        if not isinstance(text, str):
+            raise ValueError(f"a turn must be a string, got {type(text).__name__}")
+        return self._step(text, unwrap=True)
+
     def _step(self, action: str, unwrap: bool) -> StepResult:
         obs, reward, terminated, truncated, info = self.env.step(action)
         self.done = bool(terminated or truncated)
