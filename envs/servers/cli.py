@@ -74,11 +74,8 @@ def run_mcp(config: MCPConfig) -> int:
     try:
         if config.transport == "stdio":
             print(f"websailor serve mcp: serving {', '.join(tools)} over stdio", file=sys.stderr, flush=True)
-            _stop_on_sigterm()
-            try:
-                anyio.run(serve_stdio, server)
-            except KeyboardInterrupt:
-                pass
+            _stop_on_sigterm(lambda: (host.close(), release()))
+            anyio.run(serve_stdio, server)
             return 0
         from envs.servers.http import serve
 
@@ -89,14 +86,23 @@ def run_mcp(config: MCPConfig) -> int:
         release()
 
 
-def _stop_on_sigterm() -> None:
-    """SIGTERM ends a stdio server as Ctrl-C does (cleanly, exit status 0)."""
+def _stop_on_sigterm(cleanup) -> None:
+    """SIGTERM (or Ctrl-C) ends a stdio server at once with status 0: the SDK reads stdin in a
+    thread that no cancellation reaches, and a stdio server holds no state to save (every reply
+    is written whole before the next request is read)."""
+    import os
     import signal
 
     def stop(signum, frame):
-        raise KeyboardInterrupt
+        try:
+            cleanup()
+            print("websailor serve mcp: stopped", file=sys.stderr, flush=True)
+            sys.stdout.flush()
+        finally:
+            os._exit(0)
 
     signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
 
 
 @dataclass
@@ -120,6 +126,8 @@ class OpenEnvConfig:
     """Tool-call budget per episode."""
     max_sessions: int = 16
     """Sessions (episodes) open at once; one more is refused with a capacity error."""
+    session_idle_s: float = 900.0
+    """A session with no message for this long is closed, freeing its slot."""
     max_request_bytes: int = 1_000_000
     """Largest request body or websocket message accepted."""
     tool_timeout_s: float = 300.0
@@ -130,6 +138,8 @@ class OpenEnvConfig:
 
         check_task_file(self.tasks)
         _check_common(self)
+        if not self.session_idle_s > 0:
+            raise ValueError(f"--session-idle-s must be > 0, got {self.session_idle_s}")
         if self.max_tool_calls < 1:
             raise ValueError(f"--max-tool-calls must be >= 1, got {self.max_tool_calls}")
 
@@ -147,7 +157,8 @@ def run_openenv(config: OpenEnvConfig) -> int:
         raise ValueError(str(exc)) from None
     from envs.servers.http import serve
 
-    app = build_app(config.max_sessions, wiki_dir=config.wiki_dir, tasks=config.tasks, tools=list(config.tools),
+    app = build_app(config.max_sessions, config.session_idle_s, wiki_dir=config.wiki_dir, tasks=config.tasks,
+                    tools=list(config.tools),
                     max_tool_calls=config.max_tool_calls, tool_timeout_s=config.tool_timeout_s)
     return serve(app, config.host, config.port, name="websailor serve openenv",
                  max_request_bytes=config.max_request_bytes)

@@ -159,16 +159,19 @@ class WikiSimClient(EnvClient[WikiSimAction, WikiSimObservation, WikiSimState]):
         return WikiSimState(**payload)
 
 
-def build_app(max_sessions: int, **env_kwargs: Any) -> Any:
-    """The OpenEnv FastAPI app: ``/ws`` sessions (at most ``max_sessions``), ``/health``, ``/schema``..."""
+def build_app(max_sessions: int, session_idle_s: float | None = None, **env_kwargs: Any) -> Any:
+    """The OpenEnv FastAPI app: ``/ws`` sessions (at most ``max_sessions``; one idle for
+    ``session_idle_s`` is closed), ``/health``, ``/schema``..."""
     from openenv.core.env_server.http_server import create_fastapi_app
+    from openenv.core.env_server.types import ConcurrencyConfig
 
     ToolEpisode(**env_kwargs).close()  # fail at start (bad wiki or tasks), not in the first session
 
     def factory() -> WikiSimOpenEnv:
         return WikiSimOpenEnv(**env_kwargs)
 
-    app = create_fastapi_app(factory, WikiSimAction, WikiSimObservation, max_concurrent_envs=max_sessions)
+    concurrency = ConcurrencyConfig(max_concurrent_envs=max_sessions, session_timeout=session_idle_s)
+    app = create_fastapi_app(factory, WikiSimAction, WikiSimObservation, concurrency_config=concurrency)
 
     from fastapi.responses import JSONResponse
 

@@ -115,3 +115,21 @@ def test_streamable_http_on_loopback(http_server, direct):
     assert refused.value.code == 413
     with urllib.request.urlopen(http_server.url + "/health", timeout=30) as response:
         assert response.status == 200
+
+
+def test_stdio_stops_cleanly_on_sigterm(default_wiki):
+    import signal
+    import subprocess
+
+    proc = subprocess.Popen([sys.executable, "-m", "websailor.cli", "serve", "mcp", "--wiki", str(default_wiki),
+                             "--python", "off"], cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"})
+    try:
+        assert "serving search, visit over stdio" in proc.stderr.readline()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0
+        assert "stopped" in proc.stderr.read()
+    finally:
+        proc.kill()
+        proc.wait()
