@@ -118,9 +118,13 @@ def build_server(host: ToolHost, name: str = "websailor-wikisim") -> Any:
         text, is_error = await anyio.to_thread.run_sync(host.call, params.name, params.arguments or {})
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=is_error)
 
-    from websailor import __version__
+    from importlib.metadata import PackageNotFoundError, version
 
-    return Server(name, version=__version__, on_list_tools=list_tools, on_call_tool=call_tool,
+    try:
+        ours = version("websailor-gym")
+    except PackageNotFoundError:  # a source checkout that was never installed
+        ours = "0+unknown"
+    return Server(name, version=ours, on_list_tools=list_tools, on_call_tool=call_tool,
                   instructions="Offline Wikipedia simulator: search, then visit pages with a goal.")
 
 

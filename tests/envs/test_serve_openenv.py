@@ -164,6 +164,9 @@ def test_bad_requests_get_clear_errors_and_the_server_keeps_serving(server):
                 await client.reset(task_index=99)
             ok = await client.step(WikiSimAction(tool="search", arguments={"query": ["Paris"]}))
             assert "Paris" in ok.observation.text  # the same session goes on
+            own = await client.reset(task={"question": "Which city is the capital of France?", "answer": "Paris"})
+            assert own.observation.question == "Which city is the capital of France?"
+            assert (await client.step(WikiSimAction(answer="Paris"))).reward == 1.0
 
     asyncio.run(bad_messages())
     status, body = _http(server.url + "/step", json.dumps({"action": {"tool": "search", "answer": "x"}}))

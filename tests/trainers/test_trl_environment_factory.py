@@ -23,8 +23,8 @@ def tasks(default_wiki):
     return [t.to_dict() for t in derive_tasks(default_wiki, 2, seed=3)]
 
 
-def _env_output(wiki, task, name, arguments):
-    env = gym.make("websailor/WikiSim-v0", wiki_dir=str(wiki), tasks=[task], tools=["search", "visit"])
+def _env_output(wiki, task, name, arguments, tools=("search", "visit")):
+    env = gym.make("websailor/WikiSim-v0", wiki_dir=str(wiki), tasks=[task], tools=list(tools))
     env.reset(options={"task": task})
     obs, *_ = env.step(f"<tool_call>\n{json.dumps({'name': name, 'arguments': arguments})}\n</tool_call>")
     env.close()
@@ -108,3 +108,14 @@ def test_one_grpo_step_through_environment_factory(default_wiki, tasks, tmp_path
     logged = [h for h in trainer.state.log_history if "loss" in h]
     assert logged and all(torch.isfinite(torch.tensor(h["loss"])) for h in logged)
     assert any(abs(v - 0.5) < 1e-6 for h in logged for k, v in h.items() if k.endswith("WikiSimEnvironment/mean"))
+
+
+def test_python_variant_adds_the_sandboxed_tool(default_wiki, tasks):
+    Env = wikisim_environment(default_wiki, python=True)
+    env = Env()
+    env.reset(**environment_dataset(tasks)[0])
+    out = env.python("print(6 * 7)")
+    assert out == _env_output(default_wiki, tasks[0], "python", {"code": "print(6 * 7)"}, ["search", "visit", "python"])
+    assert "42" in out or "sandbox is unavailable" in out
+    with pytest.raises(ValueError, match="sets the tools itself"):
+        wikisim_environment(default_wiki, tools=["search"])
