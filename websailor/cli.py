@@ -68,6 +68,12 @@ COMMANDS: dict[str, dict[str, Command] | Command] = {
     "pipeline": Command("websailor.pipeline", "PipelineConfig", "run_pipeline",
                         "the whole system end to end on the embedded default, with report.html"),
     "report": Command("websailor.pipeline", "ReportConfig", "run_report", "rebuild report.html from a run directory"),
+    "serve": {
+        "mcp": Command("envs.servers.cli", "MCPConfig", "run_mcp",
+                       "serve search, visit (and python) to MCP hosts over stdio or streamable HTTP"),
+        "openenv": Command("envs.servers.cli", "OpenEnvConfig", "run_openenv",
+                           "serve websailor/WikiSim-v0 as an OpenEnv environment server (one task per session)"),
+    },
     "bench": Command("websailor.bench", "BenchConfig", "run_bench",
                      "run every benchmark (or --only some) with a timeout each; one JSON and a markdown table"),
 }
