@@ -107,6 +107,8 @@ def _build_into(tmp: Path, source: Any, fingerprint: dict[str, Any], workers: in
         "source_fingerprint": fingerprint,
         "counts": {**counts, "documents_indexed": index["documents"], "index_segments": index["segments"],
                    "forward_terms": forward["terms"]},
+        "links": {**source.meta.get("links", {"derived": False, "method": "wikilinks"}),
+                  "count": counts["links"], "resolved": counts["links_resolved"]},
         "skipped": {"count": stats.get("skipped", 0), "titles": skipped_titles},
         "source_stats": stats,
         "index": _index_info(engine),

@@ -75,6 +75,9 @@ def open_source(kind: SourceKind, path: str | Path | None = None, *, workers: in
     if not page_timeout > 0:
         raise WikiSimError(f"page_timeout must be > 0 seconds, got {page_timeout!r}")
     meta: dict[str, Any] = {"kind": kind, "python": platform.python_version()}
+    # Corpora without wikilinks get links found in their text (wiki_sim.ingest.entity_links).
+    meta["links"] = ({"derived": True, "method": "entity_links"} if kind in ("default", "jsonl")
+                     else {"derived": False, "method": "wikilinks"})
     if kind == "default":
         if path is None:
             file, meta["sha256"] = sources.fetch_default_corpus(cache_dir), sources.DEFAULT_CORPUS.sha256
