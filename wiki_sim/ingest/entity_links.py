@@ -112,6 +112,27 @@ def sentence_start(text: str, start: int, limit: int = 12) -> bool:
     return text[i] in ".!?:;\n\r" or (text[i] == " " and i == 0)
 
 
+def own_usage(title: str, text: str) -> tuple[int, int]:
+    """``(capitalized, lower-case)``: how often ``text`` writes ``title`` (without its disambiguator)
+    mid-sentence in each case. ``the Beatles`` counts as capitalized: only an all-lower-case
+    mention is a common word's."""
+    m = _QUALIFIED.match(title)
+    name = m.group(1) if m else title
+    cap = lower = 0
+    if not name or not text:
+        return 0, 0
+    for hit in re.finditer(r"(?<!\w)" + re.escape(name) + r"(?!\w)", text, re.IGNORECASE):
+        if sentence_start(text, hit.start()):
+            continue
+        found = hit.group(0)
+        if found == name or found == _lower_first(name):
+            if found.lower() == found:
+                lower += 1
+            else:
+                cap += 1
+    return cap, lower
+
+
 @dataclass
 class _Title:
     title: str
@@ -199,22 +220,16 @@ class EntityLinker:
     # --- learning how each page writes its own name -------------------------------------
     def learn(self, pages: Iterable[tuple[str, str]]) -> None:
         """Read how each page writes its own title mid-sentence (capitalized or not)."""
-        for title, text in pages:
+        self.set_usage({title: own_usage(title, text) for title, text in pages if title in self.info})
+
+    def set_usage(self, usage: Mapping[str, tuple[int, int]]) -> None:
+        """``title -> (capitalized, lower-case)`` mid-sentence mentions of the title in its own page
+        (:func:`own_usage`), for a corpus read in one streaming pass before the linker is made."""
+        for title, (cap, lower) in usage.items():
             info = self.info.get(title)
-            if info is None or not text:
-                continue
-            m = _QUALIFIED.match(title)
-            name = m.group(1) if m else title
-            for hit in re.finditer(r"(?<!\w)" + re.escape(name) + r"(?!\w)", text, re.IGNORECASE):
-                if sentence_start(text, hit.start()):
-                    continue
-                found = hit.group(0)
-                if found == name or found == _lower_first(name):
-                    if found.lower() == found:
-                        info.lower += 1
-                    else:
-                        info.cap += 1
-            info.usage = "name" if info.cap > info.lower else "word" if info.lower > info.cap else "unknown"
+            if info is not None:
+                info.cap, info.lower = cap, lower
+                info.usage = "name" if cap > lower else "word" if lower > cap else "unknown"
 
     # --- finding ------------------------------------------------------------------------
     def find(self, text: str, self_title: str = "") -> list[FoundLink]:
