@@ -51,8 +51,8 @@ EVERYDAY_PHRASE_ZIPF = 5.0
 """The same for a multi-word title written in lower case (``all the way`` 5.9; ``political
 philosophy`` 4.4): wordfreq's estimate for a phrase is already below its rarest word's."""
 UNKNOWN_LOWER_ZIPF = 3.0
-"""A title whose page never writes it mid-sentence links in lower case only below this
-frequency (a technical term: ``albedo``); ``peanuts`` (3.5) might be the snack."""
+"""A one-word title whose page never writes it mid-sentence links in lower case only below
+this frequency (a technical term: ``albedo``); ``peanuts`` (3.5) might be the snack."""
 _QUALIFIER_STOP = frozenset("the and for with from of in on at to by an or".split())
 # Capitalized only because they open a sentence: "The Queen", "In Berlin" are not longer names.
 _OPENERS = frozenset("the a an in on at by for from with this that these those his her its their our after before "
@@ -294,7 +294,8 @@ def _lower_ok(info: _Title) -> bool:
     """Whether a lower-case mention names this page."""
     if info.usage == "name" or info.everyday:
         return False
-    return info.usage == "word" or info.zipf < UNKNOWN_LOWER_ZIPF
+    # A rare lower-case phrase ("theory of relativity") is the term; a lone word might be a name.
+    return info.usage == "word" or not info.single or info.zipf < UNKNOWN_LOWER_ZIPF
 
 
 def _cap(matches: list, i: int) -> bool:
