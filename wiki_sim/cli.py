@@ -228,8 +228,11 @@ def run_stats(config: StatsConfig) -> int:
     print(f"simulator   {stats['path']}")
     print(f"source      {src.get('kind')} {src.get('corpus') or src.get('path', '')}")
     print(f"pages       {stats['pages']} (indexed {stats['documents_indexed']}, engine {stats['engine']})")
-    for key in ("redirects", "links", "links_resolved", "facts", "facts_with_target"):
+    for key in ("redirects", "links", "links_resolved", "facts", "facts_with_target", "names"):
         print(f"{key:<11} {c.get(key)}")
+    links = b.get("links") or {}
+    print(f"link source {'derived from the text (' + links.get('method', '') + ')' if links.get('derived') else 'wikilinks'}"
+          f"{'; the corpus has no links between its pages' if not c.get('links_resolved') else ''}")
     print(f"skipped     {b.get('skipped', {}).get('count')}")
     print(f"built at    {b.get('built_at')} in {b.get('durations_s', {}).get('total')} s")
     print("versions    " + ", ".join(f"{k} {v}" for k, v in b.get("versions", {}).items()))

@@ -44,9 +44,10 @@ _TOKEN = re.compile(r"\w+|[^\w\s]")
 _WORD = re.compile(r"[^\W\d_]{3,}")
 _NOT_A_NAME = re.compile(r"^[\d\W_]+$")
 _QUALIFIED = re.compile(r"^(.+?) \(([^()]+)\)$")
-EVERYDAY_ZIPF = 4.0
-"""A word at least this frequent in English (Zipf scale: 4.0 is once per 100,000 words;
-``thought`` 5.6, ``shape`` 4.7, ``communism`` 3.8, ``albedo`` 2.6) is an everyday word."""
+EVERYDAY_ZIPF = 4.5
+"""A word at least this frequent in English (Zipf scale: 4.5 is about 3 per 100,000 words;
+``thought`` 5.6, ``river`` 5.0, ``shape`` 4.7, ``switch`` 4.6 are everyday; ``physics`` 4.4,
+``communism`` 3.8, ``albedo`` 2.6 are terms) is an everyday word."""
 EVERYDAY_PHRASE_ZIPF = 5.0
 """The same for a multi-word title written in lower case (``all the way`` 5.9; ``political
 philosophy`` 4.4): wordfreq's estimate for a phrase is already below its rarest word's."""
