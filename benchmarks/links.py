@@ -14,10 +14,16 @@ Two title universes:
   titles, most without a page here, so most are judged by English frequency alone):
   a much larger and harder vocabulary.
 
-Precision counts as wrong every derived link the page does not carry, including true
+``precision`` counts as wrong every derived link the page does not carry, including true
 mentions that Wikipedia's editors left unlinked (Wikipedia links a term once, and not
-everyday ones), so it is a lower bound. ``anchor_agreement`` is judged only where the
-derived mention overlaps a real link: the share whose target is that link's.
+everyday ones or places everyone knows), so it is a lower bound. ``consistent_precision``
+also accepts a link whose anchor is one the sample's editors used for that target elsewhere.
+``audited_precision`` takes the links the page does not carry as judged by hand in
+``benchmarks/links_audit.tsv`` (does the mention name the target?): all of them for
+``sample``, a random 50 for ``linked`` (there: gold + the unlinked links times the share the
+audit found true); ``unaudited`` counts the links the file does not cover (after a change of
+the linker: judge them and add them). ``anchor_agreement`` is judged only where the derived
+mention overlaps a real link: the share whose target is that link's.
 
     python -m benchmarks.links            # table, then one JSON line
 """
@@ -26,6 +32,7 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -34,6 +41,7 @@ from wiki_sim.ingest.entity_links import EntityLinker
 from wiki_sim.ingest.link_finder import LinkFinder
 from wiki_sim.records import Page, Redirect, normalize_title
 
+AUDIT = Path(__file__).with_name("links_audit.tsv")
 Finder = Callable[[str, str], list[tuple[str, int, int]]]
 """(text, own title) -> [(target, start, end)]."""
 
@@ -94,8 +102,17 @@ def new_finder(titles: list[str], articles: list[Article]) -> Finder:
     return lambda text, own: [(f.target, f.start, f.end) for f in linker.find(text, own)]
 
 
+def load_audit() -> dict[tuple[str, str, str], bool]:
+    """(universe, page, target) -> whether the derived mention names the target, as judged by hand."""
+    audit = {}
+    for line in AUDIT.read_text(encoding="utf-8").splitlines()[3:]:
+        universe, page, target, _anchor, names_it, _note = line.split("\t")
+        audit[(universe, page, target)] = names_it == "yes"
+    return audit
+
+
 def evaluate(make: Callable[[list[str], list[Article]], Finder], titles: list[str],
-             articles: list[Article]) -> dict[str, Any]:
+             articles: list[Article], universe_name: str = "", audit: dict | None = None) -> dict[str, Any]:
     universe = set(titles)
     t0 = time.perf_counter()
     find = make(titles, articles)
@@ -107,6 +124,7 @@ def evaluate(make: Callable[[list[str], list[Article]], Finder], titles: list[st
         for gs, ge, g in a.spans:
             anchors_of.setdefault(g, set()).add(a.text[gs:ge])
     predicted = correct = gold_total = gold_found = judged = agreed = consistent = 0
+    audited_true = audited = 0
     wrong: list[str] = []
     for a in articles:
         links = derived[a.title]
@@ -116,6 +134,11 @@ def evaluate(make: Callable[[list[str], list[Article]], Finder], titles: list[st
         correct += len(targets & gold)
         gold_total += len(gold)
         gold_found += len(gold & targets)
+        for t in targets - gold:
+            verdict = (audit or {}).get((universe_name, a.title, t))
+            if verdict is not None:
+                audited += 1
+                audited_true += verdict
         for t, s, e in links:
             overlap = [g for gs, ge, g in a.spans if gs < e and s < ge]
             if overlap:
@@ -128,9 +151,14 @@ def evaluate(make: Callable[[list[str], list[Article]], Finder], titles: list[st
             if not ok:
                 wrong.append(f"{a.title} -> {t} ({a.text[max(0, s - 50):e + 30]!r})")
     chars = sum(len(a.text) for a in articles)
+    unlinked = predicted - correct
+    share = audited_true / audited if audited else 0.0
+    audited_precision = (correct + share * unlinked) / predicted if predicted and audited else None
     return {"titles": len(universe), "derived": predicted, "correct": correct,
             "precision": round(correct / predicted, 4) if predicted else 0.0,
             "consistent_precision": round(consistent / predicted, 4) if predicted else 0.0,
+            "audited_precision": round(audited_precision, 4) if audited_precision is not None else None,
+            "audited": audited, "unaudited": unlinked - audited,
             "recall": round(gold_found / gold_total, 4) if gold_total else 0.0, "gold": gold_total,
             "anchor_agreement": round(agreed / judged, 4) if judged else 0.0, "judged": judged,
             "setup_s": round(t1 - t0, 3), "find_s": round(t2 - t1, 3), "chars": chars, "wrong_examples": wrong}
@@ -155,21 +183,28 @@ def main() -> None:
     sample_titles = [a.title for a in articles]
     linked_titles = sample_titles + sorted({t for a in articles for t in a.gold} - set(sample_titles))
     rows = []
+    audit = load_audit()
     for universe, titles in (("sample", sample_titles), ("linked", linked_titles)):
         for name, make in (("old LinkFinder", old_finder), ("EntityLinker", new_finder)):
-            r = evaluate(make, titles, articles)
+            r = evaluate(make, titles, articles, universe, audit if name == "EntityLinker" else None)
             rows.append({"universe": universe, "finder": name, **r})
     print(f"{'universe':8} {'finder':15} {'titles':>7} {'derived':>8} {'correct':>8} {'precision':>9} "
-          f"{'consist.':>8} {'recall':>7} {'anchor agr.':>11} {'find s':>7}")
+          f"{'consist.':>8} {'audited':>7} {'recall':>7} {'anchor agr.':>11} {'find s':>7}")
     for r in rows:
         print(f"{r['universe']:8} {r['finder']:15} {r['titles']:7d} {r['derived']:8d} {r['correct']:8d} "
-              f"{r['precision']:9.3f} {r['consistent_precision']:8.3f} {r['recall']:7.3f} {r['anchor_agreement']:11.3f} {r['find_s']:7.2f}")
+              f"{r['precision']:9.3f} {r['consistent_precision']:8.3f} "
+              f"{(format(r['audited_precision'], '7.3f') if r['audited_precision'] is not None else '      -')} "
+              f"{r['recall']:7.3f} {r['anchor_agreement']:11.3f} {r['find_s']:7.2f}")
     for r in rows:
         if r["universe"] == "linked":
             print(f"\n{r['finder']}, linked universe: {len(r['wrong_examples'])} derived links neither the page "
                   f"carries nor any page names so, e.g.:")
             for w in r["wrong_examples"][:: max(1, len(r["wrong_examples"]) // 12)][:12]:
                 print("  ", w)
+    for r in rows:
+        if r["audited"]:
+            print(f"{r['universe']} {r['finder']}: {r['audited']} unlinked derived links judged by hand, "
+                  f"{r['unaudited']} not judged")
     scaling = {name: hostile_scaling(make, linked_titles, articles)
                for name, make in (("old", old_finder), ("new", new_finder))}
     print(f"\nhostile text, time(1 MB) / time(0.5 MB) (2.0 = linear): {scaling}")

@@ -278,8 +278,11 @@ class EntityLinker:
             return value  # type: ignore[return-value]
         info = self.info[value]  # type: ignore[index]
         if kind == "plural":  # only a common noun has a plural: "mammals", "Mammals are ..."
-            return info.title if _lower_ok(info) and not _inside_name(matches, i, length) else None
+            return info.title if _lower_ok(info) and not _inside_name(matches, i, length) \
+                and not _after_name(matches, i) else None
         if not any(c.isupper() for c in text[start:matches[i + length - 1][2]]):
+            if info.single and _after_name(matches, i):
+                return None  # "English alphabet", "Azerbaijani animation": a kind of its own
             return info.title if _lower_ok(info) else None
         if info.single and _inside_name(matches, i, length):
             return None  # "Apollo 13", "Ada Lovelace", "Amazon River", "Asia Minor": another name
@@ -316,6 +319,12 @@ def _inside_name(matches: list, i: int, length: int) -> bool:
     if i >= 3 and matches[i - 1][0] == "s" and matches[i - 2][0] in ("'", "’") and _cap(matches, i - 3):
         return True
     return j + 1 < len(matches) and matches[j][0] == "of" and _cap(matches, j + 1)
+
+
+def _after_name(matches: list, i: int) -> bool:
+    """Whether the word at ``i`` follows a capitalized word that does not just open the sentence."""
+    return i > 0 and _cap(matches, i - 1) and not (sentence_start_token(matches, i - 1)
+                                                  and matches[i - 1][0].lower() in _OPENERS)
 
 
 def sentence_start_token(matches: list, i: int) -> bool:
