@@ -166,15 +166,18 @@ def evaluate(make: Callable[[list[str], list[Article]], Finder], titles: list[st
 
 def hostile_scaling(make: Callable[[list[str], list[Article]], Finder], titles: list[str],
                     articles: list[Article]) -> float:
-    """Seconds per MB on a text that is nothing but candidate names and qualifier bait, at 2 sizes."""
+    """time(2 MB) / time(1 MB) on a text that is nothing but candidate names and qualifier bait (2.0: linear)."""
     find = make(titles, articles)
     unit = "Berlin band Mercury planet Thought the Party of Peanuts peanuts Albert Einstein Albert Albert. "
     times = []
-    for mb in (0.5, 1.0):
+    for mb in (1.0, 2.0):
         text = unit * int(mb * 1_000_000 / len(unit))
-        t0 = time.perf_counter()
-        find(text, "")
-        times.append(time.perf_counter() - t0)
+        best = float("inf")
+        for _ in range(3):  # best of 3: the machines are shared
+            t0 = time.perf_counter()
+            find(text, "")
+            best = min(best, time.perf_counter() - t0)
+        times.append(best)
     return round(times[1] / times[0], 2)
 
 
@@ -207,7 +210,7 @@ def main() -> None:
                   f"{r['unaudited']} not judged")
     scaling = {name: hostile_scaling(make, linked_titles, articles)
                for name, make in (("old", old_finder), ("new", new_finder))}
-    print(f"\nhostile text, time(1 MB) / time(0.5 MB) (2.0 = linear): {scaling}")
+    print(f"\nhostile text, time(2 MB) / time(1 MB) (2.0 = linear): {scaling}")
     summary = {"benchmark": "links", "corpus": "gensim enwiki sample (106 articles)",
                "results": [{k: v for k, v in r.items() if k != "wrong_examples"} for r in rows],
                "hostile_time_ratio_2x_text": scaling}

@@ -163,7 +163,6 @@ class EntityLinker:
         self.info: dict[str, _Title] = {}
         # key -> ("title", target) | ("lower", target) | ("alias", target) | ("variant", ((target, words), ...))
         self.table: dict[tuple[str, ...], tuple[str, object]] = {}
-        self.starts: dict[str, set[int]] = {}
         variants: dict[str, list[tuple[str, frozenset[str]]]] = {}
         for t in titles:
             m = _QUALIFIED.match(t)
@@ -176,7 +175,7 @@ class EntityLinker:
                 self._add(alias, ("alias", target))
         for base, options in variants.items():
             self._add(base, ("variant", tuple(o for o in options if o[1])))
-        self._lengths = {first: sorted(lengths, reverse=True) for first, lengths in self.starts.items()}
+        self._live: tuple[dict, dict] | None = None
 
     def _key(self, name: str) -> tuple[str, ...] | None:
         if len(name) < self._min_chars or _NOT_A_NAME.match(name):
@@ -189,7 +188,6 @@ class EntityLinker:
         if key is None or key in self.table:
             return  # titles first: a real title displaces nothing and is displaced by nothing
         self.table[key] = entry
-        self.starts.setdefault(key[0], set()).add(len(key))
 
     def _add_title(self, title: str) -> None:
         key = self._key(title)
@@ -203,11 +201,9 @@ class EntityLinker:
                     or (single and key[0].lower() in LOWERCASE_STOP))
         self.info[title] = _Title(title, single, everyday, zipf)
         self.table[key] = ("title", title)
-        self.starts.setdefault(key[0], set()).add(len(key))
         lowered = (_lower_first(key[0]),) + key[1:]
         if lowered != key and lowered not in self.table:
             self.table[lowered] = ("lower", title)
-            self.starts.setdefault(lowered[0], set()).add(len(key))
         if key[-1].isalpha() and key[-1].islower() or (single and key[0].isalpha()):
             # Plurals of a common noun: "mammals", "algae" stays as it is.
             last = key[-1]
@@ -216,7 +212,6 @@ class EntityLinker:
             for k in {key[:-1] + (plural,), (lowered[:-1] + (plural,)) if len(key) > 1 else (_lower_first(plural),)}:
                 if k not in self.table:
                     self.table[k] = ("plural", title)
-                    self.starts.setdefault(k[0], set()).add(len(k))
 
     # --- learning how each page writes its own name -------------------------------------
     def learn(self, pages: Iterable[tuple[str, str]]) -> None:
@@ -231,30 +226,56 @@ class EntityLinker:
             if info is not None:
                 info.cap, info.lower = cap, lower
                 info.usage = "name" if cap > lower else "word" if lower > cap else "unknown"
+        self._live = None
+
+    def _compiled(self) -> tuple[dict, dict]:
+        """The table without lower-case keys that can never link (everyday words: "the", "water"),
+        and the key lengths by first token; rebuilt after :meth:`set_usage`. Dropping them changes
+        no result (a key judged not to link consumes nothing) and spares the scan most candidates."""
+        if self._live is None:
+            table = {}
+            for key, entry in self.table.items():
+                kind, value = entry
+                if kind in ("lower", "plural") and not any(c.isupper() for t in key for c in t) \
+                        and not _lower_ok(self.info[value]):  # type: ignore[index]
+                    continue
+                table[key] = entry
+            starts: dict[str, set[int]] = {}
+            for key in table:
+                starts.setdefault(key[0], set()).add(len(key))
+            self._live = table, {first: sorted(ls, reverse=True) for first, ls in starts.items()}
+        return self._live
 
     # --- finding ------------------------------------------------------------------------
     def find(self, text: str, self_title: str = "") -> list[FoundLink]:
         """The first mention of each page named in ``text``, in reading order."""
-        matches = [(m.group(0), m.start(), m.end()) for m in _TOKEN.finditer(text)]
-        lengths = self._lengths
-        n = len(matches)
+        tokens = _TOKEN.findall(text)
+        table, lengths = self._compiled()
+        # Only tokens that begin some name need work; the scan skips the rest in C.
+        candidates = [i for i, t in enumerate(tokens) if t in lengths]
+        if not candidates:
+            return []
+        spans: list[tuple[int, int]] = []
+        n = len(tokens)
         found: list[FoundLink] = []
         seen = {self_title}
         context = _Context(text)
         resume = 0
-        for i in range(n):
-            if i < resume or matches[i][0] not in lengths:
-                continue
-            for length in lengths[matches[i][0]]:
+        for i in candidates:
+            if i < resume:
+                continue  # inside the previous match
+            for length in lengths[tokens[i]]:
                 if i + length > n:
                     continue
-                entry = self.table.get(tuple(m[0] for m in matches[i:i + length]))
+                entry = table.get(tuple(tokens[i:i + length]))
                 if entry is None:
                     continue
-                start, end = matches[i][1], matches[i + length - 1][2]
+                if not spans:
+                    spans = [m.span() for m in _TOKEN.finditer(text)]
+                start, end = spans[i][0], spans[i + length - 1][1]
                 if _hyphen_glued(text, start, end):
                     continue
-                target = self._judge(entry, matches, i, length, text, start, context)
+                target = self._judge(entry, tokens, i, length, text, start, end, context)
                 if target is None:
                     continue
                 resume = i + length
@@ -264,8 +285,8 @@ class EntityLinker:
                 break
         return found
 
-    def _judge(self, entry: tuple[str, object], matches: list, i: int, length: int, text: str, start: int,
-               context: _Context) -> str | None:
+    def _judge(self, entry: tuple[str, object], tokens: list[str], i: int, length: int, text: str, start: int,
+               end: int, context: _Context) -> str | None:
         """The page this match names, or ``None`` when it does not name one."""
         kind, value = entry
         if kind == "variant":
@@ -273,18 +294,18 @@ class EntityLinker:
             supported = [t for t, q in value if q <= words]  # type: ignore[union-attr]
             if len(supported) != 1:
                 return None
-            return supported[0] if not _inside_name(matches, i, length) else None
+            return supported[0] if not _inside_name(tokens, i, length) else None
         if kind == "alias":
             return value  # type: ignore[return-value]
         info = self.info[value]  # type: ignore[index]
         if kind == "plural":  # only a common noun has a plural: "mammals", "Mammals are ..."
-            return info.title if _lower_ok(info) and not _inside_name(matches, i, length) \
-                and not _after_name(matches, i) else None
-        if not any(c.isupper() for c in text[start:matches[i + length - 1][2]]):
-            if info.single and _after_name(matches, i):
+            return info.title if _lower_ok(info) and not _inside_name(tokens, i, length) \
+                and not _after_name(tokens, i) else None
+        if text[start:end] == text[start:end].lower():
+            if info.single and _after_name(tokens, i):
                 return None  # "English alphabet", "Azerbaijani animation": a kind of its own
             return info.title if _lower_ok(info) else None
-        if info.single and _inside_name(matches, i, length):
+        if info.single and _inside_name(tokens, i, length):
             return None  # "Apollo 13", "Ada Lovelace", "Amazon River", "Asia Minor": another name
         if sentence_start(text, start):
             return info.title if info.usage == "name" or _lower_ok(info) or (
@@ -302,34 +323,34 @@ def _lower_ok(info: _Title) -> bool:
     return info.usage == "word" or not info.single or info.zipf < UNKNOWN_LOWER_ZIPF
 
 
-def _cap(matches: list, i: int) -> bool:
-    return 0 <= i < len(matches) and matches[i][0][:1].isupper()
+def _cap(tokens: list[str], i: int) -> bool:
+    return 0 <= i < len(tokens) and tokens[i][:1].isupper()
 
 
-def _inside_name(matches: list, i: int, length: int) -> bool:
+def _inside_name(tokens: list[str], i: int, length: int) -> bool:
     """Whether the match is part of a longer capitalized name: ``Amazon River``, ``Republic of Ireland``."""
     j = i + length
-    if _cap(matches, j) or (j < len(matches) and matches[j][0].isdigit()):
+    if _cap(tokens, j) or (j < len(tokens) and tokens[j].isdigit()):
         return True
-    if i > 0 and _cap(matches, i - 1) and not (sentence_start_token(matches, i - 1)
-                                              and matches[i - 1][0].lower() in _OPENERS):
+    if i > 0 and _cap(tokens, i - 1) and not (sentence_start_token(tokens, i - 1)
+                                              and tokens[i - 1].lower() in _OPENERS):
         return True
-    if i >= 2 and matches[i - 1][0] == "of" and _cap(matches, i - 2):
+    if i >= 2 and tokens[i - 1] == "of" and _cap(tokens, i - 2):
         return True  # "Ministry of Information", "University of Chicago"
-    if i >= 3 and matches[i - 1][0] == "s" and matches[i - 2][0] in ("'", "’") and _cap(matches, i - 3):
+    if i >= 3 and tokens[i - 1] == "s" and tokens[i - 2] in ("'", "’") and _cap(tokens, i - 3):
         return True
-    return j + 1 < len(matches) and matches[j][0] == "of" and _cap(matches, j + 1)
+    return j + 1 < len(tokens) and tokens[j] == "of" and _cap(tokens, j + 1)
 
 
-def _after_name(matches: list, i: int) -> bool:
+def _after_name(tokens: list[str], i: int) -> bool:
     """Whether the word at ``i`` follows a capitalized word that does not just open the sentence."""
-    return i > 0 and _cap(matches, i - 1) and not (sentence_start_token(matches, i - 1)
-                                                  and matches[i - 1][0].lower() in _OPENERS)
+    return i > 0 and _cap(tokens, i - 1) and not (sentence_start_token(tokens, i - 1)
+                                                  and tokens[i - 1].lower() in _OPENERS)
 
 
-def sentence_start_token(matches: list, i: int) -> bool:
+def sentence_start_token(tokens: list[str], i: int) -> bool:
     """Whether token ``i`` is the first of a sentence (by the token before it)."""
-    return i == 0 or matches[i - 1][0] in (".", "!", "?", ":", ";")
+    return i == 0 or tokens[i - 1] in (".", "!", "?", ":", ";")
 
 
 class _Context:
