@@ -14,15 +14,23 @@ entity*:
   everyday English word (``communism``, ``albedo`` link; ``thought``, ``party``, ``shape``,
   ``switch``, ``river`` do not: their English frequency, from ``wordfreq``, is at least
   :data:`EVERYDAY_ZIPF`). A title the page never writes mid-sentence is judged by that
-  frequency alone: a rare word may be a name or a term and links when capitalized; an
-  everyday word (``Thought``) links only capitalized mid-sentence (proper-noun case), never
-  at a sentence start, never in lower case, never inside a longer capitalized name
-  (``Amazon River``, ``Red Party``).
+  frequency alone: a rare word may be a name or a term and links when capitalized (in lower
+  case only below :data:`UNKNOWN_LOWER_ZIPF`; a rare phrase, ``theory of relativity``,
+  links); an everyday word (``Thought``) links only capitalized mid-sentence (proper-noun
+  case), never at a sentence start, never in lower case.
+- **A word inside a longer name is not the article.** A one-word title does not link inside
+  a longer capitalized name (``Amazon River``, ``Apollo 13``, ``Ada Lovelace``, ``University
+  of Chicago``), nor in lower case after a capitalized word (``English alphabet``).
+- **Plurals** of a common noun link to it (``mammals``, ``Mammals are``).
 - **Disambiguated titles need their qualifier.** ``Berlin (band)`` is found as ``Berlin``
   only when no page is titled ``Berlin`` (the plain title wins) and the sentence supports
   the qualifier (says ``band``); when several variants are supported, none links. Pages
   titled ``X (disambiguation)`` are never link targets.
 - Redirects (``aliases``) match in their exact case, like a capitalized title.
+
+Usage: ``linker = EntityLinker(titles); linker.learn((title, text) for every page)``, then
+``linker.find(text, self_title) -> [FoundLink(target, anchor, start, end)]``; a corpus read
+in one pass gives :func:`own_usage` per page to :meth:`EntityLinker.set_usage` instead.
 
 Every decision is O(1) per candidate token (sentence word sets are built once per sentence),
 so :meth:`EntityLinker.find` is linear in the text, hostile text included. Each link keeps
