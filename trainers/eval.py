@@ -52,7 +52,7 @@ class EvalConfig:
     policy: PolicyKind = "heuristic"
     """Backend: transformers (local model dir), vllm (GPU), openai (endpoint), or a baseline."""
     model: str = ""
-    """Model directory (transformers, vllm) or model name (openai)."""
+    """Model directory or short name such as smollm2-135m (transformers, vllm), or the endpoint's model name (openai)."""
     tokenizer: str = ""
     """Tokenizer for --policy transformers: a directory, or "byt5" for transformers.ByT5Tokenizer()
     (no files); default: the model directory's."""
@@ -144,18 +144,17 @@ def load_policy(config: EvalConfig) -> Any:
         from trainers.policies import OpenAIPolicy
 
         return OpenAIPolicy(config.base_url, config.model, api_key=_api_key(config))
+    from trainers.models import load_pretrained, resolve_model
+
+    folder = resolve_model(config.model)
     if config.policy == "vllm":
         from trainers.policies import VLLMPolicy
 
-        return VLLMPolicy(config.model, seed=config.seed)
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
+        return VLLMPolicy(folder, seed=config.seed)
     from trainers.policies import TransformersPolicy
 
-    if not Path(config.model).is_dir():
-        raise ValueError(f"--model must be a local model directory for --policy transformers, got {config.model}")
-    tokenizer = load_tokenizer(config.tokenizer or config.model)
-    model = AutoModelForCausalLM.from_pretrained(config.model).eval()
+    tokenizer = load_tokenizer(config.tokenizer or folder)
+    model = load_pretrained(folder).eval()
     return TransformersPolicy(model, tokenizer, device=config.device)
 
 

@@ -39,7 +39,7 @@ class GRPOConfig:
     """GRPO on a Gymnasium research environment (on-policy, token-level clipped loss, leave-one-out advantages)."""
 
     model: str = field(metadata={"positional": True})
-    """Directory of the starting model (a transformers causal LM saved with ``save_pretrained``, e.g. the SFT output)."""
+    """Starting model: a directory saved with ``save_pretrained`` (e.g. the SFT output) or a short name (smollm2-135m)."""
     tasks: str = field(metadata={"positional": True})
     """Task JSONL the pool draws from (``question``, ``answer``, optional ``id``, ``aliases``)."""
     output_dir: str = "runs/grpo"

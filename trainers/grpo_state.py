@@ -270,13 +270,12 @@ def load_checkpoint(path: Path, model: torch.nn.Module) -> dict:
 
 
 def load_model(model_dir: str, tokenizer_dir: str | None, dtype: str) -> tuple[Any, Any]:
-    """A causal LM and its tokenizer from local directories (nothing is downloaded)."""
-    from transformers import AutoModelForCausalLM
+    """A causal LM and its tokenizer from local directories or a pretrained model's short name
+    (:func:`trainers.models.resolve_model`; nothing is downloaded)."""
+    from trainers.models import load_pretrained, resolve_model
 
-    if not Path(model_dir).is_dir():
-        raise FileNotFoundError(f"model directory not found: {model_dir}")
-    torch_dtype = torch.bfloat16 if dtype == "bfloat16" else torch.float32
-    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch_dtype, local_files_only=True)
+    model_dir = resolve_model(model_dir)
+    model = load_pretrained(model_dir, dtype=torch.bfloat16 if dtype == "bfloat16" else torch.float32)
     return model, load_tokenizer(tokenizer_dir or model_dir)
 
 

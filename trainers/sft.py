@@ -48,7 +48,8 @@ class SFTConfig:
     data: list[str] = field(metadata={"nargs": "+"})
     """Trajectory JSONL files (this project's format or the released ChatML format)."""
     model: str
-    """A local model directory (config, weights, tokenizer), e.g. written by trainers.tiny_lm.save_tiny_lm."""
+    """A local model directory (config, weights, tokenizer; e.g. written by trainers.tiny_lm.save_tiny_lm) or a
+    pretrained model's short name (smollm2-135m, set up by `websailor model fetch`)."""
     output_dir: str
     """Where the checkpoint, metrics.jsonl, summary.json and the trained model (model/) go."""
     require_correct: bool = True

