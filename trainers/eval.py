@@ -105,8 +105,9 @@ class EvalConfig:
     """Budget sweep: tool-call budgets to evaluate at (e.g. 1 2 4 8)."""
     sweep_context_tokens: list[int] | None = None
     """Budget sweep: context budgets (tokens) to evaluate at."""
-    progress: bool = False
-    """Show a progress bar."""
+    progress: bool | None = None
+    """Episode progress bar on stderr (success so far, tool calls, tokens/s, ETA); default: when stderr is a
+    terminal."""
 
     def __post_init__(self) -> None:
         if not Path(self.tasks).is_file():
@@ -209,7 +210,9 @@ def evaluate(policy: Any, tasks: Sequence[Mapping[str, Any]], config: EvalConfig
     if isinstance(policy, str):
         trajectories = play_baseline(policy, tasks, rollout, config.k)
     else:
-        trajectories = collect(policy, tasks, rollout, group_size=config.k, progress=config.progress)
+        from trainers.progress import enabled
+
+        trajectories = collect(policy, tasks, rollout, group_size=config.k, progress=enabled(config.progress))
     rows = per_task_rows(trajectories, config.k)
     return rows, summarize(rows, trajectories, config, time.perf_counter() - start), trajectories
 

@@ -250,23 +250,24 @@ def _policy_kind(policy: Any) -> str:
 
 
 def iter_collect(policy: Policy | TextPolicy, tasks: Sequence[Mapping[str, Any] | Task], config: RolloutConfig,
-                 group_size: int = 1, progress: bool = True) -> Iterator[Trajectory]:
-    """Trajectories in the order they finish (see the module docstring)."""
+                 group_size: int = 1, progress: bool = True, progress_leave: bool = True) -> Iterator[Trajectory]:
+    """Trajectories in the order they finish (see the module docstring). ``progress``: an episode bar on
+    stderr (success so far, tool calls, sampled tokens/s, ETA); ``progress_leave=False`` clears it at the end."""
     if isinstance(group_size, bool) or not isinstance(group_size, int) or group_size < 1:
         raise ValueError(f"group_size must be a positive integer, got {group_size!r}")
-    runner = _Runner(policy, _tasks_as_dicts(tasks), config, group_size, progress)
+    runner = _Runner(policy, _tasks_as_dicts(tasks), config, group_size, progress, progress_leave)
     yield from runner.run()
 
 
 def collect(policy: Policy | TextPolicy, tasks: Sequence[Mapping[str, Any] | Task], config: RolloutConfig,
-            group_size: int = 1, progress: bool = True) -> list[Trajectory]:
+            group_size: int = 1, progress: bool = True, progress_leave: bool = True) -> list[Trajectory]:
     """All ``len(tasks) * group_size`` trajectories, ordered by index (group after group)."""
-    return sorted(iter_collect(policy, tasks, config, group_size, progress), key=lambda t: t.index)
+    return sorted(iter_collect(policy, tasks, config, group_size, progress, progress_leave), key=lambda t: t.index)
 
 
 class _Runner:
     def __init__(self, policy: Any, tasks: list[dict[str, Any]], config: RolloutConfig, group_size: int,
-                 progress: bool):
+                 progress: bool, progress_leave: bool = True):
         self.policy, self.config = policy, config
         self.kind = _policy_kind(policy)
         self.tokens = _Tokens(policy.tokenizer, config.use_chat_template) if self.kind == "tokens" else None
@@ -275,7 +276,9 @@ class _Runner:
         self.group_size = group_size
         self.total = len(self.work)
         self.per_episode_generators = self.kind == "tokens" and _takes_generators(policy)
-        self.progress = progress
+        self.progress, self.progress_leave = progress, progress_leave
+        self.stats = {"correct": 0, "finished": 0, "tool_calls": 0, "sampled": 0}
+        self.started = time.perf_counter()
 
     def _make_env(self, slot: int) -> gym.Env:
         kwargs = dict(self.config.env_kwargs)
@@ -286,7 +289,7 @@ class _Runner:
         return env
 
     def run(self) -> Iterator[Trajectory]:
-        bar = _progress_bar(self.total) if self.progress else None
+        bar = _progress_bar(self.total, self.progress_leave) if self.progress else None
         n_envs = min(self.config.num_envs, self.total)
         envs: list[gym.Env | None] = [None] * n_envs
         free = list(range(n_envs - 1, -1, -1))
@@ -420,10 +423,23 @@ class _Runner:
             ep.add(self.tokens.end_of_turn, 0)  # close the cut-off turn so the transcript stays ChatML
         return self.tokens.action_text(ids)
 
+    def _show(self, bar: Any, ep: _Episode) -> None:
+        """Advance the episode bar: success so far, mean tool calls, sampled tokens/s (ETA is tqdm's)."""
+        s = self.stats
+        s["finished"] += 1
+        s["correct"] += bool(ep.info.get("is_correct", False))
+        s["tool_calls"] += int(ep.info.get("num_tool_calls", 0) or 0)
+        s["sampled"] += sum(ep.loss_mask)
+        postfix = {"success": f"{s['correct']}/{s['finished']}", "calls": f"{s['tool_calls'] / s['finished']:.1f}"}
+        if s["sampled"]:
+            postfix["tok/s"] = f"{s['sampled'] / max(1e-9, time.perf_counter() - self.started):.0f}"
+        bar.set_postfix(postfix, refresh=False)
+        bar.update(1)
+
     def _finish(self, ep: _Episode, envs: list, free: list[int], bar: Any) -> Iterator[Trajectory]:
         free.append(ep.slot)
         if bar is not None:
-            bar.update(1)
+            self._show(bar, ep)
         termination = str(ep.info.get("termination") or "unknown")
         yield Trajectory(
             task=ep.task, messages=ep.messages, prompt_ids=ep.prompt_ids, token_ids=ep.token_ids,
@@ -447,10 +463,13 @@ def _step(env: gym.Env, text: str) -> tuple[str, Any]:
     return "step", (obs, reward, terminated, truncated, info, _messages(env))
 
 
-def _progress_bar(total: int) -> Any:
+def _progress_bar(total: int, leave: bool = True) -> Any:
+    import sys
+
     from tqdm import tqdm
 
-    return tqdm(total=total, desc="rollouts", unit="episode")
+    return tqdm(total=total, desc="rollouts", unit="episode", file=sys.stderr, leave=leave, dynamic_ncols=True,
+                mininterval=0.5)
 
 
 def rollout_metrics(trajectories: Sequence[Trajectory]) -> dict[str, float]:

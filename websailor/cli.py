@@ -117,9 +117,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         config = config_from_args(config_cls, args)
         result = run(config)
-    except KeyboardInterrupt:
-        print("websailor: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:  # a training run's TrainingInterrupted says where its checkpoint is
+        print(f"websailor {name}: {exc or 'interrupted'}", file=sys.stderr)
+        return 128 + int(getattr(exc, "signum", 2))
     except BrokenPipeError:
         # The reader went away (`websailor ... | head`): not an error worth a message. Point
         # stdout at /dev/null so the interpreter's final flush does not raise again.
