@@ -26,7 +26,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal, Mapping, Sequence
+from typing import Any, Callable, Literal, Mapping, Sequence
 
 PolicyKind = Literal["transformers", "vllm", "openai", "heuristic", "random"]
 JudgeKind = Literal["em_f1", "f1", "llm"]
@@ -196,9 +196,11 @@ def env_kwargs(config: EvalConfig, policy: Any = None) -> dict[str, Any]:
     return kwargs
 
 
-def evaluate(policy: Any, tasks: Sequence[Mapping[str, Any]], config: EvalConfig) -> tuple[list[dict], dict, list]:
-    """Play ``k`` episodes per task; returns (per-task rows, summary, trajectories)."""
-    from trainers.rollout import RolloutConfig, collect
+def evaluate(policy: Any, tasks: Sequence[Mapping[str, Any]], config: EvalConfig,
+             on_trajectory: Callable[[Any], None] | None = None) -> tuple[list[dict], dict, list]:
+    """Play ``k`` episodes per task; returns (per-task rows, summary, trajectories).
+    ``on_trajectory(t)`` is called as each episode finishes (one thread at a time)."""
+    from trainers.rollout import RolloutConfig, iter_collect
 
     rollout = RolloutConfig(
         env_id=config.env_id, env_kwargs=env_kwargs(config, policy), max_new_tokens=config.max_new_tokens,
@@ -208,11 +210,16 @@ def evaluate(policy: Any, tasks: Sequence[Mapping[str, Any]], config: EvalConfig
         schedule=config.schedule)
     start = time.perf_counter()
     if isinstance(policy, str):
-        trajectories = play_baseline(policy, tasks, rollout, config.k)
+        trajectories = play_baseline(policy, tasks, rollout, config.k, on_trajectory)
     else:
         from trainers.progress import enabled
 
-        trajectories = collect(policy, tasks, rollout, group_size=config.k, progress=enabled(config.progress))
+        trajectories = []
+        for traj in iter_collect(policy, tasks, rollout, group_size=config.k, progress=enabled(config.progress)):
+            trajectories.append(traj)
+            if on_trajectory is not None:
+                on_trajectory(traj)
+        trajectories.sort(key=lambda t: t.index)
     rows = per_task_rows(trajectories, config.k)
     return rows, summarize(rows, trajectories, config, time.perf_counter() - start), trajectories
 
@@ -252,8 +259,10 @@ def summarize(rows: list[dict], trajectories: Sequence[Any], config: EvalConfig,
     }
 
 
-def play_baseline(name: str, tasks: Sequence[Mapping[str, Any]], rollout: Any, k: int) -> list:
-    """``k`` episodes per task of a baseline policy (:mod:`envs.baselines`), ``num_envs`` at once."""
+def play_baseline(name: str, tasks: Sequence[Mapping[str, Any]], rollout: Any, k: int,
+                  on_trajectory: Callable[[Any], None] | None = None) -> list:
+    """``k`` episodes per task of a baseline policy (:mod:`envs.baselines`), ``num_envs`` at once;
+    ``on_trajectory`` as in :func:`evaluate`."""
     import envs  # noqa: F401  (registers the environments)
     from envs.baselines import make_policy, run_episode
     from envs.wrappers import EpisodeTimeLimit
@@ -265,6 +274,7 @@ def play_baseline(name: str, tasks: Sequence[Mapping[str, Any]], rollout: Any, k
             jobs.put((i * k + j, dict(task)))
     results: dict[int, Trajectory] = {}
     errors: list[BaseException] = []
+    lock = threading.Lock()
 
     def worker() -> None:
         env = None
@@ -286,6 +296,9 @@ def play_baseline(name: str, tasks: Sequence[Mapping[str, Any]], rollout: Any, k
                     is_correct=bool(info.get("is_correct")), termination=termination,
                     num_tool_calls=int(info.get("num_tool_calls", 0)), truncated=termination != "answer",
                     info=dict(info), index=index, num_turns=int(info.get("turn", 0)), policy=rollout.policy_name)
+                if on_trajectory is not None:
+                    with lock:
+                        on_trajectory(results[index])
         except BaseException as exc:  # reported in the main thread
             errors.append(exc)
         finally:
@@ -305,12 +318,46 @@ def play_baseline(name: str, tasks: Sequence[Mapping[str, Any]], rollout: Any, k
     return [results[i] for i in sorted(results)]
 
 
+class JsonlWriter:
+    """JSON lines written as they come into ``<path>.partial`` (flushed per line), renamed to ``path`` by
+    :meth:`finish`: an interrupted run keeps what it finished, and nothing half-written has the final name.
+
+    Text is UTF-8 except what UTF-8 cannot encode (a lone surrogate such as ``"\\ud800"`` from a task
+    file), which is written as its JSON escape: a bad string costs nothing but itself."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.partial = path.with_name(path.name + ".partial")
+        self.count = 0
+        # backslashreplace writes an unencodable character as \uXXXX: inside a JSON string, its escape.
+        self.fh = self.partial.open("w", encoding="utf-8", errors="backslashreplace")
+
+    def write(self, record: Mapping[str, Any]) -> None:
+        self.fh.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+        self.fh.flush()
+        self.count += 1
+
+    def finish(self) -> None:
+        self.fh.close()
+        os.replace(self.partial, self.path)
+
+    def close(self) -> None:
+        """Close without the final name (after a failure: ``<path>.partial`` keeps what was written;
+        an empty one is removed)."""
+        if not self.fh.closed:
+            self.fh.close()
+            if self.count == 0:
+                self.partial.unlink(missing_ok=True)
+
+
 def _write_jsonl(path: Path, records: Sequence[Mapping[str, Any]]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
+    writer = JsonlWriter(path)
+    try:
         for record in records:
-            fh.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
-    os.replace(tmp, path)
+            writer.write(record)
+        writer.finish()
+    finally:
+        writer.close()
 
 
 def _merge_summary(path: Path, name: str, summary: dict[str, Any]) -> None:
@@ -344,10 +391,19 @@ def run_eval(config: EvalConfig) -> dict[str, Any]:
     policy = load_policy(config)
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
-    rows, summary, trajectories = evaluate(policy, tasks, config)
     name = config.results_name
+    # Trajectories go to disk as they finish (a crash or Ctrl-C keeps them in <name>.trajectories.jsonl.partial);
+    # once all are in, the file is written again in task order under its final name.
+    path = out / f"{name}.trajectories.jsonl"
+    progress = JsonlWriter(path)
+    try:
+        rows, summary, trajectories = evaluate(policy, tasks, config,
+                                               on_trajectory=lambda t: progress.write(t.to_record(timing=False)))
+    finally:
+        progress.close()
+    _write_jsonl(path, [t.to_record(timing=False) for t in trajectories])
+    progress.partial.unlink(missing_ok=True)
     _write_jsonl(out / f"{name}.jsonl", rows)
-    _write_jsonl(out / f"{name}.trajectories.jsonl", [t.to_record(timing=False) for t in trajectories])
     if config.sweep_tool_calls or config.sweep_context_tokens:
         summary["budget_sweep"] = run_sweep(policy, tasks, config, out / f"{name}.budget_sweep")
     _merge_summary(out / "summary.json", name, summary)
