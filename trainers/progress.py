@@ -17,6 +17,15 @@ SHOWN = (("loss/sft", "loss"), ("loss/policy", "loss"), ("reward/mean", "reward"
          ("grad/norm", "grad"))
 
 
+def screen() -> dict[str, int]:
+    """tqdm's ``ncols`` and ``nrows``: the terminal's, or 100 x 24 where it reports none (some
+    pseudo-terminals say 0 x 0, and tqdm then prints an empty bar)."""
+    import shutil
+
+    size = shutil.get_terminal_size((100, 24))
+    return {"ncols": size.columns if size.columns >= 40 else 100, "nrows": size.lines if size.lines >= 5 else 24}
+
+
 def enabled(flag: bool | None) -> bool:
     """``flag``, or (None) whether stderr is a terminal."""
     if flag is None:
@@ -34,7 +43,7 @@ class StepBar:
         from tqdm import tqdm
 
         self.bar = tqdm(total=total, initial=start, desc=desc, unit=unit, file=sys.stderr, disable=not enabled(show),
-                        dynamic_ncols=True, mininterval=0.5, leave=True)
+                        mininterval=0.5, leave=True, **screen())
         self.tokens = 0
         self.started = time.perf_counter()
 

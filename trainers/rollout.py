@@ -86,6 +86,10 @@ class RolloutConfig:
     """Wall-clock limit per episode (:class:`envs.wrappers.EpisodeTimeLimit`); None: none."""
     use_chat_template: bool | None = None
     """None: the tokenizer's chat template when it has one, else the ChatML fallback (:mod:`envs.tokens`)."""
+    per_episode_generators: bool = True
+    """Sample each episode from its own ``torch.Generator`` (when the policy's ``generate`` takes
+    ``generators``): what an episode samples depends on its seed alone, not on its batch neighbours or
+    thread timing. False: torch's global generator (seeded by the caller)."""
     policy_name: str = "policy"
     """Written into each trajectory record's ``policy``."""
     seed: int = 0
@@ -275,7 +279,8 @@ class _Runner:
         self.work = deque((i * group_size + j, task) for i, task in enumerate(tasks) for j in range(group_size))
         self.group_size = group_size
         self.total = len(self.work)
-        self.per_episode_generators = self.kind == "tokens" and _takes_generators(policy)
+        self.per_episode_generators = (config.per_episode_generators and self.kind == "tokens"
+                                       and _takes_generators(policy))
         self.progress, self.progress_leave = progress, progress_leave
         self.stats = {"correct": 0, "finished": 0, "tool_calls": 0, "sampled": 0}
         self.started = time.perf_counter()
@@ -468,8 +473,10 @@ def _progress_bar(total: int, leave: bool = True) -> Any:
 
     from tqdm import tqdm
 
-    return tqdm(total=total, desc="rollouts", unit="episode", file=sys.stderr, leave=leave, dynamic_ncols=True,
-                mininterval=0.5)
+    from trainers.progress import screen
+
+    return tqdm(total=total, desc="rollouts", unit="episode", file=sys.stderr, leave=leave, mininterval=0.5,
+                **screen())
 
 
 def rollout_metrics(trajectories: Sequence[Trajectory]) -> dict[str, float]:
