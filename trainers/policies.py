@@ -150,7 +150,7 @@ class _SampleAndRecord:
                 cdf = torch.cumsum(logp[row].to(device, torch.float64).exp(), 0)
                 u = torch.rand((), generator=gen, device=device, dtype=torch.float64) * cdf[-1]
                 token = min(int(torch.searchsorted(cdf, u, right=True)), cdf.numel() - 1)
-                while not math.isfinite(float(logp[row, token])):  # never a token outside the nucleus
+                while token > 0 and not math.isfinite(float(logp[row, token])):  # never outside the nucleus
                     token -= 1
             else:
                 token = int(logp[row].argmax())
