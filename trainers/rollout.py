@@ -278,6 +278,14 @@ class _Runner:
         self.tasks = tasks
         self.work = deque((i * group_size + j, task) for i, task in enumerate(tasks) for j in range(group_size))
         self.group_size = group_size
+        # The same task listed twice (a caller that repeats prompts instead of asking for a group) must not
+        # replay the same samples: its k-th listing numbers its samples from k * group_size.
+        seen: dict[tuple[str, str], int] = {}
+        self.repeat = []
+        for task in tasks:
+            key = (str(task.get("id", "")), str(task.get("question", "")))
+            self.repeat.append(seen.get(key, 0))
+            seen[key] = self.repeat[-1] + 1
         self.total = len(self.work)
         self.per_episode_generators = (config.per_episode_generators and self.kind == "tokens"
                                        and _takes_generators(policy))
@@ -308,7 +316,9 @@ class _Runner:
                     if envs[slot] is None:
                         envs[slot] = self._make_env(slot)
                     index, task = self.work.popleft()
-                    ep = _Episode(index, task, slot, seed=episode_seed(self.config.seed, task, index % self.group_size))
+                    i, j = divmod(index, self.group_size)
+                    sample = self.repeat[i] * self.group_size + j
+                    ep = _Episode(index, task, slot, seed=episode_seed(self.config.seed, task, sample))
                     if self.per_episode_generators:
                         ep.generator = torch.Generator().manual_seed(ep.seed)
                     running[pool.submit(_reset, envs[slot], task, ep.seed)] = ep

@@ -59,6 +59,10 @@ def test_same_seed_same_trajectories_whatever_the_batching(tokenizer):
     reordered = run(3, order=[2, 0, 1])  # the same tasks in another order: each episode unchanged
     by_task = {(t.task["id"], t.index % 2): t.token_ids for t in reordered}
     assert all(by_task[(t.task["id"], t.index % 2)] == t.token_ids for t in first)
+    repeated = collect(policy, [TASKS[0]] * 3, RolloutConfig(env_id=MINI_SHORT_ENV_ID, num_envs=3, max_new_tokens=24,
+                                                            temperature=0.85, top_p=0.95), progress=False)
+    assert len({tuple(t.token_ids) for t in repeated}) == 3  # a task listed 3 times: 3 different samples
+    assert repeated[0].token_ids == first[0].token_ids  # its first listing is sample 0, as in a group
     other = run(4, seed=1)
     assert [t.token_ids for t in other] != [t.token_ids for t in first]
     assert episode_seed(0, TASKS[0], 0) != episode_seed(0, TASKS[0], 1) != episode_seed(1, TASKS[0], 1)
