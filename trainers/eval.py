@@ -26,7 +26,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal, Mapping, Sequence
+from typing import Any, Callable, Literal, Mapping, Sequence
 
 PolicyKind = Literal["transformers", "vllm", "openai", "heuristic", "random"]
 JudgeKind = Literal["em_f1", "f1", "llm"]
@@ -52,7 +52,7 @@ class EvalConfig:
     policy: PolicyKind = "heuristic"
     """Backend: transformers (local model dir), vllm (GPU), openai (endpoint), or a baseline."""
     model: str = ""
-    """Model directory (transformers, vllm) or model name (openai)."""
+    """Model directory or short name such as smollm2-135m (transformers, vllm), or the endpoint's model name (openai)."""
     tokenizer: str = ""
     """Tokenizer for --policy transformers: a directory, or "byt5" for transformers.ByT5Tokenizer()
     (no files); default: the model directory's."""
@@ -95,13 +95,19 @@ class EvalConfig:
     device: str = "cpu"
     """Device of the transformers backend."""
     seed: int = 0
-    """Sampling and environment seed."""
+    """Sampling and environment seed: each episode gets its own generator, seeded from (seed, task, sample)."""
+    schedule: Literal["lockstep", "async"] = "lockstep"
+    """lockstep: generate once every running episode waits for the model, so batches are the same on every
+    run and the same seed, weights and tasks give byte-identical trajectories; async: generate for whichever
+    episodes are ready (faster with slow tools; the same samples except where batch shape moves a logit's
+    last bits)."""
     sweep_tool_calls: list[int] | None = None
     """Budget sweep: tool-call budgets to evaluate at (e.g. 1 2 4 8)."""
     sweep_context_tokens: list[int] | None = None
     """Budget sweep: context budgets (tokens) to evaluate at."""
-    progress: bool = False
-    """Show a progress bar."""
+    progress: bool | None = None
+    """Episode progress bar on stderr (success so far, tool calls, tokens/s, ETA); default: when stderr is a
+    terminal."""
 
     def __post_init__(self) -> None:
         if not Path(self.tasks).is_file():
@@ -145,18 +151,17 @@ def load_policy(config: EvalConfig) -> Any:
 
         timeout = min(300.0, config.max_episode_seconds or 300.0)  # one turn never outlives its episode
         return OpenAIPolicy(config.base_url, config.model, api_key=_api_key(config), timeout=timeout)
+    from trainers.models import load_pretrained, resolve_model
+
+    folder = resolve_model(config.model)
     if config.policy == "vllm":
         from trainers.policies import VLLMPolicy
 
-        return VLLMPolicy(config.model, seed=config.seed)
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
+        return VLLMPolicy(folder, seed=config.seed)
     from trainers.policies import TransformersPolicy
 
-    if not Path(config.model).is_dir():
-        raise ValueError(f"--model must be a local model directory for --policy transformers, got {config.model}")
-    tokenizer = load_tokenizer(config.tokenizer or config.model)
-    model = AutoModelForCausalLM.from_pretrained(config.model).eval()
+    tokenizer = load_tokenizer(config.tokenizer or folder)
+    model = load_pretrained(folder).eval()
     return TransformersPolicy(model, tokenizer, device=config.device)
 
 
@@ -192,20 +197,30 @@ def env_kwargs(config: EvalConfig, policy: Any = None) -> dict[str, Any]:
     return kwargs
 
 
-def evaluate(policy: Any, tasks: Sequence[Mapping[str, Any]], config: EvalConfig) -> tuple[list[dict], dict, list]:
-    """Play ``k`` episodes per task; returns (per-task rows, summary, trajectories)."""
-    from trainers.rollout import RolloutConfig, collect
+def evaluate(policy: Any, tasks: Sequence[Mapping[str, Any]], config: EvalConfig,
+             on_trajectory: Callable[[Any], None] | None = None) -> tuple[list[dict], dict, list]:
+    """Play ``k`` episodes per task; returns (per-task rows, summary, trajectories).
+    ``on_trajectory(t)`` is called as each episode finishes (one thread at a time)."""
+    from trainers.rollout import RolloutConfig, iter_collect
 
     rollout = RolloutConfig(
         env_id=config.env_id, env_kwargs=env_kwargs(config, policy), max_new_tokens=config.max_new_tokens,
         temperature=config.temperature, top_p=config.top_p, num_envs=config.num_envs,
         tool_workers=config.num_envs, max_total_tokens=config.max_context_tokens + config.max_new_tokens,
-        max_episode_seconds=config.max_episode_seconds, policy_name=config.results_name, seed=config.seed)
+        max_episode_seconds=config.max_episode_seconds, policy_name=config.results_name, seed=config.seed,
+        schedule=config.schedule)
     start = time.perf_counter()
     if isinstance(policy, str):
-        trajectories = play_baseline(policy, tasks, rollout, config.k)
+        trajectories = play_baseline(policy, tasks, rollout, config.k, on_trajectory)
     else:
-        trajectories = collect(policy, tasks, rollout, group_size=config.k, progress=config.progress)
+        from trainers.progress import enabled
+
+        trajectories = []
+        for traj in iter_collect(policy, tasks, rollout, group_size=config.k, progress=enabled(config.progress)):
+            trajectories.append(traj)
+            if on_trajectory is not None:
+                on_trajectory(traj)
+        trajectories.sort(key=lambda t: t.index)
     rows = per_task_rows(trajectories, config.k)
     return rows, summarize(rows, trajectories, config, time.perf_counter() - start), trajectories
 
@@ -271,8 +286,10 @@ def summarize(rows: list[dict], trajectories: Sequence[Any], config: EvalConfig,
     }
 
 
-def play_baseline(name: str, tasks: Sequence[Mapping[str, Any]], rollout: Any, k: int) -> list:
-    """``k`` episodes per task of a baseline policy (:mod:`envs.baselines`), ``num_envs`` at once."""
+def play_baseline(name: str, tasks: Sequence[Mapping[str, Any]], rollout: Any, k: int,
+                  on_trajectory: Callable[[Any], None] | None = None) -> list:
+    """``k`` episodes per task of a baseline policy (:mod:`envs.baselines`), ``num_envs`` at once;
+    ``on_trajectory`` as in :func:`evaluate`."""
     import envs  # noqa: F401  (registers the environments)
     from envs.baselines import make_policy, run_episode
     from envs.wrappers import EpisodeTimeLimit
@@ -284,6 +301,7 @@ def play_baseline(name: str, tasks: Sequence[Mapping[str, Any]], rollout: Any, k
             jobs.put((i * k + j, dict(task)))
     results: dict[int, Trajectory] = {}
     errors: list[BaseException] = []
+    lock = threading.Lock()
 
     def worker() -> None:
         env = None
@@ -305,6 +323,9 @@ def play_baseline(name: str, tasks: Sequence[Mapping[str, Any]], rollout: Any, k
                     is_correct=bool(info.get("is_correct")), termination=termination,
                     num_tool_calls=int(info.get("num_tool_calls", 0)), truncated=termination != "answer",
                     info=dict(info), index=index, num_turns=int(info.get("turn", 0)), policy=rollout.policy_name)
+                if on_trajectory is not None:
+                    with lock:
+                        on_trajectory(results[index])
         except BaseException as exc:  # reported in the main thread
             errors.append(exc)
         finally:
@@ -324,12 +345,46 @@ def play_baseline(name: str, tasks: Sequence[Mapping[str, Any]], rollout: Any, k
     return [results[i] for i in sorted(results)]
 
 
+class JsonlWriter:
+    """JSON lines written as they come into ``<path>.partial`` (flushed per line), renamed to ``path`` by
+    :meth:`finish`: an interrupted run keeps what it finished, and nothing half-written has the final name.
+
+    Text is UTF-8 except what UTF-8 cannot encode (a lone surrogate such as ``"\\ud800"`` from a task
+    file), which is written as its JSON escape: a bad string costs nothing but itself."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.partial = path.with_name(path.name + ".partial")
+        self.count = 0
+        # backslashreplace writes an unencodable character as \uXXXX: inside a JSON string, its escape.
+        self.fh = self.partial.open("w", encoding="utf-8", errors="backslashreplace")
+
+    def write(self, record: Mapping[str, Any]) -> None:
+        self.fh.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+        self.fh.flush()
+        self.count += 1
+
+    def finish(self) -> None:
+        self.fh.close()
+        os.replace(self.partial, self.path)
+
+    def close(self) -> None:
+        """Close without the final name (after a failure: ``<path>.partial`` keeps what was written;
+        an empty one is removed)."""
+        if not self.fh.closed:
+            self.fh.close()
+            if self.count == 0:
+                self.partial.unlink(missing_ok=True)
+
+
 def _write_jsonl(path: Path, records: Sequence[Mapping[str, Any]]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
+    writer = JsonlWriter(path)
+    try:
         for record in records:
-            fh.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
-    os.replace(tmp, path)
+            writer.write(record)
+        writer.finish()
+    finally:
+        writer.close()
 
 
 def _merge_summary(path: Path, name: str, summary: dict[str, Any]) -> None:
@@ -382,10 +437,19 @@ def run_eval(config: EvalConfig) -> dict[str, Any]:
     policy = load_policy(config)
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
-    rows, summary, trajectories = evaluate(policy, tasks, config)
     name = config.results_name
+    # Trajectories go to disk as they finish (a crash or Ctrl-C keeps them in <name>.trajectories.jsonl.partial);
+    # once all are in, the file is written again in task order under its final name.
+    path = out / f"{name}.trajectories.jsonl"
+    progress = JsonlWriter(path)
+    try:
+        rows, summary, trajectories = evaluate(policy, tasks, config,
+                                               on_trajectory=lambda t: progress.write(t.to_record(timing=False)))
+    finally:
+        progress.close()
+    _write_jsonl(path, [t.to_record(timing=False) for t in trajectories])
+    progress.partial.unlink(missing_ok=True)
     _write_jsonl(out / f"{name}.jsonl", rows)
-    _write_jsonl(out / f"{name}.trajectories.jsonl", [t.to_record() for t in trajectories])
     if config.sweep_tool_calls or config.sweep_context_tokens:
         summary["budget_sweep"] = run_sweep(policy, tasks, config, out / f"{name}.budget_sweep")
     _merge_summary(out / "summary.json", name, summary)

@@ -18,9 +18,11 @@ share of the groups, the token-mean is over the whole global batch, rank 0 write
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import random
+import signal
 import time
 import warnings
 from dataclasses import asdict, dataclass, field
@@ -31,6 +33,8 @@ import torch
 
 from trainers import grpo_state
 from trainers.grpo_data import EqualGroups, TaskPool, build_batch, is_error, iter_chunks, prepare_step
+from trainers.interrupt import StopRequest, TrainingInterrupted
+from trainers.progress import StepBar, enabled
 from trainers.losses import entropy_from_logits, kl_k3, masked_sum, policy_loss, token_logprobs
 
 
@@ -39,7 +43,7 @@ class GRPOConfig:
     """GRPO on a Gymnasium research environment (on-policy, token-level clipped loss, leave-one-out advantages)."""
 
     model: str = field(metadata={"positional": True})
-    """Directory of the starting model (a transformers causal LM saved with ``save_pretrained``, e.g. the SFT output)."""
+    """Starting model: a directory saved with ``save_pretrained`` (e.g. the SFT output) or a short name (smollm2-135m)."""
     tasks: str = field(metadata={"positional": True})
     """Task JSONL the pool draws from (``question``, ``answer``, optional ``id``, ``aliases``)."""
     output_dir: str = "runs/grpo"
@@ -115,8 +119,9 @@ class GRPOConfig:
     """Parameter dtype."""
     tensorboard: Literal["auto", "on", "off"] = "auto"
     """TensorBoard event files next to ``metrics.jsonl``: ``auto`` when tensorboard is installed."""
-    progress: bool = False
-    """Show rollout progress bars."""
+    progress: bool | None = None
+    """Progress bars on stderr: steps (loss, reward, sampled tokens/s, ETA) and each step's rollouts;
+    default: when stderr is a terminal."""
 
     def __post_init__(self) -> None:
         positive = ("steps", "batch_size", "group_size", "micro_batch_size", "pool_size", "max_new_tokens",
@@ -189,6 +194,8 @@ class GRPOTrainer:
         self.env_kwargs = dict(env_kwargs if env_kwargs is not None else json.loads(config.env_kwargs))
         self.pad_id = _pad_id(tokenizer)
         self.step = 0
+        self.resumed_from = 0
+        self.bar: StepBar | None = None
         self.bad_in_row = 0
         self.out = Path(config.output_dir)
         self.logger = grpo_state.MetricsLogger(self.out, config.tensorboard) if self.dist.is_main else None
@@ -200,18 +207,27 @@ class GRPOTrainer:
         cfg = self.config
         if cfg.resume:
             self.load_latest()
+        self.resumed_from = self.step
         history = []
-        while self.step < cfg.steps:
-            metrics = self.train_step()
-            history.append(metrics)
-            if self.logger is not None:
-                self.logger.log(metrics)
-            if cfg.save_every and self.step % cfg.save_every == 0 and self.step < cfg.steps:
-                self.save()
-            if self.bad_in_row >= cfg.max_bad_steps:
-                self.save()
-                raise NonFiniteLoss(f"{self.bad_in_row} steps in a row had a NaN or infinite loss or gradient "
-                                    f"(max_bad_steps={cfg.max_bad_steps}); stopped at step {self.step}")
+        self.bar = StepBar(cfg.steps, self.step, "GRPO", cfg.progress if self.dist.is_main else False)
+        with StopRequest("GRPO") as stop, contextlib.closing(self.bar):
+            while self.step < cfg.steps:
+                metrics = self.train_step()
+                history.append(metrics)
+                if self.logger is not None:
+                    self.logger.log(metrics)
+                self.bar.step(metrics, int(metrics.get("rollout/sampled_tokens", 0)
+                                           * metrics.get("rollout/trajectories", 0)))
+                saved = bool(cfg.save_every and self.step % cfg.save_every == 0 and self.step < cfg.steps)
+                if saved:
+                    self.save()
+                if self.bad_in_row >= cfg.max_bad_steps:
+                    self.save()
+                    raise NonFiniteLoss(f"{self.bad_in_row} steps in a row had a NaN or infinite loss or gradient "
+                                        f"(max_bad_steps={cfg.max_bad_steps}); stopped at step {self.step}")
+                # Every rank stops at the same step when any of them was signalled.
+                if self.dist.all_reduce_sum(float(stop.requested)) > 0 and self.step < cfg.steps:
+                    self._stop(saved, stop.signum)
         self.save()
         self.dist.barrier()
         if self.dist.is_main:
@@ -219,6 +235,17 @@ class GRPOTrainer:
         if self.logger is not None:
             self.logger.close()
         return history
+
+    def _stop(self, saved: bool, signum: int | None) -> None:
+        """Save the finished step (unless just saved) and raise :class:`TrainingInterrupted`."""
+        if not saved:
+            self.save()
+        if self.logger is not None:
+            self.logger.close()
+        raise TrainingInterrupted(
+            f"GRPO interrupted after step {self.step} of {self.config.steps}: checkpoint "
+            f"{self.out / f'{grpo_state.CHECKPOINT_PREFIX}{self.step}'}; run the same command again to continue "
+            "(--resume is the default)", signum or signal.SIGINT)
 
     def train_step(self) -> dict:
         """One rollout batch and one optimizer step; returns the step's metrics."""
@@ -266,11 +293,13 @@ class GRPOTrainer:
         rollout_cfg = RolloutConfig(env_id=cfg.env_id, env_kwargs=env_kwargs, max_new_tokens=cfg.max_new_tokens,
                                     temperature=cfg.temperature, top_p=cfg.top_p,
                                     num_envs=cfg.num_envs or len(tasks) * cfg.group_size,
-                                    schedule="lockstep" if cfg.lockstep_rollouts else "async", seed=cfg.seed)
+                                    schedule="lockstep" if cfg.lockstep_rollouts else "async",
+                                    seed=(cfg.seed * 1_000_003 + self.step * 9_973 + self.dist.rank) % 2**31)
         policy = TransformersPolicy(self.model, self.tokenizer, device=self.device)
         self.model.eval()
         try:
-            return collect(policy, tasks, rollout_cfg, group_size=cfg.group_size, progress=cfg.progress)
+            return collect(policy, tasks, rollout_cfg, group_size=cfg.group_size,
+                           progress=enabled(cfg.progress) and self.dist.is_main, progress_leave=False)
         finally:
             self.model.train()
 
@@ -431,6 +460,31 @@ def run(config: GRPOConfig) -> dict:
         trainer.dist.destroy()
     last = history[-1] if history else {"step": trainer.step}
     if trainer.dist.is_main:
-        print(json.dumps({k: v for k, v in last.items()
-                          if k in ("step", "reward/mean", "loss/policy", "policy/entropy", "rollout/length")}))
+        rows = list(grpo_state.iter_metrics(trainer.out / "metrics.jsonl")) if trainer.logger else history
+        tokens_per_s = trainer.bar.tokens_per_second if trainer.bar is not None else 0.0
+        print(grpo_summary_line(rows, trainer.resumed_from, tokens_per_s))
+        print(json.dumps({**{k: v for k, v in last.items()
+                             if k in ("step", "reward/mean", "loss/policy", "policy/entropy", "rollout/length")},
+                          **step_counts(rows)}))
     return last
+
+
+def step_counts(rows: list[dict]) -> dict[str, int]:
+    """How many steps had signal (an optimizer step), none (every advantage 0: all-equal groups or no
+    tokens), or were skipped for a non-finite loss or gradient."""
+    no_signal = sum(int(r.get("train/no_signal", 0)) for r in rows)
+    skipped = sum(int(r.get("train/skipped", 0)) for r in rows)
+    return {"steps": len(rows), "steps_with_signal": len(rows) - skipped, "steps_no_signal": no_signal,
+            "steps_nonfinite": skipped - no_signal}
+
+
+def grpo_summary_line(rows: list[dict], resumed_from: int = 0, tokens_per_s: float = 0.0) -> str:
+    """The last line a GRPO run prints: steps, how many had signal, rewards, speed."""
+    counts = step_counts(rows)
+    rewards = [float(r["reward/mean"]) for r in rows if isinstance(r.get("reward/mean"), (int, float))]
+    reward = (f"mean reward {sum(rewards) / len(rewards):.3f} (first {rewards[0]:.3f}, last {rewards[-1]:.3f})"
+              if rewards else "no reward recorded")
+    resumed = f" (resumed at step {resumed_from})" if resumed_from else ""
+    return (f"GRPO: {counts['steps']} steps{resumed}: {counts['steps_with_signal']} with signal (weights updated), "
+            f"{counts['steps_no_signal']} without (every group's rewards equal: skipped), "
+            f"{counts['steps_nonfinite']} skipped (non-finite); {reward}; {tokens_per_s:.0f} sampled tokens/s")

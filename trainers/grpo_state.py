@@ -230,7 +230,7 @@ def save_checkpoint(out: Path, step: int, model: torch.nn.Module, tokenizer: Any
     model.save_pretrained(tmp)
     if tokenizer is not None and hasattr(tokenizer, "save_pretrained"):
         tokenizer.save_pretrained(tmp)
-    torch.save(state, tmp / STATE_FILE)
+    torch.save(state, tmp / STATE_FILE)  # tensors and plain data only: loaded with weights_only=True
     shutil.rmtree(path, ignore_errors=True)
     tmp.rename(path)
     for old in _checkpoints(out)[:-keep]:
@@ -258,30 +258,41 @@ def load_checkpoint(path: Path, model: torch.nn.Module) -> dict:
     """Load the weights of ``path`` into ``model`` and return its trainer state."""
     from safetensors.torch import load_file
 
+    from trainers.checkpoint_io import CheckpointError, load_state
+
+    todo = f"delete {path}, or run with --no-resume"
+    state = load_state(path / STATE_FILE, ("step", "bad_in_row", "pool", "optimizer", "scheduler"), todo)
     files = sorted(path.glob("*.safetensors"))
     if not files:
-        raise FileNotFoundError(f"{path}: no model weights (*.safetensors) in the checkpoint")
+        raise CheckpointError(f"{path}: no model weights (*.safetensors) in the checkpoint; {todo}")
     weights: dict[str, torch.Tensor] = {}
     for f in files:
-        weights.update(load_file(str(f)))
-    missing, unexpected = model.load_state_dict(weights, strict=False)
+        try:
+            weights.update(load_file(str(f)))
+        except Exception as exc:  # safetensors raises its own error type for a damaged file
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+            raise CheckpointError(f"{f}: not a readable weights file ({first}); {todo}") from None
+    try:
+        missing, unexpected = model.load_state_dict(weights, strict=False)
+    except RuntimeError as exc:  # shapes of another model
+        first = (str(exc).strip().splitlines() or [""])[-1].strip()[:200]
+        raise CheckpointError(f"{path}: checkpoint does not match the model ({first}); {todo}") from None
     tied = set(getattr(model, "_tied_weights_keys", None) or [])
     if unexpected or [k for k in missing if k not in tied and "lm_head" not in k]:
-        raise ValueError(f"{path}: checkpoint does not match the model (missing {missing[:5]}, "
-                         f"unexpected {unexpected[:5]})")
+        raise CheckpointError(f"{path}: checkpoint does not match the model (missing {missing[:5]}, "
+                              f"unexpected {unexpected[:5]}); {todo}")
     if hasattr(model, "tie_weights"):
         model.tie_weights()
-    return torch.load(path / STATE_FILE, map_location="cpu", weights_only=False)
+    return state
 
 
 def load_model(model_dir: str, tokenizer_dir: str | None, dtype: str) -> tuple[Any, Any]:
-    """A causal LM and its tokenizer from local directories (nothing is downloaded)."""
-    from transformers import AutoModelForCausalLM
+    """A causal LM and its tokenizer from local directories or a pretrained model's short name
+    (:func:`trainers.models.resolve_model`; nothing is downloaded)."""
+    from trainers.models import load_pretrained, resolve_model
 
-    if not Path(model_dir).is_dir():
-        raise FileNotFoundError(f"model directory not found: {model_dir}")
-    torch_dtype = torch.bfloat16 if dtype == "bfloat16" else torch.float32
-    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch_dtype, local_files_only=True)
+    model_dir = resolve_model(model_dir)
+    model = load_pretrained(model_dir, dtype=torch.bfloat16 if dtype == "bfloat16" else torch.float32)
     return model, load_tokenizer(tokenizer_dir or model_dir)
 
 

@@ -29,6 +29,8 @@ policy's endpoint gave no completion (:class:`trainers.policies.PolicyError`); t
 
 from __future__ import annotations
 
+import hashlib
+import inspect
 import json
 import math
 import time
@@ -38,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Literal, Mapping, Sequence
 
 import gymnasium as gym
+import torch
 
 import envs  # noqa: F401  (registers the environment ids)
 from envs.tasks import Task, task_from_dict
@@ -84,10 +87,15 @@ class RolloutConfig:
     """Wall-clock limit per episode (:class:`envs.wrappers.EpisodeTimeLimit`); None: none."""
     use_chat_template: bool | None = None
     """None: the tokenizer's chat template when it has one, else the ChatML fallback (:mod:`envs.tokens`)."""
+    per_episode_generators: bool = True
+    """Sample each episode from its own ``torch.Generator`` (when the policy's ``generate`` takes
+    ``generators``): what an episode samples depends on its seed alone, not on its batch neighbours or
+    thread timing. False: torch's global generator (seeded by the caller)."""
     policy_name: str = "policy"
     """Written into each trajectory record's ``policy``."""
     seed: int = 0
-    """Seeds each environment's first reset (``seed + slot``)."""
+    """Seeds each episode: its sampling generator and its environment reset both come from
+    ``episode_seed(seed, task, j)``, so an episode samples the same whatever runs beside it."""
     min_batch_fraction: float = 0.5
     """async: generate once this share of the running episodes waits for the model ..."""
     max_batch_wait_s: float = 0.25
@@ -142,15 +150,22 @@ class Trajectory:
     num_turns: int = 0
     policy: str = "policy"
 
-    def to_record(self) -> dict[str, Any]:
-        """The trajectory JSONL record of DESIGN.md, plus the token fields and ``info``."""
+    def to_record(self, timing: bool = True) -> dict[str, Any]:
+        """The trajectory JSONL record of DESIGN.md, plus the token fields and ``info``; ``timing=False``
+        leaves out the wall-clock measurements (:data:`WALL_CLOCK_KEYS`), so that the record of a
+        reproduced episode is byte-identical."""
         info = dict(self.info, termination=self.termination, is_correct=self.is_correct,
                     num_tool_calls=self.num_tool_calls)
         record = trajectory_record(task_from_dict(self.task), self.messages, self.reward, info, self.policy)
+        kept = self.info if timing else {k: v for k, v in self.info.items() if k not in WALL_CLOCK_KEYS}
         record.update(prompt_ids=self.prompt_ids, token_ids=self.token_ids, loss_mask=self.loss_mask,
                       logprobs=self.logprobs, truncated=self.truncated, num_turns=self.num_turns,
-                      info=_jsonable(self.info))
+                      info=_jsonable(kept))
         return record
+
+
+WALL_CLOCK_KEYS = ("episode_seconds", "tool_latency_s")
+"""``info`` entries that measure time, not what happened."""
 
 
 def _jsonable(value: Any) -> Any:
@@ -172,6 +187,9 @@ class _Episode:
     info: dict[str, Any] = field(default_factory=dict)
     turns: int = 0
     done: bool = False
+    seed: int = 0
+    generator: torch.Generator | None = None
+    """This episode's own sampling generator (seeded from :func:`episode_seed`)."""
 
     def add(self, ids: Sequence[int], mask: int, logprobs: Sequence[float] | None = None) -> None:
         self.token_ids += ids
@@ -211,6 +229,21 @@ def _tasks_as_dicts(tasks: Sequence[Mapping[str, Any] | Task]) -> list[dict[str,
     return out
 
 
+def episode_seed(seed: int, task: Mapping[str, Any], sample: int) -> int:
+    """The seed of sample ``sample`` of ``task`` in a run seeded ``seed``: a hash of the three, so an
+    episode's randomness depends on nothing else (not the task's position, the batch or the threads)."""
+    key = json.dumps([int(seed), str(task.get("id", "")), str(task.get("question", "")), int(sample)])
+    return int.from_bytes(hashlib.sha256(key.encode("utf-8", "surrogatepass")).digest()[:8], "big") >> 1
+
+
+def _takes_generators(policy: Any) -> bool:
+    """Whether ``policy.generate`` names a ``generators`` parameter (a policy without one samples as it likes)."""
+    try:
+        return "generators" in inspect.signature(policy.generate).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 def _policy_kind(policy: Any) -> str:
     if callable(getattr(policy, "generate", None)):
         if getattr(policy, "tokenizer", None) is None:
@@ -222,30 +255,44 @@ def _policy_kind(policy: Any) -> str:
 
 
 def iter_collect(policy: Policy | TextPolicy, tasks: Sequence[Mapping[str, Any] | Task], config: RolloutConfig,
-                 group_size: int = 1, progress: bool = True) -> Iterator[Trajectory]:
-    """Trajectories in the order they finish (see the module docstring)."""
+                 group_size: int = 1, progress: bool = True, progress_leave: bool = True) -> Iterator[Trajectory]:
+    """Trajectories in the order they finish (see the module docstring). ``progress``: an episode bar on
+    stderr (success so far, tool calls, sampled tokens/s, ETA); ``progress_leave=False`` clears it at the end."""
     if isinstance(group_size, bool) or not isinstance(group_size, int) or group_size < 1:
         raise ValueError(f"group_size must be a positive integer, got {group_size!r}")
-    runner = _Runner(policy, _tasks_as_dicts(tasks), config, group_size, progress)
+    runner = _Runner(policy, _tasks_as_dicts(tasks), config, group_size, progress, progress_leave)
     yield from runner.run()
 
 
 def collect(policy: Policy | TextPolicy, tasks: Sequence[Mapping[str, Any] | Task], config: RolloutConfig,
-            group_size: int = 1, progress: bool = True) -> list[Trajectory]:
+            group_size: int = 1, progress: bool = True, progress_leave: bool = True) -> list[Trajectory]:
     """All ``len(tasks) * group_size`` trajectories, ordered by index (group after group)."""
-    return sorted(iter_collect(policy, tasks, config, group_size, progress), key=lambda t: t.index)
+    return sorted(iter_collect(policy, tasks, config, group_size, progress, progress_leave), key=lambda t: t.index)
 
 
 class _Runner:
     def __init__(self, policy: Any, tasks: list[dict[str, Any]], config: RolloutConfig, group_size: int,
-                 progress: bool):
+                 progress: bool, progress_leave: bool = True):
         self.policy, self.config = policy, config
         self.kind = _policy_kind(policy)
         self.tokens = _Tokens(policy.tokenizer, config.use_chat_template) if self.kind == "tokens" else None
         self.tasks = tasks
         self.work = deque((i * group_size + j, task) for i, task in enumerate(tasks) for j in range(group_size))
+        self.group_size = group_size
+        # The same task listed twice (a caller that repeats prompts instead of asking for a group) must not
+        # replay the same samples: its k-th listing numbers its samples from k * group_size.
+        seen: dict[tuple[str, str], int] = {}
+        self.repeat = []
+        for task in tasks:
+            key = (str(task.get("id", "")), str(task.get("question", "")))
+            self.repeat.append(seen.get(key, 0))
+            seen[key] = self.repeat[-1] + 1
         self.total = len(self.work)
-        self.progress = progress
+        self.per_episode_generators = (config.per_episode_generators and self.kind == "tokens"
+                                       and _takes_generators(policy))
+        self.progress, self.progress_leave = progress, progress_leave
+        self.stats = {"correct": 0, "finished": 0, "tool_calls": 0, "sampled": 0}
+        self.started = time.perf_counter()
 
     def _make_env(self, slot: int) -> gym.Env:
         kwargs = dict(self.config.env_kwargs)
@@ -256,11 +303,10 @@ class _Runner:
         return env
 
     def run(self) -> Iterator[Trajectory]:
-        bar = _progress_bar(self.total) if self.progress else None
+        bar = _progress_bar(self.total, self.progress_leave) if self.progress else None
         n_envs = min(self.config.num_envs, self.total)
         envs: list[gym.Env | None] = [None] * n_envs
         free = list(range(n_envs - 1, -1, -1))
-        fresh = set(range(n_envs))  # slots whose environment has not been reset yet (seeded on first reset)
         ready: list[_Episode] = []
         running: dict[Future, _Episode] = {}
         pool = ThreadPoolExecutor(self.config.tool_workers, thread_name_prefix="rollout-env")
@@ -271,11 +317,14 @@ class _Runner:
                     if envs[slot] is None:
                         envs[slot] = self._make_env(slot)
                     index, task = self.work.popleft()
-                    seed = self.config.seed + slot if slot in fresh else None
-                    fresh.discard(slot)
-                    ep = _Episode(index, task, slot)
-                    running[pool.submit(_reset, envs[slot], task, seed)] = ep
+                    i, j = divmod(index, self.group_size)
+                    sample = self.repeat[i] * self.group_size + j
+                    ep = _Episode(index, task, slot, seed=episode_seed(self.config.seed, task, sample))
+                    if self.per_episode_generators:
+                        ep.generator = torch.Generator().manual_seed(ep.seed)
+                    running[pool.submit(_reset, envs[slot], task, ep.seed)] = ep
                 if ready:
+                    ready.sort(key=lambda e: e.index)  # the same batches whatever order the steps finished in
                     for ep, text in self._generate(ready):
                         if ep.done:
                             continue
@@ -371,9 +420,10 @@ class _Runner:
             by_budget.setdefault(min(self.config.max_new_tokens, left), []).append(ep)
         out = []
         for budget, eps in by_budget.items():
+            extra = {"generators": [ep.generator for ep in eps]} if self.per_episode_generators else {}
             gens = self.policy.generate([ep.prompt_ids + ep.token_ids for ep in eps], max_new_tokens=budget,
                                         temperature=self.config.temperature, top_p=self.config.top_p,
-                                        stop_ids=self.tokens.stops)
+                                        stop_ids=self.tokens.stops, **extra)
             if len(gens) != len(eps):
                 raise RuntimeError(f"the policy returned {len(gens)} generations for {len(eps)} prompts")
             for ep, gen in zip(eps, gens):
@@ -390,10 +440,23 @@ class _Runner:
             ep.add(self.tokens.end_of_turn, 0)  # close the cut-off turn so the transcript stays ChatML
         return self.tokens.action_text(ids)
 
+    def _show(self, bar: Any, ep: _Episode) -> None:
+        """Advance the episode bar: success so far, mean tool calls, sampled tokens/s (ETA is tqdm's)."""
+        s = self.stats
+        s["finished"] += 1
+        s["correct"] += bool(ep.info.get("is_correct", False))
+        s["tool_calls"] += int(ep.info.get("num_tool_calls", 0) or 0)
+        s["sampled"] += sum(ep.loss_mask)
+        postfix = {"success": f"{s['correct']}/{s['finished']}", "calls": f"{s['tool_calls'] / s['finished']:.1f}"}
+        if s["sampled"]:
+            postfix["tok/s"] = f"{s['sampled'] / max(1e-9, time.perf_counter() - self.started):.0f}"
+        bar.set_postfix(postfix, refresh=False)
+        bar.update(1)
+
     def _finish(self, ep: _Episode, envs: list, free: list[int], bar: Any) -> Iterator[Trajectory]:
         free.append(ep.slot)
         if bar is not None:
-            bar.update(1)
+            self._show(bar, ep)
         termination = str(ep.info.get("termination") or "unknown")
         yield Trajectory(
             task=ep.task, messages=ep.messages, prompt_ids=ep.prompt_ids, token_ids=ep.token_ids,
@@ -417,10 +480,15 @@ def _step(env: gym.Env, text: str) -> tuple[str, Any]:
     return "step", (obs, reward, terminated, truncated, info, _messages(env))
 
 
-def _progress_bar(total: int) -> Any:
+def _progress_bar(total: int, leave: bool = True) -> Any:
+    import sys
+
     from tqdm import tqdm
 
-    return tqdm(total=total, desc="rollouts", unit="episode")
+    from trainers.progress import screen
+
+    return tqdm(total=total, desc="rollouts", unit="episode", file=sys.stderr, leave=leave, mininterval=0.5,
+                **screen())
 
 
 def rollout_metrics(trajectories: Sequence[Trajectory]) -> dict[str, float]:

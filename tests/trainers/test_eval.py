@@ -158,3 +158,43 @@ def test_model_policy_with_an_environment_that_cannot_be_made_is_a_one_line_erro
     err = capsys.readouterr().err.strip()  # (transformers' own loading bars come before it)
     assert "Traceback" not in err
     assert "could not make the environment 'test/NoSuchEnv-v0'" in err.splitlines()[-1], err
+
+
+def test_a_lone_surrogate_in_a_task_loses_nothing(tmp_path):
+    """A task with "\\ud800" (valid JSON, not encodable as UTF-8) used to crash the final write."""
+    tasks = tmp_path / "tasks.jsonl"
+    bad = {"id": "bad", "question": "Who is \ud800?", "answer": "x\ud800"}
+    tasks.write_text("\n".join(json.dumps(t) for t in [*TASKS, bad]) + "\n", encoding="utf-8")  # ASCII escapes
+    out = tmp_path / "eval"
+    summary = run_eval(EvalConfig(tasks=str(tasks), policy="heuristic", env_id=MINI_ENV_ID, out=str(out), num_envs=2))
+    assert summary["num_tasks"] == 4
+    rows = [json.loads(line) for line in (out / "heuristic.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [r["id"] for r in rows] == [t["id"] for t in TASKS] + ["bad"] and rows[3]["answer"] == "x\ud800"
+    lines = (out / "heuristic.trajectories.jsonl").read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 4 and json.loads(lines[3])["task"]["question"] == "Who is \ud800?"
+    assert not list(out.glob("*.partial")) and not list(out.glob("*.tmp"))
+
+
+def test_trajectories_reach_the_disk_as_episodes_finish(tmp_path, monkeypatch):
+    """A run that dies after some episodes keeps them in <name>.trajectories.jsonl.partial, and
+    nothing under the final names."""
+    import trainers.eval as ev
+
+    tasks = tmp_path / "tasks.jsonl"
+    write_jsonl_tasks(tasks, [task_from_dict(t) for t in TASKS])
+    out = tmp_path / "eval"
+    real = ev.per_task_rows
+
+    def crash(*args, **kwargs):
+        raise RuntimeError("boom after the episodes")
+
+    monkeypatch.setattr(ev, "per_task_rows", crash)
+    with pytest.raises(RuntimeError, match="boom"):
+        run_eval(EvalConfig(tasks=str(tasks), policy="heuristic", env_id=MINI_ENV_ID, out=str(out), k=2, num_envs=2))
+    kept = (out / "heuristic.trajectories.jsonl.partial").read_text(encoding="utf-8").splitlines()
+    assert len(kept) == 6 and {json.loads(x)["task"]["id"] for x in kept} == {t["id"] for t in TASKS}
+    assert not (out / "heuristic.trajectories.jsonl").exists() and not (out / "heuristic.jsonl").exists()
+    monkeypatch.setattr(ev, "per_task_rows", real)
+    run_eval(EvalConfig(tasks=str(tasks), policy="heuristic", env_id=MINI_ENV_ID, out=str(out), k=2, num_envs=2))
+    assert not (out / "heuristic.trajectories.jsonl.partial").exists()
+    assert len((out / "heuristic.trajectories.jsonl").read_text(encoding="utf-8").splitlines()) == 6

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -109,6 +110,42 @@ def test_exact_resume_reproduces_the_next_steps(cold_model_dir, tmp_path):
     for (name, p), q in zip(straight.model.named_parameters(), again.model.parameters()):
         assert torch.equal(p, q), name
     assert again.pool.state_dict() == straight.pool.state_dict()
+
+
+def test_a_signal_saves_the_step_and_resume_continues_exactly(cold_model_dir, tmp_path):
+    from trainers.grpo_state import latest_checkpoint
+    from trainers.interrupt import TrainingInterrupted
+
+    kw = dict(batch_size=16, group_size=4, micro_batch_size=8, steps=3, save_every=0, lockstep_rollouts=True,
+              equal_groups="dupo", pool_size=4, retire_window=1, seed=5)
+    model, tok = load(cold_model_dir)
+    straight = GRPOTrainer(config(tmp_path / "a", **kw), model, tok, toy_env.TASKS)
+    full = straight.train()
+    model, tok = load(cold_model_dir)
+    stopped = GRPOTrainer(config(tmp_path / "b", **kw), model, tok, toy_env.TASKS)
+    step = stopped.train_step
+
+    def step_then_sigterm():
+        metrics = step()
+        if metrics["step"] == 1:
+            os.kill(os.getpid(), signal.SIGTERM)  # arrives during the step: the step finishes first
+        return metrics
+
+    stopped.train_step = step_then_sigterm
+    with pytest.raises(TrainingInterrupted, match="after step 1 of 3") as err:
+        stopped.train()
+    assert err.value.signum == signal.SIGTERM and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+    assert latest_checkpoint(tmp_path / "b" / "run").name == "checkpoint-1"  # save_every=0: the signal's
+    assert not (tmp_path / "b" / "run" / "model").exists()
+    model, tok = load(cold_model_dir)
+    again = GRPOTrainer(config(tmp_path / "b", **kw), model, tok, toy_env.TASKS)
+    rest = again.train()
+    assert [m["step"] for m in rest] == [2, 3]
+    skip = {"time/rollout_s", "time/update_s"}
+    assert [{k: v for k, v in m.items() if k not in skip} for m in rest] == \
+        [{k: v for k, v in m.items() if k not in skip} for m in full[1:]]
+    for (name, p), q in zip(straight.model.named_parameters(), again.model.parameters()):
+        assert torch.equal(p, q), name
 
 
 def test_non_finite_loss_is_skipped_then_stops(cold_model_dir, tmp_path):
