@@ -37,6 +37,12 @@ class SynthConfig:
     """Number of verified tasks to write."""
     seed: int = 0
     """Seed of every random choice (graph, subgraphs, targets, uncertainty)."""
+    mode: Literal["research", "subgraph"] = "research"
+    """research: answers reached through described, unnamed intermediates (SailorFog-QA style);
+    subgraph: the earlier generator over a sampled entity graph, whose clues quote the pages."""
+    depth: int = 1
+    """research mode: hidden intermediate entities on the way to the answer (1 or 2); 0 writes the
+    one-hop curriculum level (entities still described, never quoted), for small models."""
     writer: Literal["template", "llm"] = "template"
     """Question writer: deterministic templates, or a language model over an OpenAI-compatible endpoint."""
     graph: str | None = None
@@ -71,6 +77,11 @@ class SynthConfig:
     def __post_init__(self) -> None:
         if self.graph_nodes < self.max_nodes:
             raise ValueError(f"--graph-nodes must be >= --max-nodes ({self.max_nodes}), got {self.graph_nodes}")
+        if self.depth not in (0, 1, 2):
+            raise ValueError(f"--depth must be 0, 1 or 2, got {self.depth}")
+        if self.mode == "research" and self.writer == "llm":
+            raise ValueError("--writer llm is not available with --mode research yet; use --writer template "
+                             "or --mode subgraph")
         if self.workers < 1:
             raise ValueError(f"--workers must be >= 1, got {self.workers}")
         if self.n < 1:
@@ -117,6 +128,10 @@ def read_partial(path: Path, seed: int, writer: str) -> list[dict[str, Any]]:
 def _make_writer(config: SynthConfig) -> Any:
     from sailorfog.writers import LLMWriter, TemplateWriter
 
+    if config.mode == "research":
+        from sailorfog.prose import DescribedWriter
+
+        return DescribedWriter()
     if config.writer == "template":
         return TemplateWriter()
     from wiki_sim.chat import ChatClient
@@ -143,6 +158,8 @@ def run_synth(config: SynthConfig) -> dict[str, Any]:
 
     out = Path(config.out)
     partial = out.with_name(out.name + ".partial")
+    if config.mode == "research":
+        return run_research(config, out, partial)
     with WikiSim(config.wiki) as sim:
         pages = sim.stats()["pages"]
         if pages < MIN_PAGES:
@@ -178,12 +195,57 @@ def run_synth(config: SynthConfig) -> dict[str, Any]:
     return summary
 
 
+def run_research(config: SynthConfig, out: Path, partial: Path) -> dict[str, Any]:
+    """Research mode: answers from the whole store, drawn against popularity, each at most once."""
+    from sailorfog.corpus import index_from_sim
+    from sailorfog.parallel import Shared
+    from sailorfog.research import answer_order
+    from wiki_sim import WikiSim
+
+    with WikiSim(config.wiki) as sim:
+        pages = sim.stats()["pages"]
+        if pages < MIN_PAGES:
+            raise SynthError(f"{config.wiki} has {pages} page(s); synthesis needs a corpus of at least {MIN_PAGES}")
+        if not ((sim.build_info or {}).get("counts") or {}).get("links_resolved"):
+            raise SynthError(f"{config.wiki} has no links between pages, and research tasks follow links; rebuild "
+                             "it with derived links (`websailor wiki build`)")
+        index = index_from_sim(sim)
+        corpus = str((sim.build_info.get("source_fingerprint") or {}).get("sha256", ""))[:16]
+    order = answer_order(index, config.seed)
+    if not order:
+        raise SynthError(f"no page of {config.wiki} has both a defining first sentence (\"X is a ...\") and a link; "
+                         "research tasks need both")
+    limit = min(len(order), config.max_attempts or 20 * config.n)
+    subgraphs = [None] * limit
+    done = read_partial(partial, config.seed, config.writer)
+    shared = Shared(None, index, _make_writer(config), config.seed, {}, config.heuristic, config.wiki,
+                    config.current_date, corpus, mode="research", depth=config.depth)
+    shared.targets = [index.titles[pid] for pid in order[:limit]]
+    summary = _loop(config, shared, subgraphs, done, partial)
+    return _finish(config, summary, partial, out, limit)
+
+
+def _finish(config: SynthConfig, summary: dict[str, Any], partial: Path, out: Path, limit: int) -> dict[str, Any]:
+    if summary["tasks"] >= config.n or summary["attempts"] >= limit:
+        os.replace(partial, out)
+        summary["out"] = str(out)
+    if summary["tasks"] == 0:
+        raise SynthError(f"no task passed verification in {summary['attempts']} attempt(s): {summary['dropped']}")
+    if summary["tasks"] < config.n:
+        print(f"websailor synth: warning: {summary['tasks']} of {config.n} tasks after {summary['attempts']} "
+              "attempts (a larger --max-attempts or corpus gives more)", file=sys.stderr)
+    print(json.dumps(summary, sort_keys=True))
+    return summary
+
+
 def _jobs(config: SynthConfig, shared: Any, subgraphs: list, start: int) -> list[tuple[int, Any, str, int]]:
     """(index, subgraph, target, orbit) of every attempt from ``start`` on; targets are chosen for
     all attempts from 0, in order, so the balancing over orbits is the same after a resume."""
     from sailorfog.orbits import choose_target
     from sailorfog.synth import attempt_rng
 
+    if getattr(shared, "targets", None) is not None:
+        return [(i, None, t, 0) for i, t in enumerate(shared.targets) if i >= start]
     counts: Counter = Counter()
     jobs = []
     for i, subgraph in enumerate(subgraphs):
