@@ -13,7 +13,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from sailorfog.describe import defining_type, type_key
+from sailorfog.describe import PERSON_HEADS, defining_type, type_key
 from sailorfog.text import display_title, numbers, years
 from wiki_sim.focus import tokenize
 
@@ -43,6 +43,7 @@ class CorpusIndex:
     """The type words of each page's defining sentence (``("natural", "stream")``; empty: none)."""
     inbound: list[int] = field(default_factory=list)
     """Inbound links of each page (its popularity), when known."""
+    _persons: set[int] | None = None
     cache: dict[str, frozenset[int]] = field(default_factory=dict)
     """Unary candidate sets by check (filled by :mod:`sailorfog.constraints`)."""
 
@@ -125,6 +126,19 @@ class CorpusIndex:
             if not out:
                 return set()
         return set() if out is None else out
+
+    def with_person(self) -> set[int]:
+        """Pages whose defining sentence makes the entity a person."""
+        if self._persons is None:
+            self._persons = {i for i, t in enumerate(self.page_type) if t and t[-1].lower() in PERSON_HEADS}
+        return set(self._persons)
+
+    def with_name_words(self, n: int) -> set[int]:
+        """Pages whose name (title without its disambiguator) has ``n`` words."""
+        key = f"name_words:{n}"
+        if key not in self.cache:
+            self.cache[key] = frozenset(i for i, t in enumerate(self.titles) if len(display_title(t).split()) == n)
+        return set(self.cache[key])
 
     def with_year(self, lo: int, hi: int) -> set[int]:
         out: set[int] = set()

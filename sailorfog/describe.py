@@ -31,6 +31,20 @@ _LEADING = frozenset("a an the one largest smallest biggest most least first sec
                      "chief oldest best".split())
 _PARTICIPLES = frozenset("spoken written known born made found held seen given taken worn grown shown built "
                          "sung drawn".split())
+PERSON_HEADS = frozenset(
+    "person man woman king queen emperor empress politician statesman writer author poet painter composer singer "
+    "actor actress philosopher scientist physicist chemist mathematician leader president explorer ruler pharaoh "
+    "musician architect general saint prophet director founder inventor engineer astronomer economist historian "
+    "sultan caliph pope monarch playwright dictator sculptor friar priest novelist strategist physician "
+    "theologian monk bishop activist businessman entrepreneur polymath footballer player athlete soldier "
+    "commander revolutionary lawyer judge journalist critic artist photographer dancer comedian rapper "
+    "songwriter botanist biologist psychologist sociologist linguist scholar dramatist essayist educator "
+    "missionary nun cardinal apostle prince princess duke duchess tsar shah khan conqueror admiral diplomat "
+    "reformer poetess geographer naturalist zoologist geologist anthropologist archaeologist philanthropist "
+    "filmmaker screenwriter producer guitarist pianist violinist conductor singer-songwriter lyricist "
+    "cartoonist illustrator designer jurist chancellor minister governor senator consul pharaoh martyr "
+    "disciple rabbi imam scientist-inventor astronaut cosmonaut aviator pilot chef".split())
+"""Type heads that make an entity a person (asked with "who", describable as "a person")."""
 # Other names in a defining sentence.
 _ALSO = re.compile(r"\b(?:also (?:known|called|referred to) as|also spelled|commonly known as|better known as|"
                    r"often (?:simply )?(?:called|referred to as)|or simply)\s+(?:the\s+)?"

@@ -30,7 +30,7 @@ class Shared:
     wiki: str
     current_date: str
     corpus: str = ""
-    mode: str = "research"
+    mode: str = "subgraph"
     """``research`` (described chains over the whole store) or ``subgraph`` (the quoting generator)."""
     depth: int = 1
     """Research mode: hidden intermediates (0: the one-hop curriculum level)."""

@@ -16,6 +16,7 @@ import json
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
+from sailorfog.describe import PERSON_HEADS
 from sailorfog.statements import Statement
 from sailorfog.text import article
 
@@ -59,6 +60,10 @@ def _attribute(s: Statement, person: bool) -> str:
     """A relative clause for a unary statement ("whose name begins with “S”")."""
     if s.kind == "name":
         return f"whose name begins with “{s.value}”"
+    if s.kind == "name_words":
+        return f"whose name is {'a single word' if s.value == 'one' else s.value + ' words long'}"
+    if s.kind == "number":
+        return f"whose article gives a figure of {s.value}"
     if s.kind == "date":
         if s.predicate == "born":
             return f"{'who' if person else 'which'} was born in {s.value}"
@@ -71,10 +76,34 @@ def _attribute(s: Statement, person: bool) -> str:
     raise ValueError(f"no attribute wording for a {s.kind!r} statement")
 
 
+def _join(items: Sequence[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _clauses(statements: Sequence[Statement], person: bool) -> list[str]:
+    """Relative clauses for an entity's unary statements; a name's length and first letter make one."""
+    first = next((s for s in statements if s.kind == "name"), None)
+    length = next((s for s in statements if s.kind == "name_words"), None)
+    out = []
+    for s in statements:
+        if first and length and s is length:
+            continue
+        if first and length and s is first:
+            size = "single-word" if length.value == "one" else f"{length.value}-word"
+            out.append(f"whose {size} name begins with “{first.value}”")
+        else:
+            out.append(_attribute(s, person))
+    return out
+
+
 def _fact(s: Statement, ref: str) -> str:
     """A sentence for a unary statement about an entity already introduced."""
     if s.kind == "name":
         return _cap(f"the name of {ref} begins with “{s.value}”.")
+    if s.kind == "name_words":
+        return _cap(f"the name of {ref} is {'a single word' if s.value == 'one' else s.value + ' words long'}.")
+    if s.kind == "number":
+        return _cap(f"the article on {ref} gives a figure of {s.value}.")
     if s.predicate in ("born", "died"):
         return _cap(f"{ref} {'was born' if s.predicate == 'born' else 'died'} in {s.value}.")
     if s.predicate:
@@ -93,15 +122,8 @@ def _relation(s: Statement, refs: _Refs) -> str:
     return _cap(f"{subject} {s.predicate} {refs.ref(s.object)}.")
 
 
-_PERSON_HEADS = frozenset("person man woman king queen emperor politician statesman writer author poet painter "
-                          "composer singer actor actress philosopher scientist physicist chemist mathematician "
-                          "leader president explorer ruler pharaoh musician architect general saint prophet "
-                          "director founder inventor engineer astronomer economist historian sultan caliph "
-                          "pope monarch".split())
-
-
 def is_person(kind: str) -> bool:
-    return kind.split()[-1].lower() in _PERSON_HEADS
+    return kind.split()[-1].lower() in PERSON_HEADS
 
 
 def _order(statements: Sequence[Statement]) -> list[str]:
@@ -130,7 +152,7 @@ class DescribedWriter:
 
     def write(self, statements: Sequence[Statement], types: Mapping[str, str]) -> str:
         refs = _Refs(types)
-        unary = {lab: [s for s in statements if s.kind in ("date", "name") and s.subject == lab] for lab in types}
+        unary = {lab: [s for s in statements if s.kind in ("date", "name", "name_words", "number") and s.subject == lab] for lab in types}
         rels = [s for s in statements if s.kind == "relation"]
         done: set[str] = set()
         parts: list[str] = []
@@ -139,10 +161,10 @@ class DescribedWriter:
             person = is_person(types[label])
             pending = [s for s in rels if s.id not in done and label in s.labels
                        and all(lab in refs.introduced or lab == label for lab in s.labels)]
-            clauses = [_attribute(s, person) for s in unary[label]]
+            clauses = _clauses(unary[label], person)
             if label != TARGET and (clauses or not pending):
                 intro = refs.ref(label)
-                parts.append(_cap(f"there is {intro}" + (" " + " and ".join(clauses) if clauses else "") + "."))
+                parts.append(_cap(f"there is {intro}" + (" " + _join(clauses) if clauses else "") + "."))
             for s in pending:
                 parts.append(_relation(s, refs))
                 done.add(s.id)
@@ -156,8 +178,14 @@ class DescribedWriter:
                 parts.append(_relation(s, refs))
         digest = int(hashlib.sha1(json.dumps([s.to_dict() for s in statements], sort_keys=True).encode())
                      .hexdigest(), 16)
+        ref = refs.ref(TARGET)
         head = types[TARGET].split()[-1]
-        asks = (f"What is this {head}?", f"Which {head} is it?", f"Name this {head}.") if not is_person(types[TARGET]) \
-            else (f"Who is this {head}?", f"Who is this {head}?", f"Name this {head}.")
+        if ref != f"this {head}":  # two entities of the same kind: say which one
+            asks: tuple[str, ...] = (f"{'Who' if is_person(types[TARGET]) else 'What'} is {ref}?",) * 2 + (
+                f"Name {ref}.",)
+        elif is_person(types[TARGET]):
+            asks = (f"Who is this {head}?", f"Who is this {head}?", f"Name this {head}.")
+        else:
+            asks = (f"What is this {head}?", f"Which {head} is it?", f"Name this {head}.")
         parts.append(asks[digest % 3])
         return " ".join(parts)

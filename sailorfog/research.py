@@ -22,8 +22,8 @@ import networkx as nx
 from sailorfog.constraints import candidates
 from sailorfog.corpus import CorpusIndex
 from sailorfog.describe import other_names
-from sailorfog.statements import (Statement, date_statements, name_statement, relation_statement,
-                                  type_statement)
+from sailorfog.statements import (Statement, date_statements, name_statement, name_words_statement,
+                                  number_statements, relation_statement, type_statement)
 from sailorfog.text import display_title, distinctive_words, leaks
 from wiki_sim.records import title_to_url
 
@@ -105,11 +105,17 @@ class ResearchSynthesizer:
     """With ``depth >= 1``: pages the answer's own clues must leave (so the hop is required)."""
     max_added: int = 5
     """Statements added at most to make the answer unique."""
-    min_statements: int = 7
+    min_answer_type: int = 12
+    """The answer's type is stated with words that fit at least this many pages (a search for it
+    alone cannot list the answer; a person of a rarer type is "a person")."""
+    min_statements: int = 8
     """Weak, true statements are added (without changing the answer) until the question has this many."""
-    branch_p: float = 0.6
+    branch_p: float = 0.8
     """Probability of each side branch (an entity known only by its type, linked to the answer or to
     the last intermediate)."""
+    attack_filter: bool = True
+    """Drop a task when one search (the whole question, one clause, or one 6-word window of it)
+    lists the answer in the top 10."""
     texts: dict[str, str] = field(default_factory=dict)
 
     def text(self, title: str) -> str:
@@ -139,9 +145,9 @@ class ResearchSynthesizer:
         return min(found)[2] if found else None
 
     def chain(self, target: str, rng: random.Random) -> Chain | str:
-        x_type = type_statement(self.index, "X", target, self.text(target), "Xt")
+        x_type = type_statement(self.index, "X", target, self.text(target), "Xt", self.min_answer_type)
         if x_type is None:
-            return "no type: the answer's first sentence defines no type"
+            return "no type: the answer's first sentence defines no type shared by enough pages"
         titles, base, far = {"X": target}, [x_type], []
         prev = ("X", target)
         for k in range(max(self.depth, 1)):
@@ -153,8 +159,9 @@ class ResearchSynthesizer:
             titles[label] = cand
             base += [rel, kind]
             far += date_statements(self.index, label, cand, self.text(cand), f"{label}d", rng)[:3]
-            name = name_statement(self.index, label, cand, f"{label}n")
-            far += [name] if name else []
+            far += number_statements(self.index, label, cand, self.text(cand), f"{label}q", rng)
+            far += [s for s in (name_statement(self.index, label, cand, f"{label}n"),
+                                name_words_statement(self.index, label, cand, f"{label}w")) if s]
             prev = (label, cand)
         path = [lab for lab in titles if lab != "X"]
         extra = len(titles)
@@ -167,8 +174,9 @@ class ResearchSynthesizer:
                     base += [step[2], step[1]]
                     extra += 1
         near = date_statements(self.index, "X", target, self.text(target), "Xd", rng)[:2]
-        name = name_statement(self.index, "X", target, "Xn")
-        near += [name] if name else []
+        near += number_statements(self.index, "X", target, self.text(target), "Xq", rng)[:1]
+        near += [s for s in (name_statement(self.index, "X", target, "Xn"),
+                             name_words_statement(self.index, "X", target, "Xw")) if s]
         if self.depth == 0:  # one hop: the neighbour is described by its type only
             far = []
         rng.shuffle(far)
@@ -294,6 +302,13 @@ class ResearchSynthesizer:
         quoted = quotes(question, [self.text(t) for t in titles])
         if quoted:
             return Outcome(i, None, f"quote: the question copies {quoted[0]!r} from a page", steps)
+        if self.attack_filter:
+            from sailorfog.attacks import shortcut_ranks
+
+            ranks = shortcut_ranks(self.sim, question, {target})
+            hit = next((k for k, r in ranks.items() if r is not None), None)
+            if hit:
+                return Outcome(i, None, f"shortcut: one search of the {hit} finds the answer", steps)
         self.annotate(statements, chain.titles, types)
         task = {"id": f"sailorfog-{self.seed}-{i}", "question": question, "answer": display_title(target),
                 "aliases": self.aliases(target)}

@@ -11,16 +11,17 @@ by labels (``X`` the answer, ``B``, ``C``, ... the hidden intermediates).
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from sailorfog.corpus import CorpusIndex
-from sailorfog.describe import date_event, defining_type, predicate
-from sailorfog.extract import extract_dates
+from sailorfog.describe import PERSON_HEADS, date_event, defining_type, first_sentence, predicate
+from sailorfog.extract import extract_dates, extract_numbers
 from sailorfog.text import display_title
 from sailorfog.uncertainty import period
 
-StatementKind = Literal["type", "date", "name", "relation"]
+StatementKind = Literal["type", "date", "name", "name_words", "number", "relation"]
 MIN_ALONE = 3
 """A type is stated with as many words as keep at least this many pages matching it alone."""
 
@@ -64,24 +65,30 @@ def _evidence(index: CorpusIndex, title: str, sentence: str) -> dict[str, str]:
     return {"title": title, "url": title_to_url(title), "sentence": " ".join(sentence.split())[:400]}
 
 
-def type_statement(index: CorpusIndex, label: str, title: str, text: str, sid: str) -> Statement | None:
-    """``label`` is a <type>: the longest tail of the defining type that still fits ``MIN_ALONE`` pages."""
+def type_statement(index: CorpusIndex, label: str, title: str, text: str, sid: str,
+                   min_alone: int = MIN_ALONE) -> Statement | None:
+    """``label`` is a <type>: the longest tail of the defining type that still fits ``min_alone`` pages
+    (a person of a rarer type is "a person"; another entity of a rarer type gets no type statement)."""
     words = list(index.page_type[index.ids[title]]) or defining_type(text)
     if not words or len(index.with_type(words[-1:])) < 2:  # a head no other page has is no type ("a narrow")
         return None
+    evidence = _evidence(index, title, first_sentence(text))
     chosen, count = words[-1:], len(index.with_type(words[-1:]))
+    if count < min_alone:
+        if words[-1].lower() not in PERSON_HEADS:
+            return None
+        return Statement(sid, "type", label, value="person", checks=[{"type": "person", "node": label}],
+                         evidence=evidence, alone=len(index.with_person()))
     for k in range(2, len(words) + 1):
         n = len(index.with_type(words[-k:]))
-        if n < MIN_ALONE:
+        if n < min_alone:
             break
         chosen, count = words[-k:], n
     value = " ".join(chosen)
     if value.isupper():
         return None
-    from sailorfog.describe import first_sentence
-
     return Statement(sid, "type", label, value=value, checks=[{"type": "type", "node": label, "words": chosen}],
-                     evidence=_evidence(index, title, first_sentence(text)), alone=count)
+                     evidence=evidence, alone=count)
 
 
 def date_statements(index: CorpusIndex, label: str, title: str, text: str, sid: str,
@@ -112,6 +119,44 @@ def name_statement(index: CorpusIndex, label: str, title: str, sid: str) -> Stat
     return Statement(sid, "name", label, value=letter, checks=[{"type": "prefix", "node": label, "prefix": letter}],
                      evidence=_evidence(index, title, name), alone=len(index.with_prefix(letter)),
                      uncertainty=["partial_names"])
+
+
+_NUMBER_WORDS = ("one", "two", "three", "four", "five", "six")
+
+
+def name_words_statement(index: CorpusIndex, label: str, title: str, sid: str) -> Statement | None:
+    """How many words the entity's name has (one to six)."""
+    n = len(display_title(title).split())
+    if not 1 <= n <= len(_NUMBER_WORDS):
+        return None
+    return Statement(sid, "name_words", label, value=_NUMBER_WORDS[n - 1],
+                     checks=[{"type": "name_words", "node": label, "n": n}], evidence=_evidence(index, title, title),
+                     alone=len(index.with_name_words(n)), uncertainty=["partial_names"])
+
+
+_UNIT_NAMES = {"km": "kilometres", "km2": "square kilometres", "km²": "square kilometres", "m": "metres",
+               "kg": "kilograms", "%": "per cent", "ft": "feet", "mi2": "square miles"}
+
+
+def number_statements(index: CorpusIndex, label: str, title: str, text: str, sid: str,
+                      rng: random.Random) -> list[Statement]:
+    """A quantity with a unit from the page, as a range around it (``between 2,000 and 3,000 kilometres``)."""
+    from sailorfog.uncertainty import fuzzy_range
+
+    out = []
+    for q in extract_numbers(text, max_chars=6000, max_items=6):
+        unit, raw = q.get("unit") or "", q.get("text", "")
+        if not unit or unit in ("USD", "EUR", "GBP", "years", "days", "hours", "minutes", "seconds", "%",
+                                        "percent", "per cent") \
+                or re.search(r"thousand|million|billion|trillion", raw) or q["value"] < 10:
+            continue
+        phrase, lo, hi = fuzzy_range(float(q["value"]), rng)
+        unit = _UNIT_NAMES.get(unit, unit)
+        out.append(Statement(f"{sid}{len(out)}", "number", label, value=f"{phrase} {unit}",
+                             checks=[{"type": "number", "node": label, "lo": lo, "hi": hi}],
+                             evidence=_evidence(index, title, q.get("sentence", "")),
+                             alone=len(index.with_number(lo, hi)), uncertainty=["fuzzy_quantities"]))
+    return out[:2]
 
 
 def link_sentence(sim: Any, source: str, target: str) -> tuple[str, str] | None:
