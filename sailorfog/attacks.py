@@ -67,13 +67,65 @@ def _terms(text: str) -> set[str]:
     return {w.lower() for w in _WORD.findall(text) if len(w) > 3}
 
 
+_NUMBERS = {"single": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
+
+
+def sentence_constraints(sentence: str) -> tuple[str | None, int | None]:
+    """The first letter and word count a sentence gives a name."""
+    return name_constraints(sentence, "", any_kind=True)
+
+
+def name_constraints(question: str, kind: str, any_kind: bool = False) -> tuple[str | None, int | None]:
+    """The first letter and word count the question gives the asked entity's name (last mention wins)."""
+    letter, words = None, None
+    for sentence in re.split(r"(?<=[.?!])\s+", question):
+        if not any_kind and (not kind or kind not in sentence.lower()):
+            continue
+        m = re.search(r"begins with “(\w)”", sentence)
+        if m:
+            letter = m.group(1)
+        m = re.search(r"\b(single|one|two|three|four|five|six)[- ]word name|name is (?:a )?(single|one|two|three|four|five|"
+                      r"six)(?: words? long| word)", sentence)
+        if m:
+            words = _NUMBERS[m.group(1) or m.group(2)]
+    return letter, words
+
+
+_TEMPLATE_WORDS = frozenset("there is are was were a an the this that these article articles about on mentions "
+                            "mention name names begins begin with whose which who one single word words long "
+                            "two three four five six records record event gives figure of another first second "
+                            "third it its and in".split())
+
+
+def content_query(clause: str) -> str:
+    """A clause without the question's framing words ("There is", "whose name begins with")."""
+    text = re.sub(r"“\w”", " ", clause)
+    return " ".join(w for w in re.findall(r"[\w,'-]+", text) if w.lower().strip(",") not in _TEMPLATE_WORDS
+                    and not re.fullmatch(r"\w+-word", w.lower()))
+
+
+def _per_query(obs: str) -> dict[str, list[Any]]:
+    """Hits of a search response by query."""
+    out = {}
+    for block in re.split(r"(?=A search for ')", obs):
+        m = re.match(r"A search for '(.*?)' found", block)
+        if m:
+            out[m.group(1)] = parse_search_results(block)
+    return out
+
+
+def _fits(title: str, letter: str | None, words: int | None) -> bool:
+    name = re.sub(r"\s*\([^)]*\)$", "", title)
+    return (letter is None or name[:1].upper() == letter.upper()) and (words is None or len(name.split()) == words)
+
+
 @dataclass
 class ClauseAgent:
-    """Search each clause, read the top hits, search from them for the asked kind, answer the
-    candidate supported by the most clues."""
+    """Search each clause, read the top hits, search from every page read for the asked kind of entity,
+    keep the candidates that fit the name clues, and answer the one the most clues support."""
 
-    reads: int = 4
-    """Pages read after the clause searches."""
+    reads: int = 5
+    """Pages read per visit call (the visit tool's limit)."""
     name: str = "clause-agent"
     _question: str = field(default="", init=False)
     _kind: str = field(default="", init=False)
@@ -82,10 +134,13 @@ class ClauseAgent:
     _urls: dict[str, str] = field(default_factory=dict, init=False)
     _read: dict[str, str] = field(default_factory=dict, init=False)
     _snippets: dict[str, str] = field(default_factory=dict, init=False)
+    _name: tuple[str | None, int | None] = field(default=(None, None), init=False)
+    _sentences: dict[str, tuple[str | None, int | None]] = field(default_factory=dict, init=False)
 
     def reset(self, obs: str, info: dict[str, Any]) -> None:
         self._question = question_of(obs)
         self._kind = asked_kind(self._question)
+        self._name = name_constraints(self._question, self._kind)
         self._phase, self._scores, self._urls, self._read, self._snippets = 0, Counter(), {}, {}, {}
 
     def _hits(self, obs: str, weight: float) -> None:
@@ -98,43 +153,60 @@ class ClauseAgent:
         text = self._read.get(title) or self._snippets.get(title, "")
         return bool(self._kind) and self._kind in text.lower()[:300]
 
+    def _store(self, obs: str) -> None:
+        by_url = {u: t for t, u in self._urls.items()}
+        for url, text in parse_visit_pages(obs).items():
+            self._read[by_url.get(url, url)] = text
+
     def act(self, obs: str, info: dict[str, Any]) -> str:
         self._phase += 1
         if info.get("final_turn"):
             return self._answer()
         if self._phase == 1:
-            queries = clauses(self._question)[:8] or [self._question]
+            self._sentences = {}
+            for sentence in re.split(r"(?<=[.?!])\s+", self._question)[:-1]:
+                q = content_query(sentence)
+                if q:
+                    self._sentences.setdefault(q, sentence_constraints(sentence))
+            queries = list(self._sentences)[:10] or [self._question]
             return format_turn("Search every clue separately.", tool_call=("search", {"query": queries}))
         if self._phase == 2:
             self._hits(obs, 1.0)
+            for query, hits in _per_query(obs).items():  # a hit that fits its sentence's name clues
+                letter, words = self._sentences.get(query, (None, None))
+                if letter or words:
+                    for hit in hits:
+                        if _fits(hit.title, letter, words):
+                            self._scores[hit.title] += 3.0
             top = [t for t, _ in self._scores.most_common(self.reads)]
             if not top:
                 return self._answer()
-            return format_turn("Read the pages most clues point to.",
+            return format_turn("Read the pages the clues point to.",
                                tool_call=("visit", {"url": [self._urls[t] for t in top], "goal": self._question}))
         if self._phase == 3:
-            by_url = {u: t for t, u in self._urls.items()}
-            for url, text in parse_visit_pages(obs).items():
-                self._read[by_url.get(url, url)] = text
-            queries = [f"{t} {self._kind}".strip() for t in list(self._read)[:4]]
-            return format_turn(f"Look for the {self._kind or 'entity'} related to the pages read.",
+            self._store(obs)
+            queries = [f"{t} {self._kind}".strip() for t in list(self._read)[:self.reads]]
+            return format_turn(f"Look for the {self._kind or 'entity'} related to each page read.",
                                tool_call=("search", {"query": queries}))
         if self._phase == 4:
-            self._hits(obs, 1.0)
-            for title in list(self._scores):  # the intersection: named by a page read, of the asked kind
-                named = sum(title.lower() in text.lower() for t, text in self._read.items() if t != title)
-                self._scores[title] += named + (2.0 if self._is_kind(title) else 0.0)
-            top = [t for t, _ in self._scores.most_common(self.reads) if t not in self._read]
+            self._hits(obs, 0.5)
+            self._rescore()
+            top = [t for t, _ in self._scores.most_common() if t not in self._read][:self.reads]
             if not top:
                 return self._answer()
-            return format_turn("Check the best candidates.",
+            return format_turn("Check the candidates that fit the clues.",
                                tool_call=("visit", {"url": [self._urls[t] for t in top], "goal": self._question}))
-        by_url = {u: t for t, u in self._urls.items()}
-        for url, text in parse_visit_pages(obs).items():
-            title = by_url.get(url, url)
-            self._read[title] = text
+        self._store(obs)
+        for title in self._read:
             self._scores[title] += 1.0 if self._is_kind(title) else -1.0
         return self._answer()
+
+    def _rescore(self) -> None:
+        """The intersection: named by a page read, of the asked kind, fitting the name clues."""
+        for title in list(self._scores):
+            named = sum(title.lower() in text.lower() for t, text in self._read.items() if t != title)
+            fits = _fits(title, *self._name)
+            self._scores[title] += named + (2.0 if self._is_kind(title) else 0.0) + (3.0 if fits else -10.0)
 
     def _answer(self) -> str:
         q = _terms(self._question)

@@ -14,7 +14,7 @@ from typing import Iterable
 from wiki_sim.focus import tokenize
 
 # The defining sentence: "<Name> is a/an/the <phrase>".
-_DEFINING = re.compile(r"\b(?:is|was)\s+(?:an\s+|a\s+|the\s+(?=(?:capital|largest|chief|main)\b))([^.;:]{2,160})")
+_DEFINING = re.compile(r"\b(?:is|was)\s+(?:an\s+|a\s+|the\s+(?=(?:capital|largest|chief|main|\d+(?:st|nd|rd|th))\b))([^.;:]{2,160})")
 # Where the head noun phrase of a definition ends.
 _PHRASE_END = re.compile(
     r",|\(|\s(?:that|which|who|whom|whose|where|when|of|in|on|at|from|for|with|by|to|as|is|was|are|were|"
@@ -23,10 +23,13 @@ _PHRASE_END = re.compile(
     re.I)
 _WORD = re.compile(r"[A-Za-z][A-Za-z'\-]*")
 # Words that make a poor head for "a ___" (a definition that is not a type).
-_BAD_HEAD = frozenset("one term name word type kind form part set group way number lot member process state "
+_BAD_HEAD = frozenset("one term name word type kind form part set group way number lot member process "
                       "condition concept idea study branch field any large small largest most major first second use act "
                       "smallest oldest best".split())
 _MAX_TYPE_WORDS = 3
+_ADJECTIVES = frozenset("narrow broad wide common rare early late modern ancient major minor main public private "
+                        "human natural social political economic cultural civil military federal royal imperial "
+                        "often also usually generally typically mostly widely".split())
 _LEADING = frozenset("a an the one largest smallest biggest most least first second third fourth fifth only main "
                      "chief oldest best".split())
 _PARTICIPLES = frozenset("spoken written known born made found held seen given taken worn grown shown built "
@@ -69,7 +72,7 @@ def defining_type(text: str) -> list[str]:
     rest = m.group(1)
     end = _PHRASE_END.search(rest)
     phrase = rest[: end.start()] if end else rest
-    words = _WORD.findall(phrase)
+    words = _WORD.findall(re.sub(r"\b\d+(?:st|nd|rd|th)\b", " ", phrase))
     for i, w in enumerate(words[1:], 1):  # "a language spoken by ...": the participle ends the phrase
         if w.lower().endswith("ed") or w.lower() in _PARTICIPLES:
             words = words[:i]
@@ -81,9 +84,16 @@ def defining_type(text: str) -> list[str]:
     if not words or len(words) > 6:
         return []
     words = words[-_MAX_TYPE_WORDS:]
+    if words and words[-1].lower() in PERSON_HEADS:  # "the 16th President of ...": a person's title
+        words[-1] = words[-1].lower()
+    while words and re.fullmatch(r"\d+(?:st|nd|rd|th)", words[0]):
+        words = words[1:]
+    if not words:
+        return []
     head = words[-1]
     if head.lower() in _BAD_HEAD or len(head) < 3 or not head.isalpha() or not head.islower() \
-            or head.endswith(("ed", "ing", "ly")) or head.endswith("s") and not head.endswith(("ss", "us", "is", "species", "series")):
+            or head.endswith(("ed", "ing", "ly", "ical", "ieval", "ous", "ful", "less", "able", "ible", "ese", "ish")) \
+            or head.lower() in _ADJECTIVES or head.endswith("s") and not head.endswith(("ss", "us", "is", "species", "series")):
         return []
     while words and words[0].lower() in _LEADING:
         words = words[1:]

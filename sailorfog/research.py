@@ -36,14 +36,18 @@ _WORDS = re.compile(r"[a-z0-9]+")
 
 def answer_order(index: CorpusIndex, seed: int, alpha: float = 0.5) -> list[int]:
     """Every page with a defining type and a link, in a seeded order drawn against popularity
-    (weight ``(1 + inbound) ** -alpha``, exponential keys): long-tail answers come first, and no
-    page is drawn twice."""
+    (weight ``(1 + inbound) ** -alpha``, exponential keys): long-tail answers come first, no page
+    is drawn twice, and the corpus's top 1% by inbound links are left out."""
     rng = random.Random(f"sailorfog-answers:{seed}")
+    known = sorted(index.inbound)
+    hub = known[int(0.99 * (len(known) - 1))] if known else 0  # the corpus's top 1% are never answers
     keys = []
     for pid in range(len(index)):
         if not index.page_type[pid] or not index.neighbors[pid]:
             continue
         inbound = index.inbound[pid] if pid < len(index.inbound) else 0
+        if known and inbound > hub:
+            continue
         weight = (1.0 + max(inbound, 0)) ** -alpha
         keys.append((-math.log(1.0 - rng.random()) / weight, pid))
     keys.sort()
@@ -108,7 +112,9 @@ class ResearchSynthesizer:
     min_answer_type: int = 12
     """The answer's type is stated with words that fit at least this many pages (a search for it
     alone cannot list the answer; a person of a rarer type is "a person")."""
-    min_statements: int = 8
+    min_statements: int = 9
+    min_words: int = 40
+    """Shorter questions are dropped (they say too little to be research tasks)."""
     """Weak, true statements are added (without changing the answer) until the question has this many."""
     branch_p: float = 0.8
     """Probability of each side branch (an entity known only by its type, linked to the answer or to
@@ -145,7 +151,8 @@ class ResearchSynthesizer:
         return min(found)[2] if found else None
 
     def chain(self, target: str, rng: random.Random) -> Chain | str:
-        x_type = type_statement(self.index, "X", target, self.text(target), "Xt", self.min_answer_type)
+        min_type = max(2, min(self.min_answer_type, len(self.index) // 800))  # small corpora: fewer pages per type
+        x_type = type_statement(self.index, "X", target, self.text(target), "Xt", min_type)
         if x_type is None:
             return "no type: the answer's first sentence defines no type shared by enough pages"
         titles, base, far = {"X": target}, [x_type], []
@@ -299,6 +306,8 @@ class ResearchSynthesizer:
         leaked = name_leaks(question, titles, names, target)
         if leaked:
             return Outcome(i, None, f"leak: the question names {leaked[:3]}", steps)
+        if len(question.split()) < self.min_words:
+            return Outcome(i, None, f"short: {len(question.split())} words, fewer than {self.min_words}", steps)
         quoted = quotes(question, [self.text(t) for t in titles])
         if quoted:
             return Outcome(i, None, f"quote: the question copies {quoted[0]!r} from a page", steps)
