@@ -79,9 +79,6 @@ class SynthConfig:
             raise ValueError(f"--graph-nodes must be >= --max-nodes ({self.max_nodes}), got {self.graph_nodes}")
         if self.depth not in (0, 1, 2):
             raise ValueError(f"--depth must be 0, 1 or 2, got {self.depth}")
-        if self.mode == "research" and self.writer == "llm":
-            raise ValueError("--writer llm is not available with --mode research yet; use --writer template "
-                             "or --mode subgraph")
         if self.workers < 1:
             raise ValueError(f"--workers must be >= 1, got {self.workers}")
         if self.n < 1:
@@ -128,16 +125,20 @@ def read_partial(path: Path, seed: int, writer: str) -> list[dict[str, Any]]:
 def _make_writer(config: SynthConfig) -> Any:
     from sailorfog.writers import LLMWriter, TemplateWriter
 
-    if config.mode == "research":
-        from sailorfog.prose import DescribedWriter
-
-        return DescribedWriter()
     if config.writer == "template":
+        if config.mode == "research":
+            from sailorfog.prose import DescribedWriter
+
+            return DescribedWriter()
         return TemplateWriter()
     from wiki_sim.chat import ChatClient
 
     client = ChatClient(config.llm_base_url, config.llm_model, api_key=os.environ.get(config.llm_api_key_env),
                         timeout=config.llm_timeout, max_retries=1)
+    if config.mode == "research":
+        from sailorfog.prose_llm import DescribedLLMWriter
+
+        return DescribedLLMWriter(client)
     return LLMWriter(client)
 
 

@@ -150,7 +150,9 @@ class DescribedWriter:
 
     name: str = "template"
 
-    def write(self, statements: Sequence[Statement], types: Mapping[str, str]) -> str:
+    def write(self, statements: Sequence[Statement], types: Mapping[str, str], check: object = None) -> str:
+        """The question (``check``, the LLM writer's acceptance test, is not needed: templates are checked
+        by the synthesizer after writing)."""
         refs = _Refs(types)
         unary = {lab: [s for s in statements if s.kind in ("date", "name", "name_words", "number") and s.subject == lab] for lab in types}
         rels = [s for s in statements if s.kind == "relation"]

@@ -25,6 +25,7 @@ from sailorfog.describe import other_names
 from sailorfog.statements import (Statement, date_statements, name_statement, name_words_statement,
                                   number_statements, relation_statement, type_statement)
 from sailorfog.text import display_title, distinctive_words, leaks
+from sailorfog.writers import WriterError
 from wiki_sim.records import title_to_url
 
 RESEARCH_VERSION = "sailorfog-research-0.2"
@@ -300,15 +301,24 @@ class ResearchSynthesizer:
         if self.depth >= 1 and x_only < self.min_x_candidates:
             return Outcome(i, None, "shallow: the answer's own clues single it out", steps)
         types = {s.subject: s.value for s in statements if s.kind == "type"}
-        question = writer.write(statements, types)
         titles = list(chain.titles.values())
         names = {t: self.names(t) for t in titles}
+        pages = [self.text(t) for t in titles]
+
+        def check(text: str) -> list[str]:
+            found = [f"it names {x!r}" for x in name_leaks(text, titles, names, target)]
+            return found + [f"it copies {q!r} from a page" for q in quotes(text, pages)[:2]]
+
+        try:
+            question = writer.write(statements, types, check=check)
+        except WriterError as exc:
+            return Outcome(i, None, f"writer: {exc}", steps)
         leaked = name_leaks(question, titles, names, target)
         if leaked:
             return Outcome(i, None, f"leak: the question names {leaked[:3]}", steps)
         if len(question.split()) < self.min_words:
             return Outcome(i, None, f"short: {len(question.split())} words, fewer than {self.min_words}", steps)
-        quoted = quotes(question, [self.text(t) for t in titles])
+        quoted = quotes(question, pages)
         if quoted:
             return Outcome(i, None, f"quote: the question copies {quoted[0]!r} from a page", steps)
         if self.attack_filter:
@@ -331,6 +341,7 @@ class ResearchSynthesizer:
             "clues": [s.to_dict() for s in statements],
             "subgraph": sub,
             "uniqueness": {"steps": steps, "candidates": 1, "answer_own_clues_candidates": x_only},
+            "distractor": None,
             "oracle": oracle.record,
             "generator": {"version": RESEARCH_VERSION, "seed": self.seed, "index": i, "writer": writer.name,
                           "corpus": corpus, "depth": self.depth},
