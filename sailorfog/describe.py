@@ -50,7 +50,7 @@ PERSON_HEADS = frozenset(
 """Type heads that make an entity a person (asked with "who", describable as "a person")."""
 # Other names in a defining sentence.
 _ALSO = re.compile(r"\b(?:also (?:known|called|referred to) as|also spelled|commonly known as|better known as|"
-                   r"often (?:simply )?(?:called|referred to as)|or simply)\s+(?:the\s+)?"
+                   r"often (?:simply )?(?:called|referred to as)|or simply)\s+(?:(?:the|a|an)\s+)?"
                    r"([A-Z][\w'\-]*(?:\s+[A-Z][\w'\-]*){0,4})")
 
 

@@ -15,7 +15,7 @@ from envs.trajectory import trajectory_record
 from sailorfog.oracle import OracleResult, _Episode, _Stop
 from sailorfog.prose import TARGET, _order
 from sailorfog.statements import Statement
-from sailorfog.text import display_title, mask, numbers
+from sailorfog.text import article, display_title, mask, numbers
 from wiki_sim.records import title_to_url
 
 MAX_QUERIES = 3
@@ -24,7 +24,7 @@ MAX_QUERIES = 3
 def _goal(label: str, statements: Sequence[Statement], types: Mapping[str, str]) -> str:
     """What to check on an entity's page, in the question's own terms."""
     kind = types[label]
-    wants = [f"is it a {kind}"]
+    wants = [f"is it {article(kind)} {kind}"]
     for s in statements:
         if s.subject == label and s.kind == "date":
             wants.append(f"{'when was it ' + s.predicate if s.predicate else 'what happened'} (expected {s.value})")

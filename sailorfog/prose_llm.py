@@ -41,7 +41,7 @@ def statement_sentence(s: Statement, types: Mapping[str, str]) -> str:
     if s.kind == "name":
         return f"The name of {ref} begins with “{s.value}”."
     if s.kind == "name_words":
-        return f"The name of {ref} is {s.value} word{'s' if s.value != 'one' else ''} long."
+        return f"The name of {ref} is {'a single word' if s.value == 'one' else s.value + ' words long'}."
     if s.kind == "number":
         return f"The article on {ref} gives a figure of {s.value}."
     obj = _ref(s.object, types)
