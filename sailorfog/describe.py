@@ -78,7 +78,7 @@ def defining_type(text: str) -> list[str]:
             words = words[:i]
             break
     for i in range(len(words) - 1, -1, -1):  # "a Soviet and Russian politician": the last conjunct
-        if words[i].lower() in ("and", "or"):
+        if words[i].lower() in ("and", "or", "a", "an", "the"):
             words = words[i + 1:]
             break
     if not words or len(words) > 6:
