@@ -44,7 +44,18 @@ def asked_kind(question: str) -> str:
     return next((g for g in found[-1] if g), "").lower()
 
 
+def _distinct(queries: Sequence[str]) -> list[str]:
+    """One query per set of search terms (windows that differ only in stopwords rank the same pages)."""
+    from wiki_sim.index import query_terms
+
+    first: dict[tuple[str, ...], str] = {}
+    for q in queries:
+        first.setdefault(tuple(query_terms(q)) or (q,), q)
+    return list(first.values())
+
+
 def _best_rank(sim: Any, queries: Sequence[str], answers: set[str]) -> int | None:
+    queries = _distinct(queries)
     best = None
     for start in range(0, len(queries), 32):
         for hits in sim.search(list(queries[start:start + 32]), k=10):

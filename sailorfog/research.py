@@ -115,7 +115,7 @@ class ResearchSynthesizer:
     alone cannot list the answer; a person of a rarer type is "a person")."""
     min_statements: int = 9
     min_words: int = 40
-    """Shorter questions are dropped (they say too little to be research tasks)."""
+    """Shorter questions are dropped (they say too little to be research tasks); 20 at ``depth=0``."""
     """Weak, true statements are added (without changing the answer) until the question has this many."""
     branch_p: float = 0.8
     """Probability of each side branch (an entity known only by its type, linked to the answer or to
@@ -316,11 +316,18 @@ class ResearchSynthesizer:
         leaked = name_leaks(question, titles, names, target)
         if leaked:
             return Outcome(i, None, f"leak: the question names {leaked[:3]}", steps)
-        if len(question.split()) < self.min_words:
-            return Outcome(i, None, f"short: {len(question.split())} words, fewer than {self.min_words}", steps)
+        min_words = self.min_words if self.depth >= 1 else min(self.min_words, 20)  # the easy level may be brief
+        if len(question.split()) < min_words:
+            return Outcome(i, None, f"short: {len(question.split())} words, fewer than {min_words}", steps)
         quoted = quotes(question, pages)
         if quoted:
             return Outcome(i, None, f"quote: the question copies {quoted[0]!r} from a page", steps)
+        self.annotate(statements, chain.titles, types)
+        task = {"id": f"sailorfog-{self.seed}-{i}", "question": question, "answer": display_title(target),
+                "aliases": self.aliases(target)}
+        oracle = play_gold(env, task, statements, chain.titles, types, self.names)
+        if not oracle.solved:
+            return Outcome(i, None, f"oracle: {oracle.reason}", steps)
         if self.attack_filter:
             from sailorfog.attacks import shortcut_ranks
 
@@ -328,12 +335,6 @@ class ResearchSynthesizer:
             hit = next((k for k, r in ranks.items() if r is not None), None)
             if hit:
                 return Outcome(i, None, f"shortcut: one search of the {hit} finds the answer", steps)
-        self.annotate(statements, chain.titles, types)
-        task = {"id": f"sailorfog-{self.seed}-{i}", "question": question, "answer": display_title(target),
-                "aliases": self.aliases(target)}
-        oracle = play_gold(env, task, statements, chain.titles, types, self.names)
-        if not oracle.solved:
-            return Outcome(i, None, f"oracle: {oracle.reason}", steps)
         sub, H = self.subgraph(chain, statements)
         record = {**task, **self.measures(question, target, statements, H, x_only, oracle.tool_calls)}
         record.update({
