@@ -78,6 +78,7 @@ def _terms(text: str) -> set[str]:
     return {w.lower() for w in _WORD.findall(text) if len(w) > 3}
 
 
+_NAME = re.compile(r"\b[A-Z][\w'-]+(?:\s+(?:of\s+|de\s+|the\s+)?[A-Z][\w'-]+){0,3}")
 _NUMBERS = {"single": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
 
 
@@ -212,8 +213,22 @@ class ClauseAgent:
             self._scores[title] += 1.0 if self._is_kind(title) else -1.0
         return self._answer()
 
+    def _names_in_reads(self) -> None:
+        """Names the pages read show that fit the asked entity's name clues (candidates no search listed)."""
+        if self._name == (None, None):
+            return
+        from wiki_sim.records import title_to_url
+
+        for title, text in self._read.items():
+            for m in _NAME.finditer(text):
+                name = m.group(0)
+                if name != title and _fits(name, *self._name):
+                    self._urls.setdefault(name, title_to_url(name))
+                    self._scores[name] += 1.5
+
     def _rescore(self) -> None:
         """The intersection: named by a page read, of the asked kind, fitting the name clues."""
+        self._names_in_reads()
         for title in list(self._scores):
             named = sum(title.lower() in text.lower() for t, text in self._read.items() if t != title)
             fits = _fits(title, *self._name)

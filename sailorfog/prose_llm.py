@@ -64,16 +64,32 @@ def statement_terms(s: Statement) -> list[str]:
                                                 else s.predicate]
 
 
-def problems(question: str, statements: Sequence[Statement], check: Check | None = None) -> list[str]:
+def _relation_kept(s: Statement, question: str, types: Mapping[str, str]) -> bool:
+    """Whether one sentence of ``question`` names both kinds the relation joins and its predicate."""
+    word = "mention" if s.predicate == "mentions" else (statement_terms(s) or [""])[0].lower()
+    heads = {types[s.subject].split()[-1].lower(), types[s.object].split()[-1].lower()}
+    return any(word in sent and all(h in sent for h in heads)
+               for sent in re.split(r"(?<=[.?!;])\s+", question.lower()))
+
+
+def problems(question: str, statements: Sequence[Statement], check: Check | None = None,
+             types: Mapping[str, str] | None = None) -> list[str]:
     """Why a rewritten question is unacceptable (empty when it is)."""
     out = list(check(question)) if check else []
     lowered = question.lower().replace("single-word", "single word").replace("one-word", "single word")
+    need: dict[str, list[str]] = {}
     for s in statements:
-        lost = [t for t in statement_terms(s) if t.lower() not in lowered]
-        if s.kind == "name_words" and s.value != "one" and f"{s.value}-word" in lowered:
-            lost = []
-        if lost:
-            out.append(f"statement {s.id} lost " + ", ".join(repr(t) for t in lost))
+        if s.kind == "relation" and types and not _relation_kept(s, question, types):
+            out.append(f"statement {s.id} lost the relation ({s.predicate})")
+            continue
+        for t in statement_terms(s):
+            need.setdefault(t.lower(), []).append(s.id)
+    for term, ids in need.items():  # each statement keeps its own mention of a shared term
+        have = lowered.count(term)
+        if term in ("two", "three", "four", "five", "six"):
+            have = len(re.findall(rf"\b{term}\b", lowered))
+        if have < len(ids):
+            out.append(f"statement {ids[-1]} lost {term!r}")
     allowed = {f for s in statements for f in _FIGURE.findall(s.value)}
     added = sorted(set(_FIGURE.findall(question)) - allowed)
     if added:
@@ -125,7 +141,7 @@ class DescribedLLMWriter:
                         {"role": "user", "content": llm_prompt(statements, types, draft, issues)}]
             question = " ".join(self.client.complete(messages, temperature=self.temperature,
                                                      max_tokens=self.max_tokens).split())
-            issues = problems(question, statements, check)
+            issues = problems(question, statements, check, types)
             if not issues:
                 return question
         raise WriterError(f"no acceptable question after {self.max_attempts} attempt(s): {'; '.join(issues)}")

@@ -178,7 +178,7 @@ def test_llm_writer_keeps_every_statement_and_hides_names(research):
     check = lambda text: [f"names {target}"] if target.lower() in text.lower() else []  # noqa: E731
     with ChatServer() as server:
         question = _llm(server, "faithful").write(stated, types, check=check)
-        assert problems(question, stated, check) == [] and server.bodies[-1]["model"] == "faithful"
+        assert problems(question, stated, check, types) == [] and server.bodies[-1]["model"] == "faithful"
         server.answer = target
         assert target not in _llm(server, "leaky-once").write(stated, types, check=check)
         assert "rejected" in server.bodies[-1]["messages"][-1]["content"]
