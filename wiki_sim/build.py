@@ -36,13 +36,14 @@ _LEFTOVER = re.compile(r"^\.(?P<name>.+)\.(?P<kind>building|old)-(?P<pid>\d+)-[^
 
 def build(kind: str, path: str | Path | None = None, out: str | Path = "data/wiki", *, workers: int = 2,
           page_timeout: float = 10.0, progress: bool = True, cache_dir: str | Path | None = None,
-          reuse: bool = False, engine: str = "whoosh") -> dict[str, Any]:
+          reuse: bool = False, engine: str = "whoosh", fields: Any = None) -> dict[str, Any]:
     """Build a simulator from a corpus into ``out`` atomically; return its build.json content.
 
     ``reuse``: if ``out`` already holds a complete simulator built from the same source
     (same sha256, or same path, size and modification time) by this package version,
     keep it and return its build.json (with ``"reused": true``).
     ``engine``: the search index, ``whoosh`` (default) or ``tantivy`` (recorded in build.json).
+    ``fields``: for ``jsonl``, a :class:`~wiki_sim.ingest.jsonl.JsonlFields` naming the fields.
     """
     from wiki_sim.ingest import open_source
 
@@ -56,7 +57,7 @@ def build(kind: str, path: str | Path | None = None, out: str | Path = "data/wik
     out.parent.mkdir(parents=True, exist_ok=True)
     clean_leftovers(out)
     source = open_source(kind, path, workers=workers, page_timeout=page_timeout, progress=progress,
-                         cache_dir=cache_dir)
+                         cache_dir=cache_dir, fields=fields)
     fingerprint = source_fingerprint(source.meta)
     if reuse:
         current = _current_build(out)
@@ -107,6 +108,8 @@ def _build_into(tmp: Path, source: Any, fingerprint: dict[str, Any], workers: in
         "source_fingerprint": fingerprint,
         "counts": {**counts, "documents_indexed": index["documents"], "index_segments": index["segments"],
                    "forward_terms": forward["terms"]},
+        "links": {**source.meta.get("links", {"derived": False, "method": "wikilinks"}),
+                  "count": counts["links"], "resolved": counts["links_resolved"]},
         "skipped": {"count": stats.get("skipped", 0), "titles": skipped_titles},
         "source_stats": stats,
         "index": _index_info(engine),
@@ -202,6 +205,8 @@ def source_fingerprint(meta: dict[str, Any]) -> dict[str, Any]:
         return {"kind": meta.get("kind"), "sha256": meta["sha256"]}
     path = meta.get("path")
     fp: dict[str, Any] = {"kind": meta.get("kind"), "path": path}
+    if meta.get("fields"):
+        fp["fields"] = meta["fields"]
     if path and os.path.exists(path):
         st = os.stat(path)
         fp.update(size=st.st_size, mtime_ns=st.st_mtime_ns)

@@ -26,6 +26,8 @@ class BuildConfig:
       websailor wiki build --out data/wiki                      (the embedded default corpus)
       websailor wiki build --source dump simplewiki.xml.bz2 --out data/simplewiki
       websailor wiki build --source jsonl wiki18.jsonl --out data/wiki18
+      websailor wiki build --source jsonl bcp.jsonl --id-field docid --url-field url --out data/bcp
+      websailor wiki build --source jsonl kilt.jsonl --title-field wikipedia_title --id-field wikipedia_id
     """
 
     path: str | None = field(default=None, metadata={"positional": True})
@@ -47,6 +49,16 @@ class BuildConfig:
     """Where fetched corpora are cached (default: $WEBSAILOR_CACHE, else ~/.cache/websailor-gym)."""
     engine: Literal["whoosh", "tantivy"] = "whoosh"
     """Search index: whoosh (default) or tantivy (faster at scale; pip install 'websailor-gym[tantivy]')."""
+    title_field: str | None = None
+    """--source jsonl: field of the page title (default: title; wiki-18 "contents" lines carry it on their
+    first line; a record without one takes the first line of its text)."""
+    text_field: str | None = None
+    """--source jsonl: field of the text, a string or a list of strings (default: text, or wiki-18 contents)."""
+    url_field: str | None = None
+    """--source jsonl: field of the document's own URL, shown in search hits and accepted by visit
+    (default: none; pages get their Wikipedia URL)."""
+    id_field: str | None = None
+    """--source jsonl: field of the document id (kept as the doc_id fact; names apart documents with one title)."""
 
     def __post_init__(self) -> None:
         if self.engine not in ("whoosh", "tantivy"):
@@ -61,13 +73,26 @@ class BuildConfig:
             raise ValueError(f"--page-timeout must be > 0 seconds, got {self.page_timeout!r}")
         if not self.out:
             raise ValueError("--out must name a directory")
+        named = [f for f in ("title_field", "text_field", "url_field", "id_field") if getattr(self, f) is not None]
+        if named and self.source != "jsonl":
+            raise ValueError(f"--{named[0].replace('_', '-')} applies to --source jsonl only")
+        for f in named:
+            if not str(getattr(self, f)).strip():
+                raise ValueError(f"--{f.replace('_', '-')} must name a field, got {getattr(self, f)!r}")
 
 
 def run_build(config: BuildConfig) -> int:
     from wiki_sim.build import build
 
+    fields = None
+    if config.source == "jsonl":
+        from wiki_sim.ingest.jsonl import JsonlFields
+
+        fields = JsonlFields(title=config.title_field, text=config.text_field, url=config.url_field,
+                             id=config.id_field)
     info = build(config.source, config.path, config.out, workers=config.workers, page_timeout=config.page_timeout,
-                 progress=config.progress, cache_dir=config.cache_dir, reuse=config.reuse, engine=config.engine)
+                 progress=config.progress, cache_dir=config.cache_dir, reuse=config.reuse, engine=config.engine,
+                 fields=fields)
     c = info["counts"]
     if info.get("reused"):
         print(f"{config.out}: up to date ({c['pages']} pages from the same source); not rebuilt")
@@ -75,6 +100,7 @@ def run_build(config: BuildConfig) -> int:
     d = info["durations_s"]
     print(f"built {config.out}: {c['pages']} pages, {c['redirects']} redirects, {c['links']} links, "
           f"{c['facts']} facts, {info['skipped']['count']} skipped; "
+          f"{'links derived from the text; ' if info.get('links', {}).get('derived') else ''}"
           f"{d['total']:.1f} s (parse+store {d['parse_and_store']:.1f} s, index {d['index']:.1f} s)")
     return 0
 
@@ -202,8 +228,11 @@ def run_stats(config: StatsConfig) -> int:
     print(f"simulator   {stats['path']}")
     print(f"source      {src.get('kind')} {src.get('corpus') or src.get('path', '')}")
     print(f"pages       {stats['pages']} (indexed {stats['documents_indexed']}, engine {stats['engine']})")
-    for key in ("redirects", "links", "links_resolved", "facts", "facts_with_target"):
+    for key in ("redirects", "links", "links_resolved", "facts", "facts_with_target", "names"):
         print(f"{key:<11} {c.get(key)}")
+    links = b.get("links") or {}
+    print(f"link source {'derived from the text (' + links.get('method', '') + ')' if links.get('derived') else 'wikilinks'}"
+          f"{'; the corpus has no links between its pages' if not c.get('links_resolved') else ''}")
     print(f"skipped     {b.get('skipped', {}).get('count')}")
     print(f"built at    {b.get('built_at')} in {b.get('durations_s', {}).get('total')} s")
     print("versions    " + ", ".join(f"{k} {v}" for k, v in b.get("versions", {}).items()))

@@ -43,6 +43,15 @@ class Page:
     fact_targets: dict[int, str] = field(default_factory=dict)
     """Index into ``facts`` -> the title of the first page its value links to (``birth_place``
     ``[[Ulm]], [[German Empire]]`` -> ``Ulm``); facts whose value holds no link are absent."""
+    url: str = ""
+    """The document's own URL (a JSONL corpus of web pages); "" for the page's Wikipedia URL."""
+    link_starts: list[int] = field(default_factory=list)
+    """Offset in ``text`` of each link's anchor, when known (derived links); empty: the
+    store finds each anchor in reading order."""
+    aliases: list[tuple[str, str]] = field(default_factory=list)
+    """(other name, where it comes from): ``title`` (the title without its disambiguator),
+    ``lead`` (the defining sentence: "also known as", "or", a parenthesised native name),
+    ``bold`` (bold names of a dump's lead). Redirects are separate records."""
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,22 @@ def _window(text: str, start: int, end: int, a_start: int, a_end: int, limit: in
     return lo, hi
 
 
+def locate_spans(text: str, anchors: Iterable[tuple[int, int]],
+                 limit: int = MAX_SENTENCE_CHARS) -> list[tuple[int, int]]:
+    """For each anchor at known offsets ``(start, end)``, the sentence of ``text`` that holds it."""
+    spans = sentence_spans(text)
+    starts = [s for s, _ in spans]
+    out = []
+    for a_start, a_end in anchors:
+        if not spans or not 0 <= a_start < a_end <= len(text):
+            out.append((0, 0))
+            continue
+        i = max(0, bisect_right(starts, a_start) - 1)
+        s, e = spans[i]
+        out.append(_window(text, s, max(e, a_end), a_start, a_end, limit))
+    return out
+
+
 def locate_anchors(text: str, anchors: Iterable[str], limit: int = MAX_SENTENCE_CHARS) -> list[tuple[int, int]]:
     """For each anchor, in order, the ``(start, end)`` of the sentence of ``text`` that shows it.
 

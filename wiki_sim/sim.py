@@ -181,7 +181,7 @@ class WikiSim:
     # --- visit --------------------------------------------------------------------------
     def read(self, url: str, goal: str) -> tuple[dict[str, Any], Focused] | None:
         """The page a URL names (redirects followed) and its goal-focused content; ``None`` if unknown."""
-        title = url_to_title(url) if isinstance(url, str) else None
+        title = self.title_for_url(url) if isinstance(url, str) else None
         page = self.store.page(title) if title else None
         if page is None:
             return None
@@ -207,6 +207,16 @@ class WikiSim:
         if len(url) + len(goal) <= MAX_CACHED_KEY_CHARS:
             self._visit_cache.put(key, text)
         return text
+
+    def title_for_url(self, url: str) -> str | None:
+        """The page a URL names: a document stored under its own URL (a web-page corpus), else
+        the title of a Wikipedia URL or bare title (not checked against the store)."""
+        url = url.strip()
+        if "://" in url and len(url) <= MAX_CACHED_KEY_CHARS:
+            own = self.store.title_for_url(url)
+            if own is not None:
+                return own
+        return url_to_title(url)
 
     def closest_pages(self, title: str, n: int = 3) -> list[tuple[str, str]]:
         """``(title, url)`` of the pages whose titles are closest to ``title`` (for "did you mean"):
@@ -266,9 +276,33 @@ class WikiSim:
         return self.store.iter_leads()
 
     def aliases(self, title: str) -> list[str]:
-        """The redirects that point at a page."""
+        """Other names of a page (a title or alias): the names the page gives itself (its title
+        without the disambiguator, bold lead names, "also known as" names; see :meth:`names`),
+        then the redirects to it, sorted; no duplicates, never the title itself."""
         canonical = self.store.resolve(title)
-        return self.store.aliases(canonical) if canonical else []
+        if not canonical:
+            return []
+        out = dict.fromkeys(n for n, _ in self.store.names(canonical))
+        out.update(dict.fromkeys(self.store.aliases(canonical)))
+        out.pop(canonical, None)
+        return list(out)
+
+    def names(self, title: str) -> list[tuple[str, str]]:
+        """``(name, source)`` of the other names a page gives itself: source ``title`` ("Berlin"
+        for "Berlin (band)"), ``bold`` (bold names of a dump's lead), ``lead`` ("also known as",
+        "or", a parenthesised native name in the defining sentence)."""
+        canonical = self.store.resolve(title)
+        return self.store.names(canonical) if canonical else []
+
+    def link_summary(self) -> dict[str, Any]:
+        """How the simulator's links were made: ``{"links": N, "links_resolved": N, "derived": bool,
+        "method": str}``. ``derived`` is true when the corpus had no wikilinks and the links were
+        found in the text (:mod:`wiki_sim.ingest.entity_links`); ``links_resolved == 0`` means
+        the corpus has no links between its pages at all."""
+        counts = self.build_info.get("counts", {})
+        links = self.build_info.get("links") or {}
+        return {"links": counts.get("links", 0), "links_resolved": counts.get("links_resolved", 0),
+                "derived": bool(links.get("derived", False)), "method": links.get("method", "wikilinks")}
 
     def random_pages(self, n: int, seed: int | None = None, min_links: int = 0, min_chars: int = 0) -> list[str]:
         """``n`` distinct page titles drawn reproducibly (for a seed) among pages with at

@@ -3,18 +3,22 @@
 Written once per build with sqlite-utils (:class:`StoreWriter`), then opened read-only
 (:class:`Store`) by every consumer. Schema:
 
-- ``pages(id, title UNIQUE, url, lead, text, sections JSON, inbound_links)``: ``inbound_links``
+- ``pages(id, title UNIQUE, url, lead, text, sections JSON, inbound_links)``: ``url`` is the
+  page's Wikipedia URL, or the document's own URL for a corpus of web pages; ``inbound_links``
   (distinct pages with a resolved link into this one) is filled at finalize
 - ``redirects(alias PRIMARY KEY, target)``: every alias points at an existing page title
 - ``links(source, target, anchor, sent_start, sent_end, resolved)``: ``target`` resolved
   through redirects at finalize, ``resolved`` 1 when it names a page of the store (0: a
   dangling link); ``text[sent_start:sent_end]`` of the source page is the sentence that
   shows the link (``0, 0`` when the anchor is not in the text, e.g. an infobox value)
+- ``names(page, name, source)``: other names of a page found in the page itself (``title``: the
+  title without its disambiguator; ``lead``: "also known as", "or", a native name in the
+  defining sentence; ``bold``: a dump lead's bold names); redirects are in ``redirects``
 - ``facts(page, key, value, source, target)``: ``target`` the page the value links to
   (resolved through redirects), ``NULL`` when it links to none in the store
 - ``meta(key PRIMARY KEY, value JSON)``: source, counts, versions, build time, ``store_format``
 
-Indexed by title, alias, link source, link target, and fact page.
+Indexed by title, url, alias, name, link source, link target, and fact page.
 """
 
 from __future__ import annotations
@@ -29,12 +33,13 @@ from typing import Any, Iterable, Iterator, Literal
 
 from wiki_sim.errors import WikiSimError
 from wiki_sim.records import LinkInfo, Page, PageInfo, Redirect, normalize_title, title_to_url
-from wiki_sim.sentences import locate_anchors
+from wiki_sim.sentences import locate_anchors, locate_spans
 
 STORE_FILE = "store.sqlite"
-STORE_FORMAT = 2
+STORE_FORMAT = 3
 """Bumped when the schema changes; a store of another format must be rebuilt.
-2: link sentences, resolved flag, fact targets, inbound link counts."""
+2: link sentences, resolved flag, fact targets, inbound link counts.
+3: documents' own URLs, the ``names`` table, derived links judged by :mod:`wiki_sim.ingest.entity_links`."""
 
 
 class OutdatedStoreError(WikiSimError):
@@ -70,20 +75,33 @@ class StoreWriter:
         self.db["links"].create({"source": str, "target": str, "anchor": str, "sent_start": int, "sent_end": int,
                                  "resolved": int})
         self.db["facts"].create({"page": str, "key": str, "value": str, "source": str, "target": str})
+        self.db["names"].create({"page": str, "name": str, "source": str})
+        self._names: list[dict] = []
         self.db["meta"].create({"key": str, "value": str}, pk="key")
 
     def add_page(self, page: Page) -> None:
         title = normalize_title(page.title)
         self._pages.append({
-            "id": self._next_id, "title": title, "url": title_to_url(title), "lead": page.lead,
+            "id": self._next_id, "title": title, "url": page.url or title_to_url(title), "lead": page.lead,
             "text": page.text, "sections": json.dumps(page.sections, ensure_ascii=False),
         })
         self._next_id += 1
         hidden = page.hidden_links
         links = [(normalize_title(t), a, i in hidden) for i, (t, a) in enumerate(page.links) if t]
-        spans = locate_anchors(page.text, ("" if h else a for _, a, h in links))
+        if page.link_starts and len(page.link_starts) == len(page.links):
+            starts = [st for (t, _), st in zip(page.links, page.link_starts) if normalize_title(t)]
+            spans = locate_spans(page.text, ((st, st + len(a)) if not h else (0, 0)
+                                             for (_, a, h), st in zip(links, starts)))
+        else:
+            spans = locate_anchors(page.text, ("" if h else a for _, a, h in links))
         self._links.extend({"source": title, "target": t, "anchor": a, "sent_start": s, "sent_end": e, "resolved": 0}
                            for (t, a, _), (s, e) in zip(links, spans) if t)
+        seen = {title}
+        for name, source in page.aliases:
+            name = " ".join(name.split())
+            if name and name not in seen:
+                seen.add(name)
+                self._names.append({"page": title, "name": name, "source": source})
         targets = page.fact_targets
         self._facts.extend({"page": title, "key": k, "value": v, "source": s,
                             "target": normalize_title(targets[i]) if i in targets else None}
@@ -112,7 +130,9 @@ class StoreWriter:
             self.db["facts"].insert_all(self._facts, batch_size=2000)
         if self._redirects:
             self.db["redirects"].insert_all(self._redirects, ignore=True, batch_size=2000)
-        self._pages, self._links, self._facts, self._redirects = [], [], [], []
+        if self._names:
+            self.db["names"].insert_all(self._names, batch_size=2000)
+        self._pages, self._links, self._facts, self._redirects, self._names = [], [], [], [], []
 
     def finalize(self, meta: dict[str, Any]) -> dict[str, int]:
         """Resolve redirects and links, build indexes, write ``meta``; return the counts."""
@@ -140,6 +160,9 @@ class StoreWriter:
         db["links"].create_index(["target"], if_not_exists=True)
         db["facts"].create_index(["page"], if_not_exists=True)
         db["redirects"].create_index(["target"], if_not_exists=True)
+        db["pages"].create_index(["url"], if_not_exists=True)
+        db["names"].create_index(["page"], if_not_exists=True)
+        db["names"].create_index(["name"], if_not_exists=True)
         db.execute("ALTER TABLE pages ADD COLUMN inbound_links INTEGER NOT NULL DEFAULT 0")
         db.execute(
             "UPDATE pages SET inbound_links = c.n FROM (SELECT target, COUNT(DISTINCT source) AS n FROM links"
@@ -151,6 +174,7 @@ class StoreWriter:
             "links_resolved": db.execute("SELECT COUNT(*) FROM links WHERE resolved = 1").fetchone()[0],
             "facts": db["facts"].count,
             "facts_with_target": db.execute("SELECT COUNT(*) FROM facts WHERE target IS NOT NULL").fetchone()[0],
+            "names": db["names"].count,
         }
         meta = {**meta, "counts": counts, "store_format": STORE_FORMAT}
         db["meta"].insert_all(({"key": k, "value": json.dumps(v, ensure_ascii=False)} for k, v in meta.items()),
@@ -227,8 +251,19 @@ class Store:
         return page
 
     def aliases(self, title: str) -> list[str]:
+        """The redirects to a canonical title, sorted."""
         return [r[0] for r in self.conn.execute(
             "SELECT alias FROM redirects WHERE target = ? ORDER BY alias", (title,))]
+
+    def names(self, title: str) -> list[tuple[str, str]]:
+        """``(name, source)`` of the other names a canonical title's page gives itself, in page order."""
+        return [(r[0], r[1]) for r in self.conn.execute(
+            "SELECT name, source FROM names WHERE page = ? ORDER BY rowid", (title,))]
+
+    def title_for_url(self, url: str) -> str | None:
+        """The title of the page stored under exactly this URL (a document's own URL), else ``None``."""
+        row = self.conn.execute("SELECT title FROM pages WHERE url = ? LIMIT 1", (url,)).fetchone()
+        return row[0] if row else None
 
     def links(self, title: str, direction: Literal["out", "in"] = "out") -> list[dict[str, str]]:
         """Links out of (``{target, anchor}``) or into (``{source, anchor}``) a page."""

@@ -14,6 +14,7 @@ import pytest
 from tests.wiki_sim.simhelpers import build_jsonl, leftovers, write_jsonl
 from wiki_sim import WikiSim, WikiSimError
 from wiki_sim.build import build, check_out_dir, clean_leftovers, swap_into_place
+from wiki_sim.sim import BUILD_FORMAT
 from wiki_sim.store import StoreWriter
 
 PAGES = [
@@ -43,7 +44,7 @@ def dead_pid() -> int:
 def test_build_record_is_complete_and_written_last(tmp_path):
     out = build_jsonl(tmp_path, PAGES)
     info = json.loads((out / "build.json").read_text())
-    assert info["format"] == 2 and info["source"]["kind"] == "jsonl"
+    assert info["format"] == BUILD_FORMAT == 3 and info["source"]["kind"] == "jsonl"
     assert info["counts"]["pages"] == info["counts"]["documents_indexed"] == len(PAGES)
     assert info["source_fingerprint"]["size"] == (tmp_path / "wiki.jsonl").stat().st_size
     assert info["versions"]["whoosh"] == "2.7.5"
@@ -176,3 +177,17 @@ def test_reuse_keeps_a_current_simulator_and_rebuilds_a_stale_one(tmp_path):
     write_jsonl(tmp_path / "wiki.jsonl", PAGES[:2])
     info = build("jsonl", tmp_path / "wiki.jsonl", out, progress=False, reuse=True)
     assert "reused" not in info and info["counts"]["pages"] == 2
+
+
+def test_an_older_format_is_refused_with_rebuild_and_rebuilt_on_reuse(tmp_path):
+    """Format 3 added documents' own URLs, page names and judged derived links: a format-2 simulator
+    must be rebuilt, and setup_wiki.sh's --reuse build does rebuild it."""
+    out = build_jsonl(tmp_path, PAGES)
+    info = json.loads((out / "build.json").read_text())
+    (out / "build.json").write_text(json.dumps({**info, "format": 2}))
+    with pytest.raises(WikiSimError, match=r"built in format 2.*rebuild it"):
+        WikiSim(out)
+    info = build("jsonl", tmp_path / "wiki.jsonl", out, progress=False, reuse=True)
+    assert "reused" not in info and info["format"] == BUILD_FORMAT
+    with WikiSim(out) as sim:
+        assert sim.link_summary()["derived"] is True

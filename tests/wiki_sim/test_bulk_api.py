@@ -82,7 +82,7 @@ def _check_bulk_invariants(sim: WikiSim) -> tuple[list[PageInfo], list[LinkInfo]
 
 def test_bulk_api_on_the_default_corpus(default_sim):
     pages, links = _check_bulk_invariants(default_sim)
-    assert len(pages) > 9000 and len(links) > 30_000
+    assert len(pages) > 9000 and len(links) > 25_000  # everyday words ("island", "thought") do not link
     by_title = {p.title: p for p in pages}
     einstein = by_title["Albert Einstein"]
     assert einstein.length == len(default_sim.page("Albert Einstein")["text"])

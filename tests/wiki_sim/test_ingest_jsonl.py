@@ -62,10 +62,17 @@ def test_wiki18_passages_of_a_title_are_merged(tmp_path, articles):
 
 
 def test_a_title_seen_again_later_is_a_new_page(tmp_path, articles):
+    """A namesake with other text is renamed (the store keeps one page per title); a repeat is skipped."""
     rows = _wiki18_rows(articles[:2])
     first = [r for r in rows if r["contents"].startswith(f'"{articles[0][0]}"')]
-    pages = list(open_source("jsonl", _write(tmp_path / "c.jsonl", rows + first[:1]), progress=False))
-    assert [p.title for p in pages] == [articles[0][0], articles[1][0], articles[0][0]]
+    source = open_source("jsonl", _write(tmp_path / "c.jsonl", rows + first[:1]), progress=False)
+    pages = list(source)
+    assert [p.title for p in pages] == [articles[0][0], articles[1][0], articles[0][0] + " (2)"]
+    assert source.stats["duplicate_titles"] == 1
+    repeat = [{"title": t, "text": x} for t, x in articles[:2]] * 2
+    source = open_source("jsonl", _write(tmp_path / "r.jsonl", repeat), progress=False)
+    assert [p.title for p in source] == [articles[0][0], articles[1][0]]
+    assert source.stats["duplicates_skipped"] == 2
 
 
 @pytest.mark.parametrize("bad, message", [

@@ -11,7 +11,8 @@ Kinds:
 - ``default``: the embedded Vital Articles corpus (fetched at setup, see :mod:`wiki_sim.sources`);
   ``path`` may name another copy of ``summaries_en-us.json``;
 - ``dump``: a MediaWiki XML export (``.xml``, ``.xml.bz2``, ``.xml.gz``) at ``path``;
-- ``jsonl``: ``{"title", "text"}`` or wiki-18 ``{"id", "contents"}`` lines at ``path``;
+- ``jsonl``: one document per line at ``path``: ``{"title", "text"}``, wiki-18 ``{"id", "contents"}``,
+  or any shape whose fields ``fields`` (:class:`~wiki_sim.ingest.jsonl.JsonlFields`) names;
 - ``gensim-sample``: the 206-page enwiki sample from the gensim wheel (fetched at setup).
 """
 
@@ -33,7 +34,8 @@ SOURCE_KINDS: tuple[str, ...] = get_args(SourceKind)
 
 def fresh_stats() -> dict[str, Any]:
     return {"pages": 0, "redirects": 0, "skipped": 0, "skipped_titles": [], "non_main_namespace": 0,
-            "empty": 0, "links": 0, "facts": 0, "lines": 0, "passages_merged": 0, "worker_restarts": 0}
+            "empty": 0, "links": 0, "facts": 0, "lines": 0, "passages_merged": 0, "worker_restarts": 0,
+            "duplicates_skipped": 0, "duplicate_titles": 0}
 
 
 class Source:
@@ -61,11 +63,12 @@ class Source:
 
 def open_source(kind: SourceKind, path: str | Path | None = None, *, workers: int = 2, page_timeout: float = 10.0,
                 progress: bool = True, cache_dir: str | Path | None = None, _parser: str | None = None,
-                _hard_grace: float | None = None) -> Source:
+                _hard_grace: float | None = None, fields: Any = None) -> Source:
     """Open a corpus for ingestion; see the module docstring for the kinds.
 
     ``workers``: parser processes for dumps; ``page_timeout``: seconds one page may take to
-    parse before it is skipped. ``_parser`` (``'module:function'``) and ``_hard_grace``
+    parse before it is skipped. ``fields``: a :class:`~wiki_sim.ingest.jsonl.JsonlFields` for
+    ``jsonl`` (which fields hold the title, text, URL and id). ``_parser`` (``'module:function'``) and ``_hard_grace``
     (seconds past the limit before a stuck worker is killed) are test hooks.
     """
     if kind not in SOURCE_KINDS:
@@ -75,6 +78,9 @@ def open_source(kind: SourceKind, path: str | Path | None = None, *, workers: in
     if not page_timeout > 0:
         raise WikiSimError(f"page_timeout must be > 0 seconds, got {page_timeout!r}")
     meta: dict[str, Any] = {"kind": kind, "python": platform.python_version()}
+    # Corpora without wikilinks get links found in their text (wiki_sim.ingest.entity_links).
+    meta["links"] = ({"derived": True, "method": "entity_links"} if kind in ("default", "jsonl")
+                     else {"derived": False, "method": "wikilinks"})
     if kind == "default":
         if path is None:
             file, meta["sha256"] = sources.fetch_default_corpus(cache_dir), sources.DEFAULT_CORPUS.sha256
@@ -92,7 +98,15 @@ def open_source(kind: SourceKind, path: str | Path | None = None, *, workers: in
             raise WikiSimError(f"the {kind} source needs a PATH")
         file = _existing(path, kind)
     if kind == "jsonl":
-        return _source(kind, file, meta, _jsonl_records(file, progress))
+        from wiki_sim.ingest.jsonl import JsonlFields
+
+        fields = fields or JsonlFields()
+        named = {k: v for k, v in vars(fields).items() if v is not None}
+        if named:
+            meta["fields"] = named
+        return _source(kind, file, meta, _jsonl_records(file, progress, fields))
+    if fields is not None:
+        raise WikiSimError(f"field names (--title-field, ...) apply to --source jsonl only, not {kind}")
     return _dump_source(kind, file, meta, workers, page_timeout, progress, _parser, _hard_grace)
 
 
@@ -115,10 +129,10 @@ def _default_records(file: Path) -> Callable[[dict[str, Any]], Iterator[Page | R
     return lambda stats: iter_default_corpus(file, stats)
 
 
-def _jsonl_records(file: Path, progress: bool) -> Callable[[dict[str, Any]], Iterator[Page | Redirect]]:
+def _jsonl_records(file: Path, progress: bool, fields: Any) -> Callable[[dict[str, Any]], Iterator[Page | Redirect]]:
     from wiki_sim.ingest.jsonl import iter_jsonl
 
-    return lambda stats: iter_jsonl(file, stats, progress)
+    return lambda stats: iter_jsonl(file, stats, progress, fields)
 
 
 def _dump_source(kind: SourceKind, file: Path, meta: dict[str, Any], workers: int, page_timeout: float,

@@ -4,7 +4,9 @@
 entry becomes a :class:`Page` whose text is the extract, with two facts: the short
 description (``("description", ..., "shortdesc")``) and the Vital Articles topic
 (``("topic", ..., "vital_articles")``; the list's ``Uncategorized`` bucket is not a topic
-and is left out). Links are derived by :class:`~wiki_sim.ingest.link_finder.LinkFinder`.
+and is left out). Links are derived by :class:`~wiki_sim.ingest.entity_links.EntityLinker` (a
+title found in the text links only where it names the entity); other names come from each
+title and defining sentence (:mod:`wiki_sim.ingest.aliases`).
 """
 
 from __future__ import annotations
@@ -14,13 +16,12 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from wiki_sim.errors import WikiSimError
-from wiki_sim.ingest.link_finder import LinkFinder
+from wiki_sim.ingest.aliases import page_aliases
+from wiki_sim.ingest.entity_links import EntityLinker
 from wiki_sim.ingest.wikitext import clean_text
 from wiki_sim.records import Page, normalize_title
 
 NO_TOPIC = "Uncategorized"
-COMMON_WORD_DF = 0.02
-"""A one-word title in lower case is linked only if fewer than 2% of the texts use the word."""
 
 
 def load_summaries(path: Path) -> list[dict[str, str]]:
@@ -49,8 +50,8 @@ def load_summaries(path: Path) -> list[dict[str, str]]:
 
 def iter_default_corpus(path: Path, stats: dict[str, Any]) -> Iterator[Page]:
     entries = load_summaries(path)
-    finder = LinkFinder(e["title"] for e in entries if e["extract"])
-    finder.drop_common_words([e["extract"] for e in entries], max_df=COMMON_WORD_DF)
+    linker = EntityLinker(e["title"] for e in entries if e["extract"])
+    linker.learn((e["title"], e["extract"]) for e in entries)
     for e in entries:
         if not e["extract"]:
             stats["empty"] += 1
@@ -60,10 +61,12 @@ def iter_default_corpus(path: Path, stats: dict[str, Any]) -> Iterator[Page]:
             facts.append(("description", e["description"], "shortdesc"))
         if e["topic"] and e["topic"] != NO_TOPIC:
             facts.append(("topic", e["topic"], "vital_articles"))
-        links = finder.find(e["extract"], e["title"])
+        found = linker.find(e["extract"], e["title"])
         stats["pages"] += 1
-        stats["links"] += len(links)
+        stats["links"] += len(found)
         stats["facts"] += len(facts)
-        yield Page(title=e["title"], text=e["extract"], lead=e["extract"], sections=[], links=links, facts=facts)
+        yield Page(title=e["title"], text=e["extract"], lead=e["extract"], sections=[],
+                   links=[(f.target, f.anchor) for f in found], link_starts=[f.start for f in found], facts=facts,
+                   aliases=page_aliases(e["title"], e["extract"]))
     if stats["pages"] == 0:
         raise WikiSimError(f"{path} holds no articles")

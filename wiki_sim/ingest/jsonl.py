@@ -1,25 +1,77 @@
-"""JSONL corpora: ``{"title", "text"}`` per line, or wiki-18 / FlashRAG ``{"id", "contents"}``.
+"""JSONL corpora of any common shape: one document per line, fields named by :class:`JsonlFields`.
 
-wiki-18 (the DPR Wikipedia passages used by Search-R1 and FlashRAG) stores 100-word
-passages, ``contents`` being ``"Title"`` on the first line and the passage after it;
-consecutive passages of one title are merged into one :class:`Page` (paragraphs joined
-with a blank line). The format is detected per line, so the two may be mixed. In
-``{"title", "text"}`` lines, markdown headings (``## History``) in the text become the
-page's sections. Files may be plain, ``.bz2`` or ``.gz`` (detected by magic bytes).
+Shapes that build unchanged (the ``websailor wiki build --source jsonl`` options in brackets):
+
+- ``{"title", "text"}`` (the default; markdown headings ``## History`` in the text become sections);
+- wiki-18 / FlashRAG / Search-R1 ``{"id", "contents": "\\"Title\\"\\ntext"}``: detected by the
+  ``contents`` field; consecutive 100-word passages of one title are merged into one page;
+- BrowseComp-Plus ``{"docid", "url", "text"}`` [``--id-field docid --url-field url``]: a record with
+  no title field takes its title from the text (a front-matter ``title:`` line, else the first
+  line) and keeps its own URL in search hits and visits;
+- KILT ``{"wikipedia_id", "wikipedia_title", "text": [paragraphs]}`` [``--title-field
+  wikipedia_title --id-field wikipedia_id``] and HotpotQA ``{"title", "text": [sentences]}``:
+  a text given as a list is joined (paragraphs ending in a newline by blank lines, sentences by spaces).
+
+A title seen again later (not a consecutive passage) is the same document repeated when its
+text is the same (skipped, counted in ``duplicates_skipped``), else another document of the
+same name: renamed ``Title (ID)`` with its id, or ``Title (2)``, and counted in
+``duplicate_titles``. Files may be plain, ``.bz2`` or ``.gz`` (detected by magic bytes).
+
+JSONL corpora have no links; :func:`iter_jsonl` reads the file twice: once for the titles and
+how each page writes its own name, then again to find links with
+:class:`~wiki_sim.ingest.entity_links.EntityLinker`. Bad lines raise
+:class:`~wiki_sim.errors.WikiSimError` naming ``file:line``.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import zlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
 from wiki_sim.errors import WikiSimError
+from wiki_sim.ingest.aliases import page_aliases
 from wiki_sim.ingest.compressed import open_compressed
+from wiki_sim.ingest.entity_links import EntityLinker, own_usage
 from wiki_sim.records import Page, normalize_title
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
+_FRONT_TITLE = re.compile(r"^title:\s*(.+?)\s*$", re.MULTILINE)
+MAX_TITLE_CHARS = 200
+"""A title taken from a document's first line is cut to this many characters (at a space)."""
+
+
+@dataclass(frozen=True)
+class JsonlFields:
+    """Which JSON fields of a line hold what; ``None``: the default shape (see the module docstring)."""
+
+    title: str | None = None
+    """Field of the page title (default ``title``; wiki-18 lines carry it in ``contents``; absent
+    in a record: taken from the text)."""
+    text: str | None = None
+    """Field of the text, a string or a list of strings (default ``text``, or wiki-18 ``contents``)."""
+    url: str | None = None
+    """Field of the document's own URL (default: none, the page gets its Wikipedia URL)."""
+    id: str | None = None
+    """Field of the document id (names apart two documents with the same title)."""
+
+    def __post_init__(self) -> None:
+        for name in ("title", "text", "url", "id"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                raise WikiSimError(f"--{name}-field must be a non-empty field name, got {value!r}")
+
+
+@dataclass
+class _Doc:
+    title: str
+    text: str
+    url: str
+    doc_id: str
+    passage: bool
 
 
 def split_sections(text: str) -> tuple[str, list[str]]:
@@ -35,8 +87,45 @@ def split_sections(text: str) -> tuple[str, list[str]]:
     return "\n".join(lead_lines).strip(), headings
 
 
-def _record(path: Path, lineno: int, line: bytes) -> tuple[str, str, bool]:
-    """``(title, text, is_passage)`` of one line, or a WikiSimError naming the line."""
+def title_from_text(text: str) -> str:
+    """A title for a document that has none: its front-matter ``title:``, else its first line."""
+    head = text[:4000]
+    if head.startswith("---"):
+        end = head.find("\n---", 3)
+        m = _FRONT_TITLE.search(head, 3, end if end > 0 else len(head))
+        if m:
+            return m.group(1).strip("\"'")[:MAX_TITLE_CHARS]
+    for line in head.split("\n"):
+        line = line.strip().lstrip("#").strip()
+        if line and line != "---":
+            if len(line) > MAX_TITLE_CHARS:
+                cut = line.rfind(" ", 0, MAX_TITLE_CHARS)
+                line = line[:cut if cut > 40 else MAX_TITLE_CHARS]
+            return line
+    return ""
+
+
+def _join(value: Any, where: str, field: str) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        if any(v.endswith("\n") for v in value):
+            return "\n\n".join(v.strip() for v in value if v.strip())
+        return " ".join(v.strip() for v in value if v.strip())
+    raise WikiSimError(f'{where}: field "{field}" must be a string or a list of strings, got {type(value).__name__}')
+
+
+def _optional(obj: dict, field: str | None, where: str) -> str:
+    if field is None or obj.get(field) is None:
+        return ""
+    value = obj[field]
+    if isinstance(value, (str, int)) and not isinstance(value, bool):
+        return str(value).strip()
+    raise WikiSimError(f'{where}: field "{field}" must be a string or a number, got {type(value).__name__}')
+
+
+def _record(path: Path, lineno: int, line: bytes, fields: JsonlFields) -> _Doc:
+    """One line as a document, or a WikiSimError naming the line."""
     where = f"{path}:{lineno}"
     try:
         obj = json.loads(line)
@@ -44,31 +133,44 @@ def _record(path: Path, lineno: int, line: bytes) -> tuple[str, str, bool]:
         raise WikiSimError(f"{where}: malformed JSONL line ({exc})") from None
     if not isinstance(obj, dict):
         raise WikiSimError(f"{where}: expected a JSON object, got {type(obj).__name__}")
-    if "contents" in obj:
+    url, doc_id = _optional(obj, fields.url, where), _optional(obj, fields.id, where)
+    text_field = fields.text or ("contents" if "contents" in obj and fields.title is None else "text")
+    title_field = fields.title or "title"
+    if text_field not in obj:
+        if fields.text is None and fields.title is None:
+            raise WikiSimError(f'{where}: expected string fields {{"title", "text"}} or {{"id", "contents"}}, '
+                               f"got keys {sorted(obj)} (name them with --title-field/--text-field)")
+        raise WikiSimError(f'{where}: no field "{text_field}" (--text-field); the line has keys {sorted(obj)}')
+    if text_field == "contents" and title_field not in obj:
         contents = obj["contents"]
         if not isinstance(contents, str) or "\n" not in contents:
             raise WikiSimError(f'{where}: wiki-18 "contents" must be a string "\\"Title\\"\\ntext"')
         head, text = contents.split("\n", 1)
         head = head.strip()
         title = head[1:-1] if len(head) >= 2 and head[0] == head[-1] == '"' else head
-        return normalize_title(title), text.strip(), True
-    title, text = obj.get("title"), obj.get("text")
-    if not isinstance(title, str) or not isinstance(text, str):
-        raise WikiSimError(f'{where}: expected string fields {{"title", "text"}} or {{"id", "contents"}}, '
-                           f"got keys {sorted(obj)}")
-    return normalize_title(title), text.strip(), False
+        return _Doc(normalize_title(title), text.strip(), url, doc_id, True)
+    text = _join(obj[text_field], where, text_field).strip()
+    if title_field in obj:
+        title = obj[title_field]
+        if not isinstance(title, str):
+            raise WikiSimError(f'{where}: field "{title_field}" must be a string, got {type(title).__name__}')
+    elif fields.title is not None:
+        raise WikiSimError(f'{where}: no field "{title_field}" (--title-field); the line has keys {sorted(obj)}')
+    else:
+        title = title_from_text(text) or doc_id or url
+    return _Doc(normalize_title(title), text, url, doc_id, False)
 
 
-def iter_jsonl(path: Path, stats: dict[str, Any], progress: bool = False) -> Iterator[Page]:
-    """Pages of a JSONL corpus, in file order (merged wiki-18 passages count as one page)."""
+def _documents(path: Path, fields: JsonlFields, stats: dict[str, Any], progress: bool, desc: str) -> Iterator[Page]:
+    """Pages (without links) in file order: passages merged, repeated titles skipped or renamed."""
     from tqdm import tqdm
 
     if not path.is_file():
         raise WikiSimError(f"JSONL corpus {path} does not exist")
-    size = path.stat().st_size
-    bar = tqdm(total=size, unit="B", unit_scale=True, unit_divisor=1024, desc=f"read {path.name}",
+    bar = tqdm(total=path.stat().st_size, unit="B", unit_scale=True, unit_divisor=1024, desc=f"{desc} {path.name}",
                disable=not progress, dynamic_ncols=True)
-    title: str | None = None
+    first_text: dict[str, int] = {}  # title -> crc32 of its text: a repeat is skipped, a namesake renamed
+    current: _Doc | None = None
     parts: list[str] = []
     try:
         with open_compressed(path, bar.update) as f:
@@ -76,18 +178,18 @@ def iter_jsonl(path: Path, stats: dict[str, Any], progress: bool = False) -> Ite
                 if not line.strip():
                     continue
                 stats["lines"] += 1
-                t, text, is_passage = _record(path, lineno, line)
-                if not t:
+                doc = _record(path, lineno, line, fields)
+                if not doc.title:
                     raise WikiSimError(f"{path}:{lineno}: empty title")
-                if is_passage and t == title:
-                    parts.append(text)
+                if doc.passage and current is not None and current.passage and doc.title == current.title:
+                    parts.append(doc.text)
                     stats["passages_merged"] += 1
                     continue
-                if title is not None:
-                    yield from _page(title, parts, stats)
-                title, parts = t, [text]
-            if title is not None:
-                yield from _page(title, parts, stats)
+                if current is not None:
+                    yield from _page(current, parts, stats, first_text)
+                current, parts = doc, [doc.text]
+            if current is not None:
+                yield from _page(current, parts, stats, first_text)
     except (OSError, EOFError) as exc:
         raise WikiSimError(f"{path} is corrupt or truncated: {exc}") from None
     finally:
@@ -96,11 +198,44 @@ def iter_jsonl(path: Path, stats: dict[str, Any], progress: bool = False) -> Ite
         raise WikiSimError(f"{path} holds no pages (empty corpus)")
 
 
-def _page(title: str, parts: list[str], stats: dict[str, Any]) -> Iterator[Page]:
+def _page(doc: _Doc, parts: list[str], stats: dict[str, Any], first_text: dict[str, int]) -> Iterator[Page]:
     text = "\n\n".join(p for p in parts if p)
     if not text:
         stats["empty"] += 1
         return
+    title, digest = doc.title, zlib.crc32(text.encode("utf-8", "surrogatepass"))
+    if title in first_text:
+        if first_text[title] == digest:
+            stats["duplicates_skipped"] = stats.get("duplicates_skipped", 0) + 1
+            return
+        n, base = 2, title
+        title = f"{base} ({doc.doc_id})" if doc.doc_id else f"{base} (2)"
+        while title in first_text:
+            n += 1
+            title = f"{base} ({n})"
+        stats["duplicate_titles"] = stats.get("duplicate_titles", 0) + 1
+    first_text[title] = digest
     lead, sections = split_sections(text)
     stats["pages"] += 1
-    yield Page(title=title, text=text, lead=lead, sections=sections)
+    yield Page(title=title, text=text, lead=lead, sections=sections, url=doc.url,
+               facts=[("doc_id", doc.doc_id, "corpus_id")] if doc.doc_id else [])
+
+
+def iter_jsonl(path: Path, stats: dict[str, Any], progress: bool = False,
+               fields: JsonlFields | None = None) -> Iterator[Page]:
+    """Pages of a JSONL corpus in file order, with links derived from their text and their other names."""
+    fields = fields or JsonlFields()
+    scan: dict[str, Any] = {k: (0 if isinstance(v, int) else v) for k, v in stats.items()}
+    usage: dict[str, tuple[int, int]] = {}
+    for page in _documents(path, fields, scan, progress, "scan"):
+        usage[page.title] = own_usage(page.title, page.text)
+    linker = EntityLinker(usage)
+    linker.set_usage(usage)
+    for page in _documents(path, fields, stats, progress, "read"):
+        found = linker.find(page.text, page.title)
+        page.links = [(f.target, f.anchor) for f in found]
+        page.link_starts = [f.start for f in found]
+        page.aliases = page_aliases(page.title, page.lead)
+        stats["links"] += len(found)
+        stats["facts"] += len(page.facts)
+        yield page

@@ -26,6 +26,7 @@ from mwparserfromhell.wikicode import Wikicode
 
 from wiki_sim.ingest.templates import render_template
 from wiki_sim.ingest.tex import tex_to_text
+from wiki_sim.ingest.aliases import bold_names, lead_aliases, title_names
 from wiki_sim.records import Page, normalize_title
 
 # Namespaces of English Wikipedia (and their aliases) that main-namespace links never point into.
@@ -336,7 +337,8 @@ def _strip_files(text: str) -> str:
 
 def parse_page(title: str, wikitext: str, namespaces: Iterable[str] = ()) -> Page:
     """Parse one main-namespace article into a :class:`Page`."""
-    code = mwparserfromhell.parse(preprocess(wikitext))
+    cleaned = preprocess(wikitext)
+    code = mwparserfromhell.parse(cleaned)
     r = Renderer(namespaces)
     parts: list[str] = []
     skip_level = 0  # > 0 while inside a dropped reference-list section of that level
@@ -355,7 +357,10 @@ def parse_page(title: str, wikitext: str, namespaces: Iterable[str] = ()) -> Pag
             continue
         if not skip_level:
             parts.append(r.render(node))
-    return _assemble(title, clean_text("".join(parts)), r)
+    page = _assemble(title, clean_text("".join(parts)), r)
+    page.aliases = list(dict.fromkeys(title_names(title) + bold_names(title, cleaned)
+                                      + lead_aliases(title, page.lead)))
+    return page
 
 
 def _top_level_runs(code: Wikicode) -> Iterable[Node | Wikicode]:
