@@ -173,8 +173,16 @@ class DescribedWriter:
             if label == TARGET:
                 if refs.is_new(label):
                     parts.append(_cap(f"consider {refs.ref(label)}."))
+                first = next((s for s in unary[label] if s.kind == "name"), None)
+                length = next((s for s in unary[label] if s.kind == "name_words"), None)
                 for s in unary[label]:
-                    parts.append(_fact(s, refs.ref(label)))
+                    if first and length and s is length:
+                        continue
+                    if first and length and s is first:
+                        size = "single-word" if length.value == "one" else f"{length.value}-word"
+                        parts.append(_cap(f"{refs.ref(label)} has a {size} name that begins with “{first.value}”."))
+                    else:
+                        parts.append(_fact(s, refs.ref(label)))
         for s in rels:  # relations between entities introduced in another order
             if s.id not in done:
                 parts.append(_relation(s, refs))
