@@ -96,8 +96,8 @@ def name_constraints(question: str, kind: str, any_kind: bool = False) -> tuple[
         m = re.search(r"begins with “(\w)”", sentence)
         if m:
             letter = m.group(1)
-        m = re.search(r"\b(single|one|two|three|four|five|six)[- ]word name|name is (?:a )?(single|one|two|three|four|five|"
-                      r"six)(?: words? long| word)", sentence)
+        m = re.search(r"\b(single|one|two|three|four|five|six)[- ]word name|"
+                      r"name is (?:a )?(single|one|two|three|four|five|six)(?: words? long| word)", sentence)
         if m:
             words = _NUMBERS[m.group(1) or m.group(2)]
     return letter, words

@@ -24,7 +24,8 @@ from typing import Any, Iterable, Mapping
 
 from sailorfog.corpus import CorpusIndex
 
-UNARY = {"type", "person", "name_words", "words", "description", "year", "number", "fact", "prefix", "initials", "not_title", "not_prefix"}
+UNARY = {"type", "person", "name_words", "words", "description", "year", "number", "fact", "prefix", "initials",
+         "not_title", "not_prefix"}
 BINARY = {"link", "relyear", "earlier"}
 Domains = dict[str, set[int]]
 

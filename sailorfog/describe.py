@@ -14,7 +14,8 @@ from typing import Iterable
 from wiki_sim.focus import tokenize
 
 # The defining sentence: "<Name> is a/an/the <phrase>".
-_DEFINING = re.compile(r"\b(?:is|was)\s+(?:an\s+|a\s+|the\s+(?=(?:capital|largest|chief|main|\d+(?:st|nd|rd|th))\b))([^.;:]{2,160})")
+_DEFINING = re.compile(r"\b(?:is|was)\s+(?:an\s+|a\s+|the\s+(?=(?:capital|largest|chief|main|\d+(?:st|nd|rd|th))\b))"
+                       r"([^.;:]{2,160})")
 # Where the head noun phrase of a definition ends.
 _PHRASE_END = re.compile(
     r",|\(|\s(?:that|which|who|whom|whose|where|when|of|in|on|at|from|for|with|by|to|as|is|was|are|were|"
@@ -24,12 +25,14 @@ _PHRASE_END = re.compile(
 _WORD = re.compile(r"[A-Za-z][A-Za-z'\-]*")
 # Words that make a poor head for "a ___" (a definition that is not a type).
 _BAD_HEAD = frozenset("one term name word type kind form part set group way number lot member process "
-                      "condition concept idea study branch field any large small largest most major first second use act "
+                      "condition concept idea study branch field any large small largest most major first second "
+                      "use act "
                       "smallest oldest best".split())
 _MAX_TYPE_WORDS = 3
 _ADJECTIVES = frozenset("narrow broad wide common rare early late modern ancient major minor main public private "
                         "human natural social political economic cultural civil military federal royal imperial "
-                        "often also usually generally typically mostly widely".split())
+                        "often also usually generally typically mostly widely long short similar tall high low new "
+                        "old great big little various different single important famous popular well".split())
 _LEADING = frozenset("a an the one largest smallest biggest most least first second third fourth fifth only main "
                      "chief oldest best".split())
 _PARTICIPLES = frozenset("spoken written known born made found held seen given taken worn grown shown built "
@@ -93,7 +96,8 @@ def defining_type(text: str) -> list[str]:
     head = words[-1]
     if head.lower() in _BAD_HEAD or len(head) < 3 or not head.isalpha() or not head.islower() \
             or head.endswith(("ed", "ing", "ly", "ical", "ieval", "ous", "ful", "less", "able", "ible", "ese", "ish")) \
-            or head.lower() in _ADJECTIVES or head.endswith("s") and not head.endswith(("ss", "us", "is", "species", "series")):
+            or head.lower() in _ADJECTIVES \
+            or head.endswith("s") and not head.endswith(("ss", "us", "is", "species", "series")):
         return []
     while words and words[0].lower() in _LEADING:
         words = words[1:]
@@ -127,7 +131,8 @@ _PREDICATES: tuple[tuple[str, str], ...] = (
     (r"used (?:in|for|by)", "is used in"), (r"home to", "is home to"), (r"succeeded by", "was succeeded by"),
     (r"preceded by", "was preceded by"), (r"married(?: to)?", "was married to"),
     (r"(?:son|daughter|child) of", "was a child of"), (r"studied (?:at|under)", "studied at"),
-    (r"produced in|grown in|spoken in", "is produced in"), (r"caused by", "is caused by"),
+    (r"spoken in", "is spoken in"), (r"grown in", "is grown in"), (r"produced in", "is produced in"),
+    (r"caused by", "is caused by"),
     (r"led by", "was led by"), (r"ruled by", "was ruled by"), (r"won", "won"), (r"defeated", "defeated"),
 )
 _PREDICATE = [(re.compile(r"\b(?:" + p + r")\s+(?:(?:the|a|an|its|their|his|her)\s+)?$", re.I), w)

@@ -154,7 +154,8 @@ class DescribedWriter:
         """The question (``check``, the LLM writer's acceptance test, is not needed: templates are checked
         by the synthesizer after writing)."""
         refs = _Refs(types)
-        unary = {lab: [s for s in statements if s.kind in ("date", "name", "name_words", "number") and s.subject == lab] for lab in types}
+        unary = {lab: [s for s in statements if s.kind in ("date", "name", "name_words", "number")
+                       and s.subject == lab] for lab in types}
         rels = [s for s in statements if s.kind == "relation"]
         done: set[str] = set()
         parts: list[str] = []

@@ -34,7 +34,8 @@ def statement_sentence(s: Statement, types: Mapping[str, str]) -> str:
     """One plain sentence for a statement (the model's input; entities by their kind, never by name)."""
     ref = _ref(s.subject, types)
     if s.kind == "type":
-        return f"There is {article(s.value)} {s.value}." if s.subject != TARGET else f"The answer is {article(s.value)} {s.value}."
+        kind = f"{article(s.value)} {s.value}"
+        return f"There is {kind}." if s.subject != TARGET else f"The answer is {kind}."
     if s.kind == "date":
         verb = f"was {s.predicate}" if s.predicate and s.predicate != "died" else (s.predicate or "saw an event")
         return f"{ref[:1].upper()}{ref[1:]} {verb} in {s.value}."
