@@ -203,7 +203,9 @@ class ClauseAgent:
         if self._phase == 4:
             self._hits(obs, 0.5)
             self._rescore()
-            top = [t for t, _ in self._scores.most_common() if t not in self._read][:self.reads]
+            order = sorted(self._scores, key=lambda t: (_fits(t, *self._name), self._is_kind(t), self._support(t),
+                                                       self._scores[t]), reverse=True)
+            top = [t for t in order if t not in self._read][:self.reads]
             if not top:
                 return self._answer()
             return format_turn("Check the candidates that fit the clues.",
@@ -234,12 +236,22 @@ class ClauseAgent:
             fits = _fits(title, *self._name)
             self._scores[title] += named + (2.0 if self._is_kind(title) else 0.0) + (3.0 if fits else -10.0)
 
+    def _support(self, title: str) -> int:
+        """Pages read (other than ``title``) that name it, plus those its own text names."""
+        low = title.lower()
+        own = self._read.get(title, "").lower()
+        named_by = sum(low in text.lower() for t, text in self._read.items() if t != title)
+        names = sum(t.lower() in own for t in self._read if t != title) if own else 0
+        return named_by + names
+
     def _answer(self) -> str:
         q = _terms(self._question)
-        for title in self._scores:
+        ranked = []
+        for title, score in self._scores.items():
             if _terms(title) and _terms(title) <= q:  # a page the question names is not its answer
-                self._scores[title] -= 5.0
-        if not self._scores:
+                continue
+            ranked.append(((_fits(title, *self._name), self._is_kind(title), self._support(title), score), title))
+        if not ranked:
             return format_turn("Nothing found.", answer="unknown")
-        best = max(self._scores, key=lambda t: (self._scores[t], t))
+        best = max(ranked)[1]
         return format_turn(f"{best} fits the most clues.", answer=re.sub(r"\s*\([^)]*\)$", "", best))
