@@ -37,6 +37,12 @@ class SynthConfig:
     """Number of verified tasks to write."""
     seed: int = 0
     """Seed of every random choice (graph, subgraphs, targets, uncertainty)."""
+    mode: Literal["research", "subgraph"] = "research"
+    """research: answers reached through described, unnamed intermediates (SailorFog-QA style);
+    subgraph: the earlier generator over a sampled entity graph, whose clues quote the pages."""
+    depth: int = 1
+    """research mode: hidden intermediate entities on the way to the answer (1 or 2); 0 writes the
+    one-hop curriculum level (entities still described, never quoted), for small models."""
     writer: Literal["template", "llm"] = "template"
     """Question writer: deterministic templates, or a language model over an OpenAI-compatible endpoint."""
     graph: str | None = None
@@ -50,7 +56,8 @@ class SynthConfig:
     max_nodes: int = 7
     """Largest subgraph."""
     max_attempts: int | None = None
-    """Subgraphs to try at most (default: 5 per requested task)."""
+    """Attempts at most (default: 5 per requested task in subgraph mode, 50 in research mode, where most
+    answers are dropped: no shared type, ambiguous, shallow, solved by one search)."""
     heuristic: bool = True
     """Play the scripted heuristic agent on every task (part of its difficulty)."""
     llm_base_url: str = "http://127.0.0.1:8000/v1"
@@ -71,6 +78,8 @@ class SynthConfig:
     def __post_init__(self) -> None:
         if self.graph_nodes < self.max_nodes:
             raise ValueError(f"--graph-nodes must be >= --max-nodes ({self.max_nodes}), got {self.graph_nodes}")
+        if self.depth not in (0, 1, 2):
+            raise ValueError(f"--depth must be 0, 1 or 2, got {self.depth}")
         if self.workers < 1:
             raise ValueError(f"--workers must be >= 1, got {self.workers}")
         if self.n < 1:
@@ -118,11 +127,19 @@ def _make_writer(config: SynthConfig) -> Any:
     from sailorfog.writers import LLMWriter, TemplateWriter
 
     if config.writer == "template":
+        if config.mode == "research":
+            from sailorfog.prose import DescribedWriter
+
+            return DescribedWriter()
         return TemplateWriter()
     from wiki_sim.chat import ChatClient
 
     client = ChatClient(config.llm_base_url, config.llm_model, api_key=os.environ.get(config.llm_api_key_env),
                         timeout=config.llm_timeout, max_retries=1)
+    if config.mode == "research":
+        from sailorfog.prose_llm import DescribedLLMWriter
+
+        return DescribedLLMWriter(client)
     return LLMWriter(client)
 
 
@@ -143,6 +160,8 @@ def run_synth(config: SynthConfig) -> dict[str, Any]:
 
     out = Path(config.out)
     partial = out.with_name(out.name + ".partial")
+    if config.mode == "research":
+        return run_research(config, out, partial)
     with WikiSim(config.wiki) as sim:
         pages = sim.stats()["pages"]
         if pages < MIN_PAGES:
@@ -178,12 +197,57 @@ def run_synth(config: SynthConfig) -> dict[str, Any]:
     return summary
 
 
+def run_research(config: SynthConfig, out: Path, partial: Path) -> dict[str, Any]:
+    """Research mode: answers from the whole store, drawn against popularity, each at most once."""
+    from sailorfog.corpus import index_from_sim
+    from sailorfog.parallel import Shared
+    from sailorfog.research import answer_order
+    from wiki_sim import WikiSim
+
+    with WikiSim(config.wiki) as sim:
+        pages = sim.stats()["pages"]
+        if pages < MIN_PAGES:
+            raise SynthError(f"{config.wiki} has {pages} page(s); synthesis needs a corpus of at least {MIN_PAGES}")
+        if not ((sim.build_info or {}).get("counts") or {}).get("links_resolved"):
+            raise SynthError(f"{config.wiki} has no links between pages, and research tasks follow links; rebuild "
+                             "it with derived links (`websailor wiki build`)")
+        index = index_from_sim(sim)
+        corpus = str((sim.build_info.get("source_fingerprint") or {}).get("sha256", ""))[:16]
+    order = answer_order(index, config.seed)
+    if not order:
+        raise SynthError(f"no page of {config.wiki} has both a defining first sentence (\"X is a ...\") and a link; "
+                         "research tasks need both")
+    limit = min(len(order), config.max_attempts or 50 * config.n)
+    subgraphs = [None] * limit
+    done = read_partial(partial, config.seed, config.writer)
+    shared = Shared(None, index, _make_writer(config), config.seed, {}, config.heuristic, config.wiki,
+                    config.current_date, corpus, mode="research", depth=config.depth)
+    shared.targets = [index.titles[pid] for pid in order[:limit]]
+    summary = _loop(config, shared, subgraphs, done, partial)
+    return _finish(config, summary, partial, out, limit)
+
+
+def _finish(config: SynthConfig, summary: dict[str, Any], partial: Path, out: Path, limit: int) -> dict[str, Any]:
+    if summary["tasks"] >= config.n or summary["attempts"] >= limit:
+        os.replace(partial, out)
+        summary["out"] = str(out)
+    if summary["tasks"] == 0:
+        raise SynthError(f"no task passed verification in {summary['attempts']} attempt(s): {summary['dropped']}")
+    if summary["tasks"] < config.n:
+        print(f"websailor synth: warning: {summary['tasks']} of {config.n} tasks after {summary['attempts']} "
+              "attempts (a larger --max-attempts or corpus gives more)", file=sys.stderr)
+    print(json.dumps(summary, sort_keys=True))
+    return summary
+
+
 def _jobs(config: SynthConfig, shared: Any, subgraphs: list, start: int) -> list[tuple[int, Any, str, int]]:
     """(index, subgraph, target, orbit) of every attempt from ``start`` on; targets are chosen for
     all attempts from 0, in order, so the balancing over orbits is the same after a resume."""
     from sailorfog.orbits import choose_target
     from sailorfog.synth import attempt_rng
 
+    if getattr(shared, "targets", None) is not None:
+        return [(i, None, t, 0) for i, t in enumerate(shared.targets) if i >= start]
     counts: Counter = Counter()
     jobs = []
     for i, subgraph in enumerate(subgraphs):

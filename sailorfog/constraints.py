@@ -8,7 +8,8 @@ candidate. Arc consistency over-approximates the solutions of a cyclic subgraph,
 count of one is a proof of uniqueness, and a larger count an upper bound.
 
 Check types (``node``/``a``/``b``/``ref``/``other`` are labels):
-``words {node, words}``, ``description {node, words}``, ``year {node, lo, hi}``,
+``type {node, words}`` (the defining sentence's type holds the words), ``person {node}`` (the type is a person's),
+``name_words {node, n}``, ``words {node, words}``, ``description {node, words}``, ``year {node, lo, hi}``,
 ``number {node, lo, hi}``, ``fact {node, key, value}``, ``prefix {node, prefix}``,
 ``initials {node, initials}``, ``not_title {node, title}``, ``not_prefix {node, prefix}``,
 ``link {a, b}``, ``relyear {node, ref, lo, hi}`` (a year of node minus a year of ref in
@@ -23,7 +24,8 @@ from typing import Any, Iterable, Mapping
 
 from sailorfog.corpus import CorpusIndex
 
-UNARY = {"words", "description", "year", "number", "fact", "prefix", "initials", "not_title", "not_prefix"}
+UNARY = {"type", "person", "name_words", "words", "description", "year", "number", "fact", "prefix", "initials",
+         "not_title", "not_prefix"}
 BINARY = {"link", "relyear", "earlier"}
 Domains = dict[str, set[int]]
 
@@ -46,6 +48,12 @@ def unary_candidates(index: CorpusIndex, check: Mapping[str, Any]) -> frozenset[
 
 def _unary(index: CorpusIndex, check: Mapping[str, Any]) -> set[int]:
     kind = check["type"]
+    if kind == "type":
+        return index.with_type(check["words"])
+    if kind == "person":
+        return index.with_person()
+    if kind == "name_words":
+        return index.with_name_words(check["n"])
     if kind == "words":
         return index.with_words(check["words"])
     if kind == "description":

@@ -13,6 +13,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from sailorfog.describe import PERSON_HEADS, defining_type, type_key
 from sailorfog.text import display_title, numbers, years
 from wiki_sim.focus import tokenize
 
@@ -36,6 +37,13 @@ class CorpusIndex:
     _everything: frozenset[int] | None = None
     _prefix2: dict[str, set[int]] = field(default_factory=lambda: defaultdict(set))
     _initials: dict[str, set[int]] = field(default_factory=lambda: defaultdict(set))
+    type_pages: dict[str, set[int]] = field(default_factory=lambda: defaultdict(set))
+    """Type word -> pages whose defining first sentence gives a type with that word."""
+    page_type: list[tuple[str, ...]] = field(default_factory=list)
+    """The type words of each page's defining sentence (``("natural", "stream")``; empty: none)."""
+    inbound: list[int] = field(default_factory=list)
+    """Inbound links of each page (its popularity), when known."""
+    _persons: set[int] | None = None
     cache: dict[str, frozenset[int]] = field(default_factory=dict)
     """Unary candidate sets by check (filled by :mod:`sailorfog.constraints`)."""
 
@@ -61,6 +69,10 @@ class CorpusIndex:
             elif key and value:
                 self.fact_pages[(key, value.lower())].add(pid)
         self.neighbors.append(set())
+        kind = tuple(defining_type(text))
+        self.page_type.append(kind)
+        for word in type_key(kind):
+            self.type_pages[word].add(pid)
         name = display_title(title)
         self._prefix2[name[:2].lower()].add(pid)
         self._initials[_initials(title)].add(pid)
@@ -105,6 +117,29 @@ class CorpusIndex:
                 return set()
         return set(range(len(self))) if out is None else out
 
+    def with_type(self, words: Iterable[str]) -> set[int]:
+        """Pages whose defining sentence's type holds every one of ``words``."""
+        out: set[int] | None = None
+        for word in type_key(words):
+            pages = self.type_pages.get(word, set())
+            out = set(pages) if out is None else out & pages
+            if not out:
+                return set()
+        return set() if out is None else out
+
+    def with_person(self) -> set[int]:
+        """Pages whose defining sentence makes the entity a person."""
+        if self._persons is None:
+            self._persons = {i for i, t in enumerate(self.page_type) if t and t[-1].lower() in PERSON_HEADS}
+        return set(self._persons)
+
+    def with_name_words(self, n: int) -> set[int]:
+        """Pages whose name (title without its disambiguator) has ``n`` words."""
+        key = f"name_words:{n}"
+        if key not in self.cache:
+            self.cache[key] = frozenset(i for i, t in enumerate(self.titles) if len(display_title(t).split()) == n)
+        return set(self.cache[key])
+
     def with_year(self, lo: int, hi: int) -> set[int]:
         out: set[int] = set()
         for y in range(int(lo), int(hi) + 1):
@@ -147,6 +182,7 @@ def index_from_sim(sim: Any) -> CorpusIndex:
     for info in sim.iter_pages():
         page = sim.page(info.title) or {}
         index.add_page(info.title, page.get("text", ""), facts.get(info.title, ()))
+        index.inbound.append(int(info.inbound_links))
     for link in sim.iter_links():
         index.add_link(link.source, link.target)
     if not len(index):

@@ -30,6 +30,12 @@ class Shared:
     wiki: str
     current_date: str
     corpus: str = ""
+    mode: str = "subgraph"
+    """``research`` (described chains over the whole store) or ``subgraph`` (the quoting generator)."""
+    depth: int = 1
+    """Research mode: hidden intermediates (0: the one-hop curriculum level)."""
+    targets: list[str] | None = None
+    """Research mode: the answer of each attempt, in order."""
 
 
 def make_synthesizer(shared: Shared) -> Synthesizer:
@@ -40,6 +46,12 @@ def make_synthesizer(shared: Shared) -> Synthesizer:
 
     env = gym.make("websailor/WikiSim-v0", wiki_dir=shared.wiki, tasks=[{"question": "-", "answer": "-"}],
                    tools=["search", "visit"], current_date=shared.current_date)
+    if shared.mode == "research":
+        from sailorfog.research import ResearchRunner, ResearchSynthesizer
+        from wiki_sim import WikiSim
+
+        synth = ResearchSynthesizer(shared.index, WikiSim(shared.wiki), shared.seed, depth=shared.depth)
+        return ResearchRunner(synth, env, shared.writer, shared.heuristic, shared.corpus)  # type: ignore[return-value]
     return Synthesizer(shared.G, shared.index, env, shared.writer, shared.seed, shared.aliases,
                        heuristic=shared.heuristic, corpus=shared.corpus)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +31,16 @@ FUZZY_QUANTITIES = re.compile(r"\bbetween [\d,.]+ and [\d,.]+|\b(?:more|less|few
 _CLAUSE = re.compile(r"[.;?!]\s|,\s|\b(?:which|who|whose|that|where|when|while|and|but)\b", re.IGNORECASE)
 
 
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+
+
+def count_words(text: str) -> int:
+    """Words of a text, counting each CJK character as one word (Chinese and Japanese write no spaces,
+    so a whitespace split would count a whole Chinese question as one word)."""
+    cjk = len(_CJK.findall(text))
+    return cjk + len(_CJK.sub(" ", text).split())
+
+
 def count_constraints(question: str) -> int:
     """Clauses of a question (sentences, commas, relative pronouns, conjunctions), a proxy for constraints."""
     return 1 + len(_CLAUSE.findall(question.strip().rstrip("?.!")))
@@ -40,7 +51,7 @@ def question_stats(questions: Iterable[str]) -> dict[str, Any]:
     qs = [q for q in questions if isinstance(q, str) and q.strip()]
     if not qs:
         return {"questions": 0}
-    words = sorted(len(q.split()) for q in qs)
+    words = sorted(count_words(q) for q in qs)
     cons = sorted(count_constraints(q) for q in qs)
     share = lambda rx: round(sum(bool(rx.search(q)) for q in qs) / len(qs), 3)  # noqa: E731
     return {"questions": len(qs), "words_median": words[len(words) // 2], "words_mean": round(sum(words) / len(qs), 1),
@@ -164,6 +175,8 @@ def run_report(config: ReportConfig) -> dict[str, Any]:
     report = {"summary": summary, "questions": {"ours": public(ours), **{k: public(v) for k, v in refs.items()}},
               "plots": files, "reference_dir": str(ref_dir.resolve()) if refs else None}
     (out_dir / "summary.json").write_text(json.dumps(report, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    print(f"websailor synth-report: wrote {out_dir / 'summary.json'} and {len(files)} plot(s) in {out_dir}",
+          file=sys.stderr)
     print(json.dumps({"out_dir": str(out_dir), "tasks": len(tasks), "plots": len(files),
                       "references": sorted(refs)}, sort_keys=True))
     return report

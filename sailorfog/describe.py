@@ -1,0 +1,169 @@
+"""Structured statements read from page text: what an entity is, what relates it, when things happened.
+
+Every routine is a bounded, linear pass over one sentence or the start of one page. The
+statements are what research questions are written from (:mod:`sailorfog.research`): a
+question describes entities with these (``a plant``, ``founded in the 1920s``, ``is a member
+of``) instead of quoting the sentences they come from.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable
+
+from wiki_sim.focus import tokenize
+
+# The defining sentence: "<Name> is a/an/the <phrase>".
+_DEFINING = re.compile(r"\b(?:is|was)\s+(?:an\s+|a\s+|the\s+(?=(?:capital|largest|chief|main|\d+(?:st|nd|rd|th))\b))"
+                       r"([^.;:]{2,160})")
+# Where the head noun phrase of a definition ends.
+_PHRASE_END = re.compile(
+    r",|\(|\s(?:that|which|who|whom|whose|where|when|of|in|on|at|from|for|with|by|to|as|is|was|are|were|"
+    r"known|located|used|made|based|found|consisting|comprising|including|such|between|into|within|than|"
+    r"having|being|whereby|through|during|since|under|over|about|around|after|before|via|like)(?:\s|$)",
+    re.I)
+_WORD = re.compile(r"[A-Za-z][A-Za-z'\-]*")
+# Words that make a poor head for "a ___" (a definition that is not a type).
+_BAD_HEAD = frozenset("one term name word type kind form part set group way number lot member process "
+                      "condition concept idea study branch field any large small largest most major first second "
+                      "use act "
+                      "smallest oldest best".split())
+_MAX_TYPE_WORDS = 3
+_ADJECTIVES = frozenset("narrow broad wide common rare early late modern ancient major minor main public private "
+                        "human natural social political economic cultural civil military federal royal imperial "
+                        "often also usually generally typically mostly widely long short similar tall high low new "
+                        "old great big little various different single important famous popular well".split())
+_LEADING = frozenset("a an the one largest smallest biggest most least first second third fourth fifth only main "
+                     "chief oldest best".split())
+_PARTICIPLES = frozenset("spoken written known born made found held seen given taken worn grown shown built "
+                         "sung drawn".split())
+PERSON_HEADS = frozenset(
+    "person man woman king queen emperor empress politician statesman writer author poet painter composer singer "
+    "actor actress philosopher scientist physicist chemist mathematician leader president explorer ruler pharaoh "
+    "musician architect general saint prophet director founder inventor engineer astronomer economist historian "
+    "sultan caliph pope monarch playwright dictator sculptor friar priest novelist strategist physician "
+    "theologian monk bishop activist businessman entrepreneur polymath footballer player athlete soldier "
+    "commander revolutionary lawyer judge journalist critic artist photographer dancer comedian rapper "
+    "songwriter botanist biologist psychologist sociologist linguist scholar dramatist essayist educator "
+    "missionary nun cardinal apostle prince princess duke duchess tsar shah khan conqueror admiral diplomat "
+    "reformer poetess geographer naturalist zoologist geologist anthropologist archaeologist philanthropist "
+    "filmmaker screenwriter producer guitarist pianist violinist conductor singer-songwriter lyricist "
+    "cartoonist illustrator designer jurist chancellor minister governor senator consul pharaoh martyr "
+    "disciple rabbi imam scientist-inventor astronaut cosmonaut aviator pilot chef figure".split())
+"""Type heads that make an entity a person (asked with "who", describable as "a person")."""
+# Other names in a defining sentence.
+_ALSO = re.compile(r"\b(?:also (?:known|called|referred to) as|also spelled|commonly known as|better known as|"
+                   r"often (?:simply )?(?:called|referred to as)|or simply)\s+(?:(?:the|a|an)\s+)?"
+                   r"([A-Z][\w'\-]*(?:\s+[A-Z][\w'\-]*){0,4})")
+
+
+def first_sentence(text: str, max_chars: int = 400) -> str:
+    """The page's first sentence (at most ``max_chars`` characters)."""
+    head = " ".join(text[: max_chars * 2].split())
+    m = re.search(r"(?<=[a-z0-9)\]])\.\s+(?=[A-Z])", head)
+    return head[: m.start() + 1] if m else head[:max_chars]
+
+
+def defining_type(text: str) -> list[str]:
+    """The type an entity's defining first sentence gives it, as words (at most three, the head
+    noun last): ``["natural", "stream"]`` for "A river is a natural stream of fresh water ...";
+    empty when the sentence defines nothing usable."""
+    sentence = first_sentence(text)
+    m = _DEFINING.search(sentence)
+    if not m or m.start() > 160:
+        return []
+    rest = m.group(1)
+    end = _PHRASE_END.search(rest)
+    phrase = rest[: end.start()] if end else rest
+    words = _WORD.findall(re.sub(r"\b\d+(?:st|nd|rd|th)\b", " ", phrase))
+    for i, w in enumerate(words[1:], 1):  # "a language spoken by ...": the participle ends the phrase
+        if w.lower().endswith("ed") or w.lower() in _PARTICIPLES:
+            words = words[:i]
+            break
+    for i in range(len(words) - 1, -1, -1):  # "a Soviet and Russian politician": the last conjunct
+        if words[i].lower() in ("and", "or", "a", "an", "the"):
+            words = words[i + 1:]
+            break
+    if not words or len(words) > 6:
+        return []
+    words = words[-_MAX_TYPE_WORDS:]
+    if words and words[-1].lower() in PERSON_HEADS:  # "the 16th President of ...": a person's title
+        words[-1] = words[-1].lower()
+    while words and re.fullmatch(r"\d+(?:st|nd|rd|th)", words[0]):
+        words = words[1:]
+    if not words:
+        return []
+    head = words[-1]
+    if head.lower() in _BAD_HEAD or len(head) < 3 or not head.isalpha() or not head.islower() \
+            or head.endswith(("ed", "ing", "ly", "ical", "ieval", "ous", "ful", "less", "able", "ible", "ese", "ish")) \
+            or head.lower() in _ADJECTIVES \
+            or head.endswith("s") and not head.endswith(("ss", "us", "is", "species", "series")):
+        return []
+    while words and words[0].lower() in _LEADING:
+        words = words[1:]
+    return words
+
+
+def type_key(words: Iterable[str]) -> list[str]:
+    """The index keys of type words (lower-cased tokens, as :func:`wiki_sim.focus.tokenize` makes them)."""
+    return [t for w in words for t in tokenize(w)]
+
+
+def other_names(text: str) -> list[str]:
+    """Alternative names the defining sentence gives ("also known as ...", "or simply ...")."""
+    return list(dict.fromkeys(m.group(1).strip() for m in _ALSO.finditer(first_sentence(text, 600))))
+
+
+# Predicates read from the words just before a linked name: (pattern, predicate as written,
+# whether the sentence's subject is the linking page). Order matters: the first match wins.
+_PREDICATES: tuple[tuple[str, str], ...] = (
+    (r"born in", "was born in"), (r"died in", "died in"), (r"(?:located|situated|based) in", "is located in"),
+    (r"(?:found|native|endemic) (?:in|to)", "is found in"), (r"named (?:after|for)", "is named after"),
+    (r"founded by", "was founded by"), (r"invented by", "was invented by"), (r"discovered by", "was discovered by"),
+    (r"(?:written|composed|directed|designed|developed|produced|created|built) by", "was made by"),
+    (r"(?:made|composed) (?:from|of)", "is made from"), (r"derived from", "is derived from"),
+    (r"descended from", "descends from"), (r"part of", "is part of"), (r"members? of", "is a member of"),
+    (r"capital of", "is the capital of"), (r"(?:type|form|kind|variety) of", "is a kind of"),
+    (r"branch of", "is a branch of"), (r"species of", "is a species of"), (r"consists of", "consists of"),
+    (r"(?:includes|contains|comprises)", "includes"),
+    (r"borders?|bordered by", "borders"), (r"flows? (?:into|through)", "flows through"),
+    (r"originated (?:in|from)|originates (?:in|from)", "originated in"),
+    (r"used (?:in|for|by)", "is used in"), (r"home to", "is home to"), (r"succeeded by", "was succeeded by"),
+    (r"preceded by", "was preceded by"), (r"married(?: to)?", "was married to"),
+    (r"(?:son|daughter|child) of", "was a child of"), (r"studied (?:at|under)", "studied at"),
+    (r"spoken in", "is spoken in"), (r"grown in", "is grown in"), (r"produced in", "is produced in"),
+    (r"caused by", "is caused by"),
+    (r"led by", "was led by"), (r"ruled by", "was ruled by"), (r"won", "won"), (r"defeated", "defeated"),
+)
+_PREDICATE = [(re.compile(r"\b(?:" + p + r")\s+(?:(?:the|a|an|its|their|his|her)\s+)?$", re.I), w)
+              for p, w in _PREDICATES]
+
+
+def predicate(sentence: str, anchor: str) -> str | None:
+    """The relation a sentence states with the linked name ``anchor`` (``"is a member of"``), read
+    from the words just before it; ``None`` when no known predicate stands there."""
+    at = sentence.lower().find(anchor.lower())
+    if at <= 0:
+        return None
+    before = sentence[max(0, at - 60): at]
+    for pattern, written in _PREDICATE:
+        if pattern.search(before):
+            return written
+    return None
+
+
+_EVENT = re.compile(r"\b(born|died|founded|established|built|formed|introduced|discovered|invented|released|"
+                    r"published|opened|created|completed|launched|elected|signed|adopted|independence|"
+                    r"began|started|ended|first\s+\w+ed|\w+ed)\b(?:\s+[\w,'\-]+){0,5}?\s+(?:in|on|by|around|c\.)\s+"
+                    r"(?:\w+\s+){0,2}(\d{3,4})\b", re.I)
+_NOT_EVENT = frozenset("used based called named related considered described located situated estimated "
+                       "recorded reported need needed".split())
+
+
+def date_event(sentence: str, year: int) -> str | None:
+    """The verb of the event a sentence dates to ``year`` (``"founded"``), or ``None``."""
+    for m in _EVENT.finditer(sentence[:600]):
+        verb = m.group(1).lower().split()[-1]
+        if int(m.group(2)) == year and verb not in _NOT_EVENT:
+            return "born" if verb == "born" else verb
+    return None

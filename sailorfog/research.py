@@ -1,0 +1,388 @@
+"""Research tasks: an answer reached only through described, unnamed intermediate entities.
+
+For the ``i``-th answer (drawn against popularity from the whole store), :class:`ResearchSynthesizer`
+picks a chain of linked entities (``X - B`` by default, ``X - B - C`` with ``depth=2``), reads
+structured statements about each (:mod:`sailorfog.statements`), and adds weak ones until the
+stated clues single out the answer while the answer's own clues do not (so the text needs
+the hop through ``B``). The same statements drive the writer, the verifier (their checks) and
+the oracle (their words); a task breaking any rule (ambiguous, shallow, leaking, quoting a
+page, unsolvable) is dropped with its reason.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import networkx as nx
+
+from sailorfog.constraints import candidates
+from sailorfog.corpus import CorpusIndex
+from sailorfog.describe import other_names
+from sailorfog.statements import (Statement, date_statements, name_statement, name_words_statement,
+                                  number_statements, relation_statement, type_statement)
+from sailorfog.text import display_title, distinctive_words, leaks
+from sailorfog.writers import WriterError
+from wiki_sim.records import title_to_url
+
+RESEARCH_VERSION = "sailorfog-research-0.2"
+LABELS = "BCDEFG"
+QUOTE_WORDS = 6
+"""No run of this many consecutive question words may appear in a page of the task."""
+_WORDS = re.compile(r"[a-z0-9]+")
+
+
+def answer_order(index: CorpusIndex, seed: int, alpha: float = 0.5) -> list[int]:
+    """Every page with a defining type and a link, in a seeded order drawn against popularity
+    (weight ``(1 + inbound) ** -alpha``, exponential keys): long-tail answers come first, no page
+    is drawn twice, and the corpus's top 1% by inbound links are left out."""
+    rng = random.Random(f"sailorfog-answers:{seed}")
+    known = sorted(index.inbound)
+    hub = known[int(0.99 * (len(known) - 1))] if known else 0  # the corpus's top 1% are never answers
+    keys = []
+    for pid in range(len(index)):
+        if not index.page_type[pid] or not index.neighbors[pid]:
+            continue
+        inbound = index.inbound[pid] if pid < len(index.inbound) else 0
+        if known and inbound > hub:
+            continue
+        weight = (1.0 + max(inbound, 0)) ** -alpha
+        keys.append((-math.log(1.0 - rng.random()) / weight, pid))
+    keys.sort()
+    return [pid for _, pid in keys]
+
+
+def ngrams(text: str, n: int = QUOTE_WORDS) -> set[tuple[str, ...]]:
+    words = _WORDS.findall(text.lower())
+    return {tuple(words[i:i + n]) for i in range(len(words) - n + 1)}
+
+
+def quotes(question: str, pages: Sequence[str], n: int = QUOTE_WORDS) -> list[str]:
+    """Runs of ``n`` consecutive question words that some page holds verbatim."""
+    grams = ngrams(question, n)
+    found: list[str] = []
+    for text in pages:
+        found += [" ".join(g) for g in grams & ngrams(text, n)]
+    return sorted(set(found))
+
+
+def name_leaks(question: str, titles: Sequence[str], names: Mapping[str, Sequence[str]], answer: str) -> list[str]:
+    """Names of the task's entities (and the answer's words, initials, non-Latin letters) in ``question``."""
+    phrases = [n for t in titles for n in (t, display_title(t), *names.get(t, ())) if len(n) >= 3]
+    words = [w for n in (answer, display_title(answer), *names.get(answer, ())) for w in distinctive_words(n)]
+    found = leaks(question, phrases, words)
+    initials = "".join(w[0] for w in display_title(answer).split() if w[:1].isalpha()).upper()
+    if len(initials) >= 2 and re.search(r"(?<!\w)" + re.escape(initials) + r"(?!\w)", question):
+        found.append(initials)
+    if any(ord(ch) > 0x2FF and ch.isalpha() for ch in question):
+        found.append("non-Latin letters")
+    return found
+
+
+@dataclass
+class Chain:
+    """The entities of one task: label -> title, and the statements read about them."""
+
+    titles: dict[str, str]
+    base: list[Statement]
+    far: list[Statement]
+    """Unary statements about the intermediates (added first: they pin ``B``)."""
+    near: list[Statement]
+    """Unary statements about the answer (weak: they must leave it ambiguous on their own)."""
+    path: list[str] = field(default_factory=list)
+    """Labels of the hidden intermediates, nearest to the answer first."""
+
+
+@dataclass
+class ResearchSynthesizer:
+    """Builds research tasks over a simulator; one instance per worker process."""
+
+    index: CorpusIndex
+    sim: Any
+    seed: int
+    depth: int = 1
+    """Hidden intermediates between the answer and the entity pinned by its own clues (0: a one-hop
+    curriculum level where the answer's own clues may decide)."""
+    min_x_candidates: int = 2
+    """With ``depth >= 1``: pages the answer's own clues must leave (so the hop is required)."""
+    max_added: int = 5
+    """Statements added at most to make the answer unique."""
+    min_answer_type: int = 12
+    """The answer's type is stated with words that fit at least this many pages (a search for it
+    alone cannot list the answer; a person of a rarer type is "a person")."""
+    min_statements: int = 9
+    min_words: int = 40
+    """Shorter questions are dropped (they say too little to be research tasks); 20 at ``depth=0``."""
+    """Weak, true statements are added (without changing the answer) until the question has this many."""
+    branch_p: float = 0.8
+    """Probability of each side branch (an entity known only by its type, linked to the answer or to
+    the last intermediate)."""
+    attack_filter: bool = True
+    """Drop a task when one search (the whole question, one clause, or one 6-word window of it)
+    lists the answer in the top 10."""
+    texts: dict[str, str] = field(default_factory=dict)
+
+    def text(self, title: str) -> str:
+        if title not in self.texts:
+            if len(self.texts) > 5000:
+                self.texts.clear()
+            self.texts[title] = (self.sim.page(title) or {}).get("text", "")
+        return self.texts[title]
+
+    # --- choosing the chain -------------------------------------------------------------
+    def _neighbor(self, title: str, avoid: set[str], rng: random.Random, label: str,
+                  other: tuple[str, str]) -> tuple[str, Statement, Statement] | None:
+        pid = self.index.ids[title]
+        options = sorted(self.index.titles[n] for n in self.index.neighbors[pid] if self.index.page_type[n])
+        rng.shuffle(options)
+        found = []
+        for cand in options[:12]:
+            if cand in avoid:
+                continue
+            kind = type_statement(self.index, label, cand, self.text(cand), f"{label}t")
+            rel = relation_statement(self.index, self.sim, other, (label, cand), f"r{other[0]}{label}")
+            if kind is None or rel is None:
+                continue
+            found.append((rel.predicate == "mentions", len(found), (cand, kind, rel)))
+            if rel.predicate != "mentions":
+                break
+        return min(found)[2] if found else None
+
+    def chain(self, target: str, rng: random.Random) -> Chain | str:
+        min_type = max(2, min(self.min_answer_type, len(self.index) // 800))  # small corpora: fewer pages per type
+        x_type = type_statement(self.index, "X", target, self.text(target), "Xt", min_type)
+        if x_type is None:
+            return "no type: the answer's first sentence defines no type shared by enough pages"
+        titles, base, far = {"X": target}, [x_type], []
+        prev = ("X", target)
+        for k in range(max(self.depth, 1)):
+            label = LABELS[k]
+            step = self._neighbor(prev[1], set(titles.values()), rng, label, prev)
+            if step is None:
+                return "no relation: no linked entity with a type and a linking sentence"
+            cand, kind, rel = step
+            titles[label] = cand
+            base += [rel, kind]
+            far += date_statements(self.index, label, cand, self.text(cand), f"{label}d", rng)[:3]
+            far += number_statements(self.index, label, cand, self.text(cand), f"{label}q", rng)
+            far += [s for s in (name_statement(self.index, label, cand, f"{label}n"),
+                                name_words_statement(self.index, label, cand, f"{label}w")) if s]
+            prev = (label, cand)
+        path = [lab for lab in titles if lab != "X"]
+        extra = len(titles)
+        for anchor in ("X", path[-1]) if self.depth >= 1 else ():  # side branches: an entity known by its type
+            if rng.random() < self.branch_p:
+                step = self._neighbor(titles[anchor], set(titles.values()), rng, LABELS[extra - 1],
+                                      (anchor, titles[anchor]))
+                if step is not None:
+                    titles[LABELS[extra - 1]] = step[0]
+                    base += [step[2], step[1]]
+                    extra += 1
+        near = date_statements(self.index, "X", target, self.text(target), "Xd", rng)[:2]
+        near += number_statements(self.index, "X", target, self.text(target), "Xq", rng)[:1]
+        near += [s for s in (name_statement(self.index, "X", target, "Xn"),
+                             name_words_statement(self.index, "X", target, "Xw")) if s]
+        if self.depth == 0:  # one hop: the neighbour is described by its type only
+            far = []
+        rng.shuffle(far)
+        far.sort(key=lambda s: s.kind != "date" or not s.predicate)
+        return Chain(titles, base, far, near, path)
+
+    # --- uniqueness ------------------------------------------------------------------------
+    def count(self, statements: Sequence[Statement], labels: Sequence[str]) -> int:
+        checks = [c for s in statements for c in s.checks if all(lab in labels for lab in s.labels)]
+        return len(candidates(self.index, checks, labels))
+
+    def x_only(self, statements: Sequence[Statement], path: Sequence[str] = ()) -> int:
+        """Candidates of the answer under every statement that does not involve a hidden intermediate."""
+        kept = [s for s in statements if not set(s.labels) & set(path)] if path else \
+            [s for s in statements if s.labels == ["X"]]
+        labels = sorted({lab for s in kept for lab in s.labels} | {"X"})
+        return self.count(kept, labels)
+
+    def select(self, chain: Chain) -> tuple[list[Statement], list[dict[str, Any]]] | str:
+        """The statements to state: the base, plus weak ones until the answer is the only candidate."""
+        labels = list(chain.titles)
+        chosen = list(chain.base)
+        count = self.count(chosen, labels)
+        steps = [{"step": "base", "statement": "", "candidates": count}]
+        added: list[Statement] = []
+        for s in chain.far + chain.near:
+            if count <= 1 or len(added) >= self.max_added:
+                break
+            trial = chosen + [s]
+            if s.subject == "X" and self.depth >= 1 and self.x_only(trial, chain.path) < self.min_x_candidates:
+                continue
+            new = self.count(trial, labels)
+            if new < count:
+                chosen, count = trial, new
+                added.append(s)
+                steps.append({"step": "add", "statement": s.id, "candidates": count})
+        if count != 1:
+            return f"not unique: {count} candidates remain"
+        for s in reversed(added):  # keep only what is needed: every clue stays weak
+            trial = [t for t in chosen if t.id != s.id]
+            if self.count(trial, labels) == 1:
+                chosen = trial
+                steps.append({"step": "remove", "statement": s.id, "candidates": 1})
+        for s in chain.far + chain.near:  # weak, true clues until the question says enough
+            if len(chosen) >= self.min_statements:
+                break
+            if s in chosen or s.subject == "X" and self.depth >= 1 and \
+                    self.x_only(chosen + [s], chain.path) < self.min_x_candidates:
+                continue
+            chosen.append(s)
+            steps.append({"step": "weak", "statement": s.id, "candidates": 1})
+        if self.index.ids[chain.titles["X"]] not in candidates(
+                self.index, [c for s in chosen for c in s.checks], labels):
+            return "inconsistent: the answer does not satisfy its own clues"
+        return chosen, steps
+
+    # --- everything about one task but the oracle -------------------------------------------
+    def names(self, title: str) -> list[str]:
+        return list(dict.fromkeys([*self.sim.aliases(title), *other_names(self.text(title))]))
+
+    def aliases(self, title: str) -> list[str]:
+        """What the judge accepts: the title, the title without its disambiguator, redirects, other names."""
+        return list(dict.fromkeys(n for n in [title, display_title(title), *self.names(title)] if n))
+
+    def subgraph(self, chain: Chain, statements: Sequence[Statement]) -> tuple[dict[str, Any], nx.Graph]:
+        H = nx.Graph()
+        H.add_nodes_from(chain.titles)
+        nodes = [{"title": t, "label": lab, "url": title_to_url(t), "provenance": {"query": "", "url": ""}}
+                 for lab, t in sorted(chain.titles.items(), key=lambda kv: (kv[0] != "X", kv[0]))]
+        edges = []
+        for s in statements:
+            if s.kind == "relation":
+                H.add_edge(s.subject, s.object)
+                edges.append({"source": chain.titles[s.subject], "target": chain.titles[s.object],
+                              "relations": [{"predicate": s.predicate, "sentence": s.evidence["sentence"],
+                                             "url": s.evidence["url"], "kind": "link"}]})
+        return {"nodes": nodes, "edges": edges, "target": chain.titles["X"]}, H
+
+    def search_words(self, s: Statement, types: Mapping[str, str]) -> str:
+        if s.kind == "type":
+            return s.value
+        if s.kind == "date":
+            return f"{s.predicate} {s.value}".strip()
+        if s.kind == "relation":
+            pred = "" if s.predicate == "mentions" else s.predicate
+            return f"{types[s.subject]} {pred} {types[s.object]}".strip()
+        return ""
+
+    def annotate(self, statements: Sequence[Statement], titles: Mapping[str, str],
+                 types: Mapping[str, str]) -> None:
+        """Record, per statement, whether a search of its own words finds its subject in the top 10."""
+        queries = [self.search_words(s, types) for s in statements]
+        asked = [q for q in queries if q]
+        results = dict(zip(asked, self.sim.search(asked, k=10))) if asked else {}
+        for s, q in zip(statements, queries):
+            s.search_top10 = (titles[s.subject] in {h.title for h in results[q]}) if q else None
+
+    # --- one attempt ---------------------------------------------------------------------------
+    def attempt(self, i: int, target: str, env: Any, writer: Any, heuristic: bool = False,
+                corpus: str = "") -> Any:
+        """The task of attempt ``i`` with answer ``target``, or the reason it was dropped."""
+        from sailorfog.gold import play_gold
+        from sailorfog.synth import Outcome, attempt_rng
+
+        rng = attempt_rng(self.seed, i)
+        chain = self.chain(target, rng)
+        if isinstance(chain, str):
+            return Outcome(i, None, chain)
+        picked = self.select(chain)
+        if isinstance(picked, str):
+            return Outcome(i, None, picked)
+        statements, steps = picked
+        x_only = self.x_only(statements, chain.path)
+        if self.depth >= 1 and x_only < self.min_x_candidates:
+            return Outcome(i, None, "shallow: the answer's own clues single it out", steps)
+        types = {s.subject: s.value for s in statements if s.kind == "type"}
+        titles = list(chain.titles.values())
+        names = {t: self.names(t) for t in titles}
+        pages = [self.text(t) for t in titles]
+
+        def check(text: str) -> list[str]:
+            found = [f"it names {x!r}" for x in name_leaks(text, titles, names, target)]
+            return found + [f"it copies {q!r} from a page" for q in quotes(text, pages)[:2]]
+
+        try:
+            question = writer.write(statements, types, check=check)
+        except WriterError as exc:
+            return Outcome(i, None, f"writer: {exc}", steps)
+        leaked = name_leaks(question, titles, names, target)
+        if leaked:
+            return Outcome(i, None, f"leak: the question names {leaked[:3]}", steps)
+        min_words = self.min_words if self.depth >= 1 else min(self.min_words, 20)  # the easy level may be brief
+        if len(question.split()) < min_words:
+            return Outcome(i, None, f"short: {len(question.split())} words, fewer than {min_words}", steps)
+        quoted = quotes(question, pages)
+        if quoted:
+            return Outcome(i, None, f"quote: the question copies {quoted[0]!r} from a page", steps)
+        self.annotate(statements, chain.titles, types)
+        task = {"id": f"sailorfog-{self.seed}-{i}", "question": question, "answer": display_title(target),
+                "aliases": self.aliases(target)}
+        oracle = play_gold(env, task, statements, chain.titles, types, self.names)
+        if not oracle.solved:
+            return Outcome(i, None, f"oracle: {oracle.reason}", steps)
+        if self.attack_filter:
+            from sailorfog.attacks import shortcut_ranks
+
+            ranks = shortcut_ranks(self.sim, question, {target})
+            hit = next((k for k, r in ranks.items() if r is not None), None)
+            if hit:
+                return Outcome(i, None, f"shortcut: one search of the {hit} finds the answer", steps)
+        sub, H = self.subgraph(chain, statements)
+        record = {**task, **self.measures(question, target, statements, H, x_only, oracle.tool_calls)}
+        record.update({
+            "uncertainty": sorted({k for s in statements for k in s.uncertainty} | {"entity_by_description"}),
+            "clues": [s.to_dict() for s in statements],
+            "subgraph": sub,
+            "uniqueness": {"steps": steps, "candidates": 1, "answer_own_clues_candidates": x_only},
+            "distractor": None,
+            "oracle": oracle.record,
+            "generator": {"version": RESEARCH_VERSION, "seed": self.seed, "index": i, "writer": writer.name,
+                          "corpus": corpus, "depth": self.depth},
+        })
+        if heuristic:
+            from envs.baselines import HeuristicAgent, run_episode
+
+            _, info = run_episode(env, HeuristicAgent(), options={"task": dict(task)})
+            record["difficulty"]["heuristic_solved"] = bool(info.get("is_correct"))
+        return Outcome(i, record, "", steps)
+
+    def measures(self, question: str, target: str, statements: Sequence[Statement], H: nx.Graph, x_only: int,
+                 calls: int) -> dict[str, Any]:
+        """Structure and measured difficulty: hops the text requires, oracle calls, the whole-question attack."""
+        from sailorfog.orbits import automorphism_orbits, orbit_role
+        from sailorfog.sampling import wl_hash
+
+        hops = max(nx.single_source_shortest_path_length(H, "X").values()) if x_only > 1 else 0
+        orbits = automorphism_orbits(H)
+        orbit = next(k for k, o in enumerate(orbits) if "X" in o)
+        [hits] = self.sim.search([question], k=10)
+        rank = next((r for r, h in enumerate(hits, 1) if h.title == target), None)
+        level = "hard" if hops >= 2 else "medium" if hops == 1 else "easy"
+        return {"wl_hash": wl_hash(H), "target_orbit": orbit, "target_role": orbit_role(H, orbits[orbit]),
+                "hops": hops,
+                "difficulty": {"level": level, "hops_required": hops, "oracle_tool_calls": calls,
+                               "answer_own_clues_candidates": x_only, "whole_question_rank": rank,
+                               "clues_found_alone_by_search": sum(bool(s.search_top10) for s in statements)}}
+
+
+@dataclass
+class ResearchRunner:
+    """The per-process state of a research run, with :class:`~sailorfog.synth.Synthesizer`'s
+    ``attempt(index, subgraph, target, orbit)`` signature (``subgraph`` and ``orbit`` unused)."""
+
+    synth: ResearchSynthesizer
+    env: Any
+    writer: Any
+    heuristic: bool = False
+    corpus: str = ""
+
+    def attempt(self, i: int, subgraph: Any, target: str, orbit: int) -> Any:
+        return self.synth.attempt(i, target, self.env, self.writer, self.heuristic, self.corpus)

@@ -1,0 +1,198 @@
+"""Structured statements about entities: the one clue representation of research tasks.
+
+A :class:`Statement` says one thing about one entity (its type, a dated event, the first
+letter of its name) or about two (a relation, with the predicate read from the sentence
+that links them). The writer words it, the verifier evaluates its ``checks`` (each check
+is implied by the statement, so a count of one under the checks proves the stated clues
+single out the answer), and the oracle searches with its words. Entities are named only
+by labels (``X`` the answer, ``B``, ``C``, ... the hidden intermediates).
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from sailorfog.corpus import CorpusIndex
+from sailorfog.describe import PERSON_HEADS, date_event, defining_type, first_sentence, predicate
+from sailorfog.extract import extract_dates, extract_numbers
+from sailorfog.text import display_title
+from sailorfog.uncertainty import period
+
+StatementKind = Literal["type", "date", "name", "name_words", "number", "relation"]
+MIN_ALONE = 3
+"""A type is stated with as many words as keep at least this many pages matching it alone."""
+
+
+@dataclass
+class Statement:
+    """One clue of a research question."""
+
+    id: str
+    kind: StatementKind
+    subject: str
+    """Label of the entity the statement is about (for a relation: the page whose sentence states it)."""
+    value: str = ""
+    """``type``: the type phrase; ``date``: the period; ``name``: the first letter."""
+    predicate: str = ""
+    """``relation``: how the subject relates to the object (``"is a member of"``; ``"mentions"`` when the
+    sentence gives no known predicate); ``date``: the event verb (``"founded"``; empty: an event)."""
+    object: str = ""
+    """``relation``: label of the other entity."""
+    checks: list[dict[str, Any]] = field(default_factory=list)
+    """What the verifier evaluates (see :mod:`sailorfog.constraints`)."""
+    evidence: dict[str, str] = field(default_factory=dict)
+    """``{"title", "url", "sentence"}``: where the statement can be read."""
+    alone: int = 0
+    """Pages of the store that satisfy this statement alone (for its subject)."""
+    search_top10: bool | None = None
+    """Whether a search of the statement's own words puts its subject in the top 10."""
+    uncertainty: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @property
+    def labels(self) -> list[str]:
+        return [self.subject] + ([self.object] if self.object else [])
+
+
+def _evidence(index: CorpusIndex, title: str, sentence: str) -> dict[str, str]:
+    from wiki_sim.records import title_to_url
+
+    return {"title": title, "url": title_to_url(title), "sentence": " ".join(sentence.split())[:400]}
+
+
+def type_statement(index: CorpusIndex, label: str, title: str, text: str, sid: str,
+                   min_alone: int = MIN_ALONE) -> Statement | None:
+    """``label`` is a <type>: the longest tail of the defining type that still fits ``min_alone`` pages
+    (a person of a rarer type is "a person"; another entity of a rarer type gets no type statement)."""
+    words = list(index.page_type[index.ids[title]]) or defining_type(text)
+    if not words or len(index.with_type(words[-1:])) < 2:  # a head no other page has is no type ("a narrow")
+        return None
+    evidence = _evidence(index, title, first_sentence(text))
+    chosen, count = words[-1:], len(index.with_type(words[-1:]))
+    if count < min_alone:
+        if words[-1].lower() not in PERSON_HEADS:
+            return None
+        return Statement(sid, "type", label, value="person", checks=[{"type": "person", "node": label}],
+                         evidence=evidence, alone=len(index.with_person()))
+    for k in range(2, len(words) + 1):
+        n = len(index.with_type(words[-k:]))
+        if n < min_alone:
+            break
+        chosen, count = words[-k:], n
+    value = " ".join(chosen)
+    if value.isupper():
+        return None
+    return Statement(sid, "type", label, value=value, checks=[{"type": "type", "node": label, "words": chosen}],
+                     evidence=evidence, alone=count)
+
+
+def date_statements(index: CorpusIndex, label: str, title: str, text: str, sid: str,
+                    rng: random.Random) -> list[Statement]:
+    """One statement per dated event of the page (events with a verb first), the year blurred to a period."""
+    out, seen = [], set()
+    for d in extract_dates(text, max_chars=6000, max_items=12):
+        year = d.get("year")
+        if not isinstance(year, int) or not 1000 <= year <= 2099 or year in seen:
+            continue
+        seen.add(year)
+        verb = date_event(d.get("sentence", ""), year) or ""
+        phrase, lo, hi = period(year, rng)
+        check = {"type": "year", "node": label, "lo": lo, "hi": hi}
+        out.append(Statement(f"{sid}{len(out)}", "date", label, value=phrase, predicate=verb, checks=[check],
+                             evidence=_evidence(index, title, d.get("sentence", "")),
+                             alone=len(index.with_year(lo, hi)), uncertainty=["vague_time"]))
+    out.sort(key=lambda s: (not s.predicate, s.id))
+    return out
+
+
+def name_statement(index: CorpusIndex, label: str, title: str, sid: str) -> Statement | None:
+    """The first letter of the entity's name (a weak partial name)."""
+    name = display_title(title)
+    letter = name[:1].upper()
+    if not letter.isascii() or not letter.isalpha():
+        return None
+    return Statement(sid, "name", label, value=letter, checks=[{"type": "prefix", "node": label, "prefix": letter}],
+                     evidence=_evidence(index, title, name), alone=len(index.with_prefix(letter)),
+                     uncertainty=["partial_names"])
+
+
+_NUMBER_WORDS = ("one", "two", "three", "four", "five", "six")
+
+
+def name_words_statement(index: CorpusIndex, label: str, title: str, sid: str) -> Statement | None:
+    """How many words the entity's name has (one to six)."""
+    n = len(display_title(title).split())
+    if not 1 <= n <= len(_NUMBER_WORDS):
+        return None
+    return Statement(sid, "name_words", label, value=_NUMBER_WORDS[n - 1],
+                     checks=[{"type": "name_words", "node": label, "n": n}], evidence=_evidence(index, title, title),
+                     alone=len(index.with_name_words(n)), uncertainty=["partial_names"])
+
+
+_UNIT_NAMES = {"km": "kilometres", "km2": "square kilometres", "km²": "square kilometres", "m": "metres",
+               "kg": "kilograms", "%": "per cent", "ft": "feet", "mi2": "square miles"}
+
+
+def number_statements(index: CorpusIndex, label: str, title: str, text: str, sid: str,
+                      rng: random.Random) -> list[Statement]:
+    """A quantity with a unit from the page, as a range around it (``between 2,000 and 3,000 kilometres``)."""
+    from sailorfog.uncertainty import fuzzy_range
+
+    out = []
+    for q in extract_numbers(text, max_chars=6000, max_items=6):
+        unit, raw = q.get("unit") or "", q.get("text", "")
+        if not unit or unit in ("USD", "EUR", "GBP", "years", "days", "hours", "minutes", "seconds", "%",
+                                        "percent", "per cent") \
+                or re.search(r"thousand|million|billion|trillion", raw) or q["value"] < 10:
+            continue
+        phrase, lo, hi = fuzzy_range(float(q["value"]), rng)
+        unit = _UNIT_NAMES.get(unit, unit)
+        out.append(Statement(f"{sid}{len(out)}", "number", label, value=f"{phrase} {unit}",
+                             checks=[{"type": "number", "node": label, "lo": lo, "hi": hi}],
+                             evidence=_evidence(index, title, q.get("sentence", "")),
+                             alone=len(index.with_number(lo, hi)), uncertainty=["fuzzy_quantities"]))
+    return out[:2]
+
+
+def link_sentence(sim: Any, source: str, target: str) -> tuple[str, str] | None:
+    """``(sentence, anchor)`` of ``source``'s page where it links ``target``, or ``None``."""
+    from wiki_sim.sentences import sentence_spans
+
+    anchor = next((lk.get("anchor") or target for lk in sim.links(source, "out") if lk.get("target") == target),
+                  None)
+    if anchor is None:
+        return None
+    text = (sim.page(source) or {}).get("text", "")[:20_000]
+    at = text.find(anchor)
+    if at < 0:
+        at = text.lower().find(anchor.lower())
+    if at < 0:
+        return None
+    for start, end in sentence_spans(text):
+        if start <= at < end:
+            return text[start:end], anchor
+    return None
+
+
+def relation_statement(index: CorpusIndex, sim: Any, a: tuple[str, str], b: tuple[str, str],
+                       sid: str) -> Statement | None:
+    """The relation between entities ``a`` and ``b`` (``(label, title)`` each), read from whichever
+    page links the other; a known predicate is preferred over a bare mention."""
+    options = []
+    for (sl, st), (ol, ot) in ((a, b), (b, a)):
+        found = link_sentence(sim, st, ot)
+        if found:
+            sentence, anchor = found
+            options.append((predicate(sentence, anchor) or "mentions", sl, ol, st, sentence))
+    if not options:
+        return None
+    options.sort(key=lambda o: o[0] == "mentions")
+    pred, sl, ol, st, sentence = options[0]
+    return Statement(sid, "relation", sl, predicate=pred, object=ol,
+                     checks=[{"type": "link", "a": sl, "b": ol}], evidence=_evidence(index, st, sentence),
+                     alone=len(index.linked()))
