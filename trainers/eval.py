@@ -95,7 +95,12 @@ class EvalConfig:
     device: str = "cpu"
     """Device of the transformers backend."""
     seed: int = 0
-    """Sampling and environment seed."""
+    """Sampling and environment seed: each episode gets its own generator, seeded from (seed, task, sample)."""
+    schedule: Literal["lockstep", "async"] = "lockstep"
+    """lockstep: generate once every running episode waits for the model, so batches are the same on every
+    run and the same seed, weights and tasks give byte-identical trajectories; async: generate for whichever
+    episodes are ready (faster with slow tools; the same samples except where batch shape moves a logit's
+    last bits)."""
     sweep_tool_calls: list[int] | None = None
     """Budget sweep: tool-call budgets to evaluate at (e.g. 1 2 4 8)."""
     sweep_context_tokens: list[int] | None = None
@@ -198,7 +203,8 @@ def evaluate(policy: Any, tasks: Sequence[Mapping[str, Any]], config: EvalConfig
         env_id=config.env_id, env_kwargs=env_kwargs(config, policy), max_new_tokens=config.max_new_tokens,
         temperature=config.temperature, top_p=config.top_p, num_envs=config.num_envs,
         tool_workers=config.num_envs, max_total_tokens=config.max_context_tokens + config.max_new_tokens,
-        max_episode_seconds=config.max_episode_seconds, policy_name=config.results_name, seed=config.seed)
+        max_episode_seconds=config.max_episode_seconds, policy_name=config.results_name, seed=config.seed,
+        schedule=config.schedule)
     start = time.perf_counter()
     if isinstance(policy, str):
         trajectories = play_baseline(policy, tasks, rollout, config.k)
@@ -338,7 +344,7 @@ def run_eval(config: EvalConfig) -> dict[str, Any]:
     rows, summary, trajectories = evaluate(policy, tasks, config)
     name = config.results_name
     _write_jsonl(out / f"{name}.jsonl", rows)
-    _write_jsonl(out / f"{name}.trajectories.jsonl", [t.to_record() for t in trajectories])
+    _write_jsonl(out / f"{name}.trajectories.jsonl", [t.to_record(timing=False) for t in trajectories])
     if config.sweep_tool_calls or config.sweep_context_tokens:
         summary["budget_sweep"] = run_sweep(policy, tasks, config, out / f"{name}.budget_sweep")
     _merge_summary(out / "summary.json", name, summary)

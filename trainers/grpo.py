@@ -265,7 +265,8 @@ class GRPOTrainer:
         rollout_cfg = RolloutConfig(env_id=cfg.env_id, env_kwargs=env_kwargs, max_new_tokens=cfg.max_new_tokens,
                                     temperature=cfg.temperature, top_p=cfg.top_p,
                                     num_envs=cfg.num_envs or len(tasks) * cfg.group_size,
-                                    schedule="lockstep" if cfg.lockstep_rollouts else "async", seed=cfg.seed)
+                                    schedule="lockstep" if cfg.lockstep_rollouts else "async",
+                                    seed=(cfg.seed * 1_000_003 + self.step * 9_973 + self.dist.rank) % 2**31)
         policy = TransformersPolicy(self.model, self.tokenizer, device=self.device)
         self.model.eval()
         try:

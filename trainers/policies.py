@@ -120,18 +120,41 @@ class _SampleAndRecord:
     the rows that end with a multi-token stop sequence.
     """
 
-    def __init__(self, temperature: float, top_p: float, stops: list[list[int]], prompt_len: int):
+    def __init__(self, temperature: float, top_p: float, stops: list[list[int]], prompt_len: int,
+                 generators: Sequence[torch.Generator] | None = None, single_stops: Sequence[int] = ()):
         self.temperature, self.top_p, self.stops, self.prompt_len = temperature, top_p, stops, prompt_len
+        self.generators, self.single_stops = generators, set(single_stops)
         self._current: torch.Tensor | None = None
         self.steps: list[torch.Tensor] = []
+        self.finished = [False] * (len(generators) if generators is not None else 0)
 
     def process(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
         self._current = sampling_logprobs(scores, self.temperature, self.top_p)
-        return self._current
+        if self.generators is None:
+            return self._current
+        return self._draw(self._current)
+
+    def _draw(self, logp: torch.Tensor) -> torch.Tensor:
+        """Sample each unfinished row from its own generator (one draw per sampled token, so a row's
+        stream never depends on its batch neighbours) and return scores that force that choice."""
+        forced = torch.full_like(logp, float("-inf"))
+        for row, gen in enumerate(self.generators):
+            if self.finished[row]:
+                forced[row, 0] = 0.0  # replaced by padding in generate(); no draw
+                continue
+            if self.temperature > 0:
+                probs = logp[row].exp().to("cpu" if gen.device.type == "cpu" else logp.device)
+                token = int(torch.multinomial(probs, 1, generator=gen))
+            else:
+                token = int(logp[row].argmax())
+            forced[row, token] = 0.0
+        return forced
 
     def stop(self, input_ids: torch.LongTensor, scores: Any) -> torch.BoolTensor:
         self.steps.append(self._current.gather(-1, input_ids[:, -1:]).squeeze(-1))
         done = [bool(self.stops) and ends_with_any(row[self.prompt_len:].tolist(), self.stops) for row in input_ids]
+        for row in range(len(self.finished)):
+            self.finished[row] = self.finished[row] or done[row] or int(input_ids[row, -1]) in self.single_stops
         return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
 
     def logprobs(self) -> torch.Tensor:
@@ -163,6 +186,11 @@ class TransformersPolicy:
     token's log-probability is kept as it is sampled, so with ``top_p=1`` they equal
     ``log_softmax(logits / T)`` of a forward pass, the quantity a trainer's importance ratio
     compares against. ``temperature=0`` is greedy (log-probabilities of the raw logits).
+
+    ``generators`` (one ``torch.Generator`` per prompt, e.g. one per episode): each row is sampled
+    from its own generator, one draw per sampled token, instead of from torch's global one, so
+    what a row samples does not depend on which other rows share its batch or in which order
+    batches ran (up to the floating-point effect of batch shape on the logits).
     """
 
     def __init__(self, model: Any, tokenizer: Any, device: str | torch.device = "cpu", max_batch_size: int = 64):
@@ -176,31 +204,38 @@ class TransformersPolicy:
 
     @torch.no_grad()
     def generate(self, prompts: list[list[int]], *, max_new_tokens: int, temperature: float = 1.0, top_p: float = 1.0,
-                 stop_ids: Sequence[Sequence[int] | int] = ()) -> list[Generation]:
+                 stop_ids: Sequence[Sequence[int] | int] = (),
+                 generators: Sequence[torch.Generator] | None = None) -> list[Generation]:
         check_sampling(max_new_tokens, temperature, top_p)
         if any(not p for p in prompts):
             raise ValueError("every prompt must hold at least one token id")
+        if generators is not None and len(generators) != len(prompts):
+            raise ValueError(f"expected one generator per prompt ({len(prompts)}), got {len(generators)}")
         # The model's own EOS ends a row inside generate() whatever we pass; cut there too.
         model_eos = getattr(getattr(self.model, "generation_config", None), "eos_token_id", None)
         model_eos = [model_eos] if isinstance(model_eos, int) else list(model_eos or [])
         stops = normalize_stops([*stop_ids, *model_eos])
         out: list[Generation] = []
         for start in range(0, len(prompts), self.max_batch_size):
+            gens = None if generators is None else generators[start:start + self.max_batch_size]
             out += self._generate_batch(prompts[start:start + self.max_batch_size], max_new_tokens,
-                                        temperature, top_p, stops)
+                                        temperature, top_p, stops, gens)
         return out
 
     def _generate_batch(self, prompts: list[list[int]], max_new_tokens: int, temperature: float, top_p: float,
-                        stops: list[list[int]]) -> list[Generation]:
+                        stops: list[list[int]], generators: Sequence[torch.Generator] | None) -> list[Generation]:
         from transformers import GenerationConfig, LogitsProcessorList, StoppingCriteriaList
 
         width = max(len(p) for p in prompts)
         ids = torch.tensor([[self.pad_id] * (width - len(p)) + list(p) for p in prompts], device=self.device)
         attention = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], device=self.device)
-        recorder = _SampleAndRecord(temperature, top_p, [s for s in stops if len(s) > 1], width)
+        singles = [s[0] for s in stops if len(s) == 1]
+        recorder = _SampleAndRecord(temperature, top_p, [s for s in stops if len(s) > 1], width, generators, singles)
+        # With generators the processor has already chosen each row's token: generate() only takes it (greedy).
         config = GenerationConfig(
-            max_new_tokens=max_new_tokens, do_sample=temperature > 0, temperature=1.0, top_p=None, top_k=0,
-            pad_token_id=self.pad_id, eos_token_id=[s[0] for s in stops if len(s) == 1] or None,
+            max_new_tokens=max_new_tokens, do_sample=temperature > 0 and generators is None, temperature=1.0,
+            top_p=None, top_k=0,
+            pad_token_id=self.pad_id, eos_token_id=singles or None,
             return_dict_in_generate=True)
         # generate() fills every field left unset from model.generation_config (a checkpoint's
         # top_k, repetition_penalty, ...), which would change what is sampled; hide it meanwhile.
@@ -245,17 +280,29 @@ class VLLMPolicy:
         self._calls = 0
 
     def generate(self, prompts: list[list[int]], *, max_new_tokens: int, temperature: float = 1.0, top_p: float = 1.0,
-                 stop_ids: Sequence[Sequence[int] | int] = ()) -> list[Generation]:
+                 stop_ids: Sequence[Sequence[int] | int] = (),
+                 generators: Sequence[torch.Generator] | None = None) -> list[Generation]:
+        """As :meth:`TransformersPolicy.generate`; with ``generators`` each request's vLLM seed is drawn
+        from its own generator (one draw per call), so a row's samples do not depend on its batch."""
         from vllm import SamplingParams
         from vllm.inputs import TokensPrompt
 
         check_sampling(max_new_tokens, temperature, top_p)
+        if generators is not None and len(generators) != len(prompts):
+            raise ValueError(f"expected one generator per prompt ({len(prompts)}), got {len(generators)}")
         stops = normalize_stops(stop_ids)
-        params = SamplingParams(
-            n=1, temperature=temperature, top_p=top_p, max_tokens=max_new_tokens, logprobs=0,
-            stop_token_ids=[s[0] for s in stops if len(s) == 1],
-            stop=[self.tokenizer.decode(s) for s in stops if len(s) > 1] or None, include_stop_str_in_output=True,
-            skip_special_tokens=False, seed=None if self.seed is None else self.seed + self._calls)
+
+        def sampling(seed: int | None) -> Any:
+            return SamplingParams(
+                n=1, temperature=temperature, top_p=top_p, max_tokens=max_new_tokens, logprobs=0,
+                stop_token_ids=[s[0] for s in stops if len(s) == 1],
+                stop=[self.tokenizer.decode(s) for s in stops if len(s) > 1] or None,
+                include_stop_str_in_output=True, skip_special_tokens=False, seed=seed)
+
+        if generators is not None:
+            params: Any = [sampling(int(torch.randint(2**31 - 1, (1,), generator=g))) for g in generators]
+        else:
+            params = sampling(None if self.seed is None else self.seed + self._calls)
         self._calls += 1
         outputs = self.llm.generate([TokensPrompt(prompt_token_ids=list(p)) for p in prompts], params, use_tqdm=False)
         out = []

@@ -28,6 +28,8 @@ Episodes end as the environment says (``info["termination"]``: ``answer``,
 
 from __future__ import annotations
 
+import hashlib
+import inspect
 import json
 import math
 import time
@@ -37,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Literal, Mapping, Sequence
 
 import gymnasium as gym
+import torch
 
 import envs  # noqa: F401  (registers the environment ids)
 from envs.tasks import Task, task_from_dict
@@ -86,7 +89,8 @@ class RolloutConfig:
     policy_name: str = "policy"
     """Written into each trajectory record's ``policy``."""
     seed: int = 0
-    """Seeds each environment's first reset (``seed + slot``)."""
+    """Seeds each episode: its sampling generator and its environment reset both come from
+    ``episode_seed(seed, task, j)``, so an episode samples the same whatever runs beside it."""
     min_batch_fraction: float = 0.5
     """async: generate once this share of the running episodes waits for the model ..."""
     max_batch_wait_s: float = 0.25
@@ -141,15 +145,22 @@ class Trajectory:
     num_turns: int = 0
     policy: str = "policy"
 
-    def to_record(self) -> dict[str, Any]:
-        """The trajectory JSONL record of DESIGN.md, plus the token fields and ``info``."""
+    def to_record(self, timing: bool = True) -> dict[str, Any]:
+        """The trajectory JSONL record of DESIGN.md, plus the token fields and ``info``; ``timing=False``
+        leaves out the wall-clock measurements (:data:`WALL_CLOCK_KEYS`), so that the record of a
+        reproduced episode is byte-identical."""
         info = dict(self.info, termination=self.termination, is_correct=self.is_correct,
                     num_tool_calls=self.num_tool_calls)
         record = trajectory_record(task_from_dict(self.task), self.messages, self.reward, info, self.policy)
+        kept = self.info if timing else {k: v for k, v in self.info.items() if k not in WALL_CLOCK_KEYS}
         record.update(prompt_ids=self.prompt_ids, token_ids=self.token_ids, loss_mask=self.loss_mask,
                       logprobs=self.logprobs, truncated=self.truncated, num_turns=self.num_turns,
-                      info=_jsonable(self.info))
+                      info=_jsonable(kept))
         return record
+
+
+WALL_CLOCK_KEYS = ("episode_seconds", "tool_latency_s")
+"""``info`` entries that measure time, not what happened."""
 
 
 def _jsonable(value: Any) -> Any:
@@ -171,6 +182,9 @@ class _Episode:
     info: dict[str, Any] = field(default_factory=dict)
     turns: int = 0
     done: bool = False
+    seed: int = 0
+    generator: torch.Generator | None = None
+    """This episode's own sampling generator (seeded from :func:`episode_seed`)."""
 
     def add(self, ids: Sequence[int], mask: int, logprobs: Sequence[float] | None = None) -> None:
         self.token_ids += ids
@@ -210,6 +224,21 @@ def _tasks_as_dicts(tasks: Sequence[Mapping[str, Any] | Task]) -> list[dict[str,
     return out
 
 
+def episode_seed(seed: int, task: Mapping[str, Any], sample: int) -> int:
+    """The seed of sample ``sample`` of ``task`` in a run seeded ``seed``: a hash of the three, so an
+    episode's randomness depends on nothing else (not the task's position, the batch or the threads)."""
+    key = json.dumps([int(seed), str(task.get("id", "")), str(task.get("question", "")), int(sample)])
+    return int.from_bytes(hashlib.sha256(key.encode("utf-8", "surrogatepass")).digest()[:8], "big") >> 1
+
+
+def _takes_generators(policy: Any) -> bool:
+    """Whether ``policy.generate`` names a ``generators`` parameter (a policy without one samples as it likes)."""
+    try:
+        return "generators" in inspect.signature(policy.generate).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 def _policy_kind(policy: Any) -> str:
     if callable(getattr(policy, "generate", None)):
         if getattr(policy, "tokenizer", None) is None:
@@ -243,7 +272,9 @@ class _Runner:
         self.tokens = _Tokens(policy.tokenizer, config.use_chat_template) if self.kind == "tokens" else None
         self.tasks = tasks
         self.work = deque((i * group_size + j, task) for i, task in enumerate(tasks) for j in range(group_size))
+        self.group_size = group_size
         self.total = len(self.work)
+        self.per_episode_generators = self.kind == "tokens" and _takes_generators(policy)
         self.progress = progress
 
     def _make_env(self, slot: int) -> gym.Env:
@@ -259,7 +290,6 @@ class _Runner:
         n_envs = min(self.config.num_envs, self.total)
         envs: list[gym.Env | None] = [None] * n_envs
         free = list(range(n_envs - 1, -1, -1))
-        fresh = set(range(n_envs))  # slots whose environment has not been reset yet (seeded on first reset)
         ready: list[_Episode] = []
         running: dict[Future, _Episode] = {}
         pool = ThreadPoolExecutor(self.config.tool_workers, thread_name_prefix="rollout-env")
@@ -270,11 +300,12 @@ class _Runner:
                     if envs[slot] is None:
                         envs[slot] = self._make_env(slot)
                     index, task = self.work.popleft()
-                    seed = self.config.seed + slot if slot in fresh else None
-                    fresh.discard(slot)
-                    ep = _Episode(index, task, slot)
-                    running[pool.submit(_reset, envs[slot], task, seed)] = ep
+                    ep = _Episode(index, task, slot, seed=episode_seed(self.config.seed, task, index % self.group_size))
+                    if self.per_episode_generators:
+                        ep.generator = torch.Generator().manual_seed(ep.seed)
+                    running[pool.submit(_reset, envs[slot], task, ep.seed)] = ep
                 if ready:
+                    ready.sort(key=lambda e: e.index)  # the same batches whatever order the steps finished in
                     for ep, text in self._generate(ready):
                         if ep.done:
                             continue
@@ -369,9 +400,10 @@ class _Runner:
             by_budget.setdefault(min(self.config.max_new_tokens, left), []).append(ep)
         out = []
         for budget, eps in by_budget.items():
+            extra = {"generators": [ep.generator for ep in eps]} if self.per_episode_generators else {}
             gens = self.policy.generate([ep.prompt_ids + ep.token_ids for ep in eps], max_new_tokens=budget,
                                         temperature=self.config.temperature, top_p=self.config.top_p,
-                                        stop_ids=self.tokens.stops)
+                                        stop_ids=self.tokens.stops, **extra)
             if len(gens) != len(eps):
                 raise RuntimeError(f"the policy returned {len(gens)} generations for {len(eps)} prompts")
             for ep, gen in zip(eps, gens):
