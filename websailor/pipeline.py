@@ -56,13 +56,13 @@ class PipelineConfig:
     model: str = "smollm2-135m"
     """The pretrained model: a short name (smollm2-135m, set up by setup_wiki.sh), a local folder, or
     "tiny" (a 2-layer model built from a config: tests)."""
-    lookup_tasks: int = 360
+    lookup_tasks: int = 300
     """Derived title-lookup tasks (short descriptions and first sentences, alternating)."""
-    synth_tasks: int = 16
+    synth_tasks: int = 14
     """Synthesized SailorFog-QA-V2 research tasks (0: none)."""
-    heldout: int = 24
+    heldout: int = 20
     """Held-out tasks per title-lookup level (description, lead)."""
-    synth_heldout: int = 8
+    synth_heldout: int = 6
     """Held-out synthesized tasks."""
     seed: int = 0
     """Seed of the tasks, the split, sampling and training."""
@@ -70,15 +70,15 @@ class PipelineConfig:
     """An OpenAI-compatible endpoint (e.g. vLLM's) to evaluate as an extra text policy on the held-out split."""
     endpoint_model: str = ""
     """The model name to ask --endpoint for."""
-    sft_steps: int = 40
+    sft_steps: int = 16
     """SFT optimizer steps (each a batch of --sft-batch gold trajectories)."""
     sft_batch: int = 4
     """Gold trajectories per SFT step."""
-    sft_lr: float = 1e-4
+    sft_lr: float = 2e-4
     """SFT learning rate (pretrained model)."""
-    train_layers: int = 6
+    train_layers: int = 4
     """Top decoder layers SFT and GRPO train (0: all; the tiny model trains all)."""
-    grpo_steps: int = 4
+    grpo_steps: int = 3
     """GRPO steps after SFT."""
     grpo_tasks_per_step: int = 4
     """Tasks per GRPO step."""
@@ -86,13 +86,13 @@ class PipelineConfig:
     """GRPO rollouts per task."""
     grpo_lr: float = 2e-5
     """GRPO learning rate (pretrained model)."""
-    probe: int = 8
+    probe: int = 6
     """Train tasks per level the SFT model plays before GRPO, to pick tasks of useful difficulty."""
     temperature: float = 0.7
     """Sampling temperature of evaluation episodes."""
     max_new_tokens: int = 64
     """Tokens per assistant turn when a model plays."""
-    max_tool_calls: int = 3
+    max_tool_calls: int = 2
     """Tool-call budget per episode."""
     threads: int = 0
     """torch CPU threads (0: one, which decodes fastest on a shared 2-core machine)."""
@@ -249,6 +249,11 @@ def _quiet_libraries() -> Callable[[], None]:
     return hf_logging.enable_progress_bar
 
 
+def seconds_text(seconds: float) -> str:
+    """``12.3s``, or ``40ms`` under a tenth of a second (a stage that ran never shows as 0)."""
+    return f"{seconds:.1f}s" if seconds >= 0.1 else f"{max(seconds * 1000, 1):.0f}ms"
+
+
 def _ci(s: dict[str, Any], key: str = "success_ci95") -> str:
     lo, hi = (s.get(key) or [0.0, 1.0])[:2]
     return f"[{lo:.2f}, {hi:.2f}]"
@@ -282,7 +287,7 @@ def summary_lines(run_dir: Path, state: dict[str, Any]) -> list[str]:
                      f"probe success {json.dumps(grpo.get('probe_success'))}")
     done = {k: v for k, v in state["stages"].items() if isinstance((v or {}).get("seconds"), (int, float))}
     total = sum(float(v["seconds"]) for v in done.values())
-    lines.append("stages: " + ", ".join(f"{k} {v['seconds']:.1f}s" for k, v in done.items())
+    lines.append("stages: " + ", ".join(f"{k} {seconds_text(float(v['seconds']))}" for k, v in done.items())
                  + f"  (total {total:.0f}s)")
     lines.append(f"report: {run_dir / 'report.html'}")
     return lines

@@ -58,14 +58,16 @@ FEWSHOT_SYSTEM_PROMPT = COMPACT_SYSTEM_PROMPT + FEWSHOT_EXAMPLE
 LEVELS = ("lookup-description", "lookup-lead", "sailorfog")
 
 
-def compact_env_kwargs(wiki_dir: str, *, fewshot: bool = False, max_tool_calls: int = 3) -> dict[str, Any]:
+def compact_env_kwargs(wiki_dir: str, *, fewshot: bool = False, max_tool_calls: int = 2) -> dict[str, Any]:
     """``gym.make("websailor/WikiSim-v0", **kwargs)`` for the compact environment (the process's
-    shared simulator serves the compact tools)."""
+    shared simulator serves the compact tools; a second malformed turn in a row ends the episode,
+    which keeps a model that has not learned the format from decoding four turns of it)."""
     from envs.wikisim import SHARED_SIMS
     from trainers.gold import ShortVisit, TopKSearch
 
     sim, _release = SHARED_SIMS.acquire(wiki_dir)  # held for the life of the process
     return {"wiki_dir": wiki_dir, "max_tool_calls": max_tool_calls, "current_date": CURRENT_DATE,
+            "max_format_errors": 2,
             "tools": [TopKSearch(sim, k=SEARCH_K, snippet_chars=SNIPPET_CHARS),
                       ShortVisit(sim, max_chars=VISIT_CHARS)],
             "system_prompt": FEWSHOT_SYSTEM_PROMPT if fewshot else COMPACT_SYSTEM_PROMPT}

@@ -188,7 +188,8 @@ def config_section(run: Mapping[str, Any]) -> str:
     for name, s in stages.items():
         s = _dict(s)
         seconds = _num(s.get("seconds"), None)
-        when = f"{seconds:.1f}" if seconds is not None else ("(building this page)" if name == "report" else "-")
+        when = (f"{seconds:.1f}" if seconds >= 0.1 else f"{max(seconds, 0.001):.3f}") if seconds is not None else \
+            ("(building this page)" if name == "report" else "-")
         stage_rows.append((str(name), str(s.get("status", "")), when))
     return ("<h2>Configuration</h2>" + _table(("setting", "value"), rows, "config")
             + "<h3>Stages</h3>" + _table(("stage", "status", "seconds"), stage_rows, "stages"))
