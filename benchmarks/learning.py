@@ -5,7 +5,7 @@ lookups, GRPO on probe-selected tasks, evaluation, with the random and heuristic
 into ``--out-dir/run`` (resumable: run the same command again after an interruption), then
 scores the held-out episodes per task family, title lookups (``lookup-*`` levels) and
 synthesized SailorFog-QA-V2 tasks (``sailorfog``), with 95% Wilson intervals, draws
-``learning.png`` (SFT loss, GRPO reward and signal share, held-out success with intervals) and
+``learning-MODE.png`` (SFT loss, GRPO reward and signal share, held-out success with intervals) and
 checks the targets:
 
 - SFT > few-shot (intervals apart), on all held-out tasks;
@@ -13,7 +13,8 @@ checks the targets:
 - on title lookups, SFT+GRPO >= the heuristic baseline (point estimates).
 
 Sizes: the full run (default) is meant to take at most about 2 hours on 2 CPU cores;
-``--quick`` uses the main job's defaults (about 20 minutes on an idle 2-core machine).
+``--quick`` uses the main job's defaults (about 20 minutes on an idle 2-core machine; ``--run-dir runs/default``
+reuses the main job's run); ``--smoke`` the tiny config-built model at the tests' sizes.
 Progress bars go to stderr; in the background::
 
     nohup python -m benchmarks.learning --wiki-dir data/wiki > learning.log 2>&1 &
@@ -33,6 +34,9 @@ FULL = dict(lookup_tasks=1000, synth_tasks=60, heldout=60, synth_heldout=20, sft
             train_layers=6, grpo_steps=24, grpo_tasks_per_step=4, group_size=6, probe=12)
 """The full benchmark's sizes (``--quick``: the pipeline's defaults)."""
 FAMILIES = {"title lookups": ("lookup-description", "lookup-lead"), "synthesized": ("sailorfog",)}
+SMOKE = dict(model="tiny", lookup_tasks=12, heldout=2, synth_tasks=4, synth_heldout=1, sft_steps=2, sft_batch=2,
+             grpo_steps=1, grpo_tasks_per_step=2, group_size=2, probe=1, max_new_tokens=24)
+"""``--smoke``: the tiny config-built model at the tests' sizes (checks the machinery in a minute or two)."""
 POLICIES = {"few-shot": "fewshot", "SFT": "sft", "SFT+GRPO": "grpo", "heuristic": "heuristic", "random": "random"}
 
 
@@ -122,6 +126,7 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--out-dir", default="runs/learning")
     p.add_argument("--model", default="smollm2-135m")
     p.add_argument("--quick", action="store_true", help="the main job's sizes (about 20 minutes on an idle 2-core machine)")
+    p.add_argument("--smoke", action="store_true", help="the tiny config-built model at the tests' sizes (no learning)")
     p.add_argument("--run-dir", help="the pipeline run to use or resume (default: OUT_DIR/run or OUT_DIR/run-quick); "
                    "with --quick, the main job's run directory (runs/default) is reused as it is")
     p.add_argument("--seed", type=int, default=0)
@@ -130,16 +135,17 @@ def main(argv: list[str] | None = None) -> dict:
     from websailor.pipeline import PipelineConfig, run_pipeline
 
     out = Path(args.out_dir)
-    run_dir = Path(args.run_dir) if args.run_dir else out / ("run-quick" if args.quick else "run")
-    sizes = {} if args.quick else FULL
-    config = PipelineConfig(out=str(run_dir), wiki_dir=args.wiki_dir, model=args.model, seed=args.seed,
-                            resume=True, progress=not args.no_progress, **sizes)
+    mode = "smoke" if args.smoke else "quick" if args.quick else "full"
+    run_dir = Path(args.run_dir) if args.run_dir else out / f"run-{mode}"
+    sizes = {"smoke": SMOKE, "quick": {"model": args.model}, "full": {"model": args.model, **FULL}}[mode]
+    config = PipelineConfig(out=str(run_dir), wiki_dir=args.wiki_dir, seed=args.seed, resume=True,
+                            progress=not args.no_progress, **sizes)
     start = time.perf_counter()
     state = run_pipeline(config)
     seconds = time.perf_counter() - start
     stats = family_stats(run_dir)
     out.mkdir(parents=True, exist_ok=True)
-    draw(run_dir, stats, out / ("learning-quick.png" if args.quick else "learning.png"))
+    draw(run_dir, stats, out / f"learning-{mode}.png")
     print(f"\n{'family':<14} {'policy':<10} {'success':>7}  {'95% interval':<14} {'well-formed':>11}  episodes")
     for family, table in stats.items():
         for label, s in table.items():
@@ -149,7 +155,7 @@ def main(argv: list[str] | None = None) -> dict:
     grpo = (state["stages"].get("grpo") or {}).get("result") or {}
     met = targets(stats)
     print("targets: " + ", ".join(f"{k}={v}" for k, v in met.items()))
-    result = {"benchmark": "learning", "quick": args.quick, "model": args.model, "seconds": round(seconds, 1),
+    result = {"benchmark": "learning", "mode": mode, "model": config.model, "seconds": round(seconds, 1),
               "stage_seconds": {k: (v or {}).get("seconds") for k, v in state["stages"].items()},
               "success": {f: {lbl: round(s["success"], 3) for lbl, s in t.items()} for f, t in stats.items()},
               "success_ci95": {f: {lbl: [round(x, 3) for x in s["success_ci95"]] for lbl, s in t.items()}
