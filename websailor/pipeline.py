@@ -70,15 +70,15 @@ class PipelineConfig:
     """An OpenAI-compatible endpoint (e.g. vLLM's) to evaluate as an extra text policy on the held-out split."""
     endpoint_model: str = ""
     """The model name to ask --endpoint for."""
-    sft_steps: int = 16
+    sft_steps: int = 28
     """SFT optimizer steps (each a batch of --sft-batch gold trajectories)."""
     sft_batch: int = 4
     """Gold trajectories per SFT step."""
-    sft_lr: float = 2e-4
+    sft_lr: float = 4e-4
     """SFT learning rate (pretrained model)."""
-    train_layers: int = 4
+    train_layers: int = 6
     """Top decoder layers SFT and GRPO train (0: all; the tiny model trains all)."""
-    grpo_steps: int = 3
+    grpo_steps: int = 2
     """GRPO steps after SFT."""
     grpo_tasks_per_step: int = 4
     """Tasks per GRPO step."""
@@ -86,7 +86,7 @@ class PipelineConfig:
     """GRPO rollouts per task."""
     grpo_lr: float = 2e-5
     """GRPO learning rate (pretrained model)."""
-    probe: int = 6
+    probe: int = 4
     """Train tasks per level the SFT model plays before GRPO, to pick tasks of useful difficulty."""
     temperature: float = 0.7
     """Sampling temperature of evaluation episodes."""
