@@ -8,8 +8,8 @@ synthesized SailorFog-QA-V2 tasks (``sailorfog``), with 95% Wilson intervals, dr
 ``learning-MODE.png`` (SFT loss, GRPO reward and signal share, held-out success with intervals) and
 checks the targets:
 
-- SFT > few-shot (intervals apart), on all held-out tasks;
-- SFT+GRPO > SFT (intervals apart; the point estimates are reported too);
+- SFT > few-shot (the 95% interval of the difference above 0), on all held-out tasks;
+- SFT+GRPO > SFT (likewise; the point estimates are reported too);
 - on title lookups, SFT+GRPO >= the heuristic baseline (point estimates).
 
 Sizes: the full run (default) is meant to take at most about 2 hours on 2 CPU cores;
@@ -59,7 +59,7 @@ def family_stats(run_dir: Path) -> dict[str, dict[str, dict[str, Any]]]:
 
 
 def targets(stats: dict[str, dict[str, dict[str, Any]]]) -> dict[str, bool | None]:
-    from websailor.recipe import separated
+    from websailor.recipe import better
 
     every, lookups = stats.get("all", {}), stats.get("title lookups", {})
 
@@ -67,10 +67,10 @@ def targets(stats: dict[str, dict[str, dict[str, Any]]]) -> dict[str, bool | Non
         return a in table and b in table
 
     return {
-        "sft_gt_fewshot": separated(every["SFT"], every["few-shot"]) if both("SFT", "few-shot", every) else None,
-        "sft_gt_fewshot_well_formed": separated(every["SFT"], every["few-shot"], "well_formed_ci95")
+        "sft_gt_fewshot": better(every["SFT"], every["few-shot"]) if both("SFT", "few-shot", every) else None,
+        "sft_gt_fewshot_well_formed": better(every["SFT"], every["few-shot"], "well_formed_turns", "turns")
         if both("SFT", "few-shot", every) else None,
-        "grpo_gt_sft": separated(every["SFT+GRPO"], every["SFT"]) if both("SFT+GRPO", "SFT", every) else None,
+        "grpo_gt_sft": better(every["SFT+GRPO"], every["SFT"]) if both("SFT+GRPO", "SFT", every) else None,
         "grpo_point_ge_sft": every["SFT+GRPO"]["success"] >= every["SFT"]["success"]
         if both("SFT+GRPO", "SFT", every) else None,
         "grpo_ge_heuristic_lookups": lookups["SFT+GRPO"]["success"] >= lookups["heuristic"]["success"]

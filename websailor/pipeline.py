@@ -275,6 +275,16 @@ def summary_lines(run_dir: Path, state: dict[str, Any]) -> list[str]:
         ends = ", ".join(f"{k}={v}" for k, v in sorted((s.get("terminations") or {}).items()))
         lines.append(f"{name:<10} {s.get('success', 0.0):>7.3f} {_ci(s):>13} {s.get('well_formed_turns', 0.0):>11.3f} "
                      f"{s.get('mean_tool_calls', 0.0):>10.2f}  {ends}")
+    from websailor.recipe import diff_interval
+
+    for a, b in (("sft", "fewshot"), ("grpo", "sft")):
+        if a in summary and b in summary:
+            sa, sb = summary[a], summary[b]
+            na, nb = int(sa.get("episodes", 0)), int(sb.get("episodes", 0))
+            lo, hi = diff_interval(round(sa.get("success", 0) * na), na, round(sb.get("success", 0) * nb), nb)
+            verdict = "above 0: better" if lo > 0 else "below 0: worse" if hi < 0 else "includes 0: not separated"
+            lines.append(f"{a} - {b}: success {sa.get('success', 0) - sb.get('success', 0):+.3f}, 95% interval of "
+                         f"the difference [{lo:+.3f}, {hi:+.3f}] ({verdict})")
     levels = sorted({lv for s in summary.values() for lv in (s.get("per_level") or {})})
     if levels:
         lines.append("success per level: " + "; ".join(

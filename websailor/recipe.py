@@ -172,6 +172,21 @@ def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
     return (max(0.0, centre - half), min(1.0, centre + half))
 
 
+def diff_interval(k1: int, n1: int, k2: int, n2: int) -> tuple[float, float]:
+    """95% interval of the difference of two success rates ``k1/n1 - k2/n2`` (Newcombe's hybrid
+    score method from the two Wilson intervals); a difference is real when it excludes 0."""
+    p1, p2 = k1 / max(n1, 1), k2 / max(n2, 1)
+    (l1, u1), (l2, u2) = wilson(k1, n1), wilson(k2, n2)
+    d = p1 - p2
+    return (d - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2), d + math.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2))
+
+
+def better(a: Mapping[str, Any], b: Mapping[str, Any], rate: str = "success", count: str = "episodes") -> bool:
+    """True when ``a``'s rate beats ``b``'s: the 95% interval of the difference lies above 0."""
+    n1, n2 = int(a[count]), int(b[count])
+    return diff_interval(round(a[rate] * n1), n1, round(b[rate] * n2), n2)[0] > 0
+
+
 def turn_counts(trajectories: Iterable[Any]) -> tuple[int, int]:
     """``(well-formed assistant turns, assistant turns)`` over trajectories (objects with ``messages``
     or records)."""

@@ -17,6 +17,15 @@ def test_wilson_interval_matches_hand_computed_values():
     assert recipe.wilson(0, 0) == (0.0, 1.0)
 
 
+def test_difference_interval_excludes_zero_only_for_a_real_difference():
+    lo, hi = recipe.diff_interval(6, 46, 0, 46)  # overlapping Wilson intervals, yet a real difference
+    assert recipe.wilson(6, 46)[0] < recipe.wilson(0, 46)[1] and 0 < lo < 0.13 < hi
+    lo, hi = recipe.diff_interval(3, 20, 2, 20)
+    assert lo < 0 < hi
+    assert recipe.better({"success": 6 / 46, "episodes": 46}, {"success": 0.0, "episodes": 46})
+    assert not recipe.better({"success": 0.15, "episodes": 20}, {"success": 0.1, "episodes": 20})
+
+
 def test_separated_needs_disjoint_intervals():
     assert recipe.separated({"success_ci95": [0.5, 0.8]}, {"success_ci95": [0.0, 0.3]})
     assert not recipe.separated({"success_ci95": [0.25, 0.8]}, {"success_ci95": [0.0, 0.3]})
