@@ -261,6 +261,9 @@ def curves_section(run_dir: Path) -> str:
             ax.plot(xs, ys, marker="o", markersize=4)
             ax.set_title(_plain(label), fontsize=11)
             ax.grid(alpha=0.3)
+            ax.xaxis.get_major_locator().set_params(integer=True)
+            if key in ("reward/mean", "signal"):
+                ax.set_ylim(-0.05, 1.05)
         for ax in axes[1]:
             ax.set_xlabel("GRPO step")
         fig.suptitle("GRPO: reward/mean, signal share, grad/norm, policy/entropy", fontsize=12)
@@ -397,6 +400,15 @@ def trajectory_html(record: Mapping[str, Any], task: Mapping[str, Any] | None) -
     return head + "".join(steps)
 
 
+def _spread(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The records interleaved across task levels, so that the viewer's first ones show every level."""
+    by_level: dict[str, list[dict[str, Any]]] = {}
+    for r in records:
+        by_level.setdefault(str(_dict(r.get("task")).get("level", "")), []).append(r)
+    queues = list(by_level.values())
+    return [q[i] for i in range(max((len(q) for q in queues), default=0)) for q in queues if i < len(q)]
+
+
 def viewer_section(run_dir: Path, tasks_by_id: Mapping[str, Mapping[str, Any]]) -> str:
     """The trajectory viewer: the first :data:`MAX_VIEWER_TASKS` trajectories of each policy, at most
     :data:`MAX_VIEWER_CHARS` of HTML in all; links to the trajectory files for the rest."""
@@ -405,7 +417,7 @@ def viewer_section(run_dir: Path, tasks_by_id: Mapping[str, Mapping[str, Any]]) 
     for path in files:
         policy = path.name[: -len(".trajectories.jsonl")]
         links.append(f'<a href="eval/{_esc(path.name)}">{_esc(path.name)}</a>')
-        for record in read_jsonl(path, limit=MAX_VIEWER_TASKS):
+        for record in _spread(read_jsonl(path, limit=10 * MAX_VIEWER_TASKS))[:MAX_VIEWER_TASKS]:
             if used >= MAX_VIEWER_CHARS:
                 left_out += 1
                 continue
