@@ -1,7 +1,8 @@
 """One small real pipeline run, shared by the pipeline and report tests (built once per session).
 
-Small settings so it takes well under a minute on 2 cores: 8 tasks (6 train, 2 held out), one
-SFT epoch, one GRPO step of 2 rollouts per task, short turns. Tests that change a run copy it
+Small settings so it takes well under a minute on 2 cores: the tiny config-built model, 12 title
+lookups and 4 synthesized tasks (5 held out), 2 SFT steps, one GRPO step of 2 rollouts per task,
+short turns. Tests that change a run copy it
 first (:func:`copy_run`).
 """
 
@@ -12,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
-SMALL_RUN_ARGS = ["--tasks", "8", "--sft-epochs", "1", "--grpo-steps", "1", "--group-size", "2",
-                  "--max-new-tokens", "24", "--max-tool-calls", "2", "--no-progress"]
+SMALL_RUN_ARGS = ["--model", "tiny", "--lookup-tasks", "12", "--heldout", "2", "--synth-tasks", "4",
+                  "--synth-heldout", "1", "--sft-steps", "2", "--sft-batch", "2", "--grpo-steps", "1",
+                  "--grpo-tasks-per-step", "2", "--group-size", "2", "--probe", "1", "--max-new-tokens", "24",
+                  "--max-tool-calls", "2", "--no-progress"]
 
 
 def small_run_argv(out: Path, wiki: Path, *extra: str) -> list[str]:

@@ -15,7 +15,8 @@ from websailor import pipeline
 from websailor.cli import main
 from websailor.pipeline import RUN_FILE, STAGES
 
-POLICIES = ("random", "heuristic", "sft", "grpo")
+POLICIES = ("random", "heuristic", "fewshot", "sft", "grpo")
+HELD = 5  # 2 + 2 title lookups, 1 synthesized task
 
 
 def _jsonl(path: Path) -> list[dict]:
@@ -35,21 +36,33 @@ def _mtimes(run_dir: Path) -> dict[str, int]:
 
 def test_run_directory_holds_every_stage_output(small_run):
     for name in ("run.json", "report.html", "tasks/all.jsonl", "tasks/train.jsonl", "tasks/heldout.jsonl",
-                 "trajectories/oracle.jsonl", "trajectories/oracle.compact.jsonl", "eval/summary.json",
-                 "sft/metrics.jsonl", "sft/model/config.json", "grpo/metrics.jsonl", "grpo/model/config.json"):
+                 "trajectories/oracle.jsonl", "trajectories/gold.jsonl", "eval/summary.json",
+                 "sft/metrics.jsonl", "sft/model/config.json", "grpo/metrics.jsonl", "grpo/model/config.json",
+                 "grpo/selection.json"):
         assert (small_run / name).is_file(), name
     every = _jsonl(small_run / "tasks" / "all.jsonl")
     train, held = _jsonl(small_run / "tasks" / "train.jsonl"), _jsonl(small_run / "tasks" / "heldout.jsonl")
-    assert len(every) == 8 and len(train) + len(held) == 8 and len(held) == 2
+    assert len(every) == 16 and len(train) + len(held) == 16 and len(held) == HELD
     assert {t["id"] for t in train}.isdisjoint({t["id"] for t in held})
-    assert len(_jsonl(small_run / "trajectories" / "oracle.jsonl")) == len([t for t in train if t.get("oracle")])
+    assert sorted(t["level"] for t in held) == ["lookup-description"] * 2 + ["lookup-lead"] * 2 + ["sailorfog"]
+    gold = _jsonl(small_run / "trajectories" / "gold.jsonl")
+    assert gold and all(g["is_correct"] and g["task"]["id"] in {t["id"] for t in train} for g in gold)
     summary = json.loads((small_run / "eval" / "summary.json").read_text())
     assert sorted(summary) == sorted(POLICIES)
     for name in POLICIES:
         rows = _jsonl(small_run / "eval" / f"{name}.jsonl")
         trajectories = _jsonl(small_run / "eval" / f"{name}.trajectories.jsonl")
-        assert len(rows) == len(trajectories) == 2, name
-        assert summary[name]["num_tasks"] == 2 and sum(summary[name]["terminations"].values()) == 2
+        assert len(rows) == len(trajectories) == HELD, name
+        s = summary[name]
+        assert s["num_tasks"] == HELD and sum(s["terminations"].values()) == HELD
+        assert all(t["policy"] == name for t in trajectories)
+        lo, hi = s["success_ci95"]
+        assert 0 <= lo <= s["success"] <= hi <= 1 and 0 <= s["well_formed_turns"] <= 1
+        assert sum(v["episodes"] for v in s["per_level"].values()) == HELD
+    # Each policy is labelled with its own backend and model.
+    assert [summary[n]["policy"] for n in POLICIES] == ["random", "heuristic", "transformers", "transformers",
+                                                       "transformers"]
+    assert summary["fewshot"]["model"].startswith("tiny") and summary["grpo"]["model"].endswith("+ grpo")
     # The scripted heuristic finds something on the simulator; it is the floor trained agents must beat.
     assert summary["heuristic"]["mean_tool_calls"] > 0
     assert len(_jsonl(small_run / "grpo" / "metrics.jsonl")) == 1
@@ -57,14 +70,28 @@ def test_run_directory_holds_every_stage_output(small_run):
 
 def test_run_json_records_each_stage(small_run):
     state = _state(small_run)
+    assert state["kind"] == pipeline.RUN_KIND
     assert state["finished"] is True and state["finished_at"]
     assert list(state["stages"]) == list(STAGES)
     for name, stage in state["stages"].items():
-        assert stage["status"] == "done" and stage["seconds"] >= 0, name
-    assert state["config"]["tasks"] == 8 and state["config"]["grpo_steps"] == 1
-    assert state["stages"]["synth"]["result"]["heldout"] == 2
-    assert state["stages"]["grpo"]["result"]["steps"] == 1
+        assert stage["status"] == "done" and stage["seconds"] > 0, name
+    assert state["config"]["lookup_tasks"] == 12 and state["config"]["grpo_steps"] == 1
+    assert state["stages"]["tasks"]["result"]["heldout"] == HELD
+    grpo = state["stages"]["grpo"]["result"]
+    assert grpo["steps"] == 1 and grpo["signal_steps"] + grpo["no_signal_steps"] == 1
+    assert set(grpo["probe_success"]) == {"lookup-description", "lookup-lead", "sailorfog"}
     assert set(state["stages"]["eval"]["result"]) == {"sft", "grpo"}
+
+
+def test_summary_prints_intervals_and_grpo_signal(small_run, capsys):
+    pipeline.print_summary(small_run, _state(small_run))
+    out = capsys.readouterr().out
+    assert "95% interval" in out and "well-formed" in out and "success per level" in out
+    assert "grpo: 1 steps" in out and "with signal" in out
+    assert "sft - fewshot: success" in out and "95% interval of the difference" in out
+    for name in POLICIES:
+        assert f"\n{name} " in out, name
+    assert " 0.0s" not in out.split("stages:")[1]  # every stage that ran shows its time
 
 
 class _Resources(HTMLParser):
@@ -105,11 +132,14 @@ def test_report_is_self_contained_and_shows_the_run(small_run):
     images = [value for tag, key, value in parser.urls if tag == "img" and key == "src"]
     assert images and all(src.startswith("data:image/png;base64,") for src in images)
     assert len(images) >= 4  # learning curves (SFT, GRPO), synthesis statistics, subgraphs
-    for heading in ("Results", "Learning curves", "Synthesized tasks", "Trajectories", "Configuration"):
+    for heading in ("Run", "Results", "Learning curves", "Synthesized tasks", "Trajectories", "Configuration"):
         assert f"<h2>{heading}</h2>" in page, heading
     for name in POLICIES:
         assert f"<td>{name}</td>" in page, name
-    assert "reward/mean" in page and "loss/sft" in page
+    assert "reward/mean" in page and "loss/sft" in page and "grad/norm" in page and "policy/entropy" in page
+    assert "95% interval" in page and "well-formed turns" in page and "Success per level" in page
+    assert "pass@1" not in page  # k = 1: success is pass@1; pass@k columns only for k > 1
+    assert "websailor/WikiSim-v0" in page and "could not be built" not in page
     assert 'id="task-picker"' in page and parser.tags.get("details", 0) >= 1
     held = _jsonl(small_run / "tasks" / "heldout.jsonl")
     assert any(t["question"][:40].replace("&", "&amp;").replace('"', "&quot;") in page for t in held)
@@ -175,7 +205,8 @@ def test_an_interrupted_run_resumes_from_its_last_finished_stage(small_run, defa
     (run / RUN_FILE).write_text(json.dumps(state))
     (run / "report.html").unlink()
     summary = json.loads((run / "eval" / "summary.json").read_text())
-    (run / "eval" / "summary.json").write_text(json.dumps({k: summary[k] for k in ("random", "heuristic")}))
+    (run / "eval" / "summary.json").write_text(json.dumps({k: summary[k] for k in ("random", "heuristic",
+                                                                                  "fewshot")}))
     for name in ("sft", "grpo"):
         (run / "eval" / f"{name}.jsonl").unlink()
         (run / "eval" / f"{name}.trajectories.jsonl").unlink()
@@ -188,7 +219,7 @@ def test_an_interrupted_run_resumes_from_its_last_finished_stage(small_run, defa
     assert calls == ["eval"]
     stopped = _state(run)
     assert [k for k, v in stopped["stages"].items() if v["status"] == "done"] == \
-        ["simulator", "synth", "baselines", "sft", "grpo"]
+        ["simulator", "tasks", "baselines", "fewshot", "sft", "grpo"]
     assert stopped["stages"]["eval"]["status"] == "failed"
     assert "simulated interruption" in stopped["stages"]["eval"]["error"]
     assert stopped["finished"] is False
@@ -219,7 +250,7 @@ def test_resume_of_a_finished_run_only_rebuilds_the_report(small_run, default_wi
 def test_overwrite_starts_over(small_run, default_wiki, tmp_path, monkeypatch):
     run = copy_run(small_run, tmp_path / "run")
     old_started = _state(run)["started_at"]
-    (run / "stale.txt").write_text("from the old run")
+    (run / "eval" / "stale.txt").write_text("from the old run")
     # Stop the new run in its first stage: enough to see it started from scratch in a clean directory.
     calls = _recording(monkeypatch, fail="simulator")
     with pytest.raises(RuntimeError):
@@ -230,6 +261,28 @@ def test_overwrite_starts_over(small_run, default_wiki, tmp_path, monkeypatch):
     assert list(state["stages"]) == ["simulator"] and state["stages"]["simulator"]["status"] == "failed"
     assert state["finished"] is False
     assert state["started_at"] >= old_started
+
+
+def test_overwrite_refuses_a_run_json_of_another_tool_before_deleting_anything(tmp_path, default_wiki, capsys):
+    folder = tmp_path / "thesis"
+    (folder / "src").mkdir(parents=True)
+    (folder / RUN_FILE).write_text(json.dumps({"name": "my-other-tool"}))
+    (folder / "thesis.tex").write_text("\\documentclass{article}")
+    (folder / "src" / "main.c").write_text("int main(void) { return 0; }")
+    before = _mtimes(folder)
+    assert main(small_run_argv(folder, default_wiki, "--overwrite")) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "will not delete" in err and "not a websailor pipeline run record" in err
+    assert _mtimes(folder) == before and (folder / "thesis.tex").read_text() == "\\documentclass{article}"
+
+
+def test_overwrite_refuses_a_run_folder_that_also_holds_other_files(small_run, default_wiki, tmp_path, capsys):
+    run = copy_run(small_run, tmp_path / "run")
+    (run / "thesis.tex").write_text("mine")
+    assert main(small_run_argv(run, default_wiki, "--overwrite")) == 2
+    err = capsys.readouterr().err
+    assert "will not delete" in err and "thesis.tex" in err
+    assert (run / "thesis.tex").read_text() == "mine" and (run / "sft" / "model" / "config.json").is_file()
 
 
 def test_resume_in_a_new_directory_starts_a_run(tmp_path, default_wiki, monkeypatch):

@@ -1,0 +1,98 @@
+"""The learning recipe: gold turns, splits per level, intervals, GRPO task selection, and the
+learning benchmark's scoring."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from websailor import recipe
+
+
+def test_wilson_interval_matches_hand_computed_values():
+    lo, hi = recipe.wilson(5, 10)
+    assert lo == pytest.approx(0.2366, abs=1e-4) and hi == pytest.approx(0.7634, abs=1e-4)
+    assert recipe.wilson(0, 20)[0] == 0.0 and recipe.wilson(0, 20)[1] == pytest.approx(0.1611, abs=1e-4)
+    assert recipe.wilson(0, 0) == (0.0, 1.0)
+
+
+def test_difference_interval_excludes_zero_only_for_a_real_difference():
+    lo, hi = recipe.diff_interval(6, 46, 0, 46)  # overlapping Wilson intervals, yet a real difference
+    assert recipe.wilson(6, 46)[0] < recipe.wilson(0, 46)[1] and 0 < lo < 0.13 < hi
+    lo, hi = recipe.diff_interval(3, 20, 2, 20)
+    assert lo < 0 < hi
+    assert recipe.better({"success": 6 / 46, "episodes": 46}, {"success": 0.0, "episodes": 46})
+    assert not recipe.better({"success": 0.15, "episodes": 20}, {"success": 0.1, "episodes": 20})
+
+
+def test_separated_needs_disjoint_intervals():
+    assert recipe.separated({"success_ci95": [0.5, 0.8]}, {"success_ci95": [0.0, 0.3]})
+    assert not recipe.separated({"success_ci95": [0.25, 0.8]}, {"success_ci95": [0.0, 0.3]})
+
+
+def test_split_by_level_holds_out_the_asked_count_of_each_level():
+    tasks = [{"id": f"{lv}{i}", "level": lv} for lv in ("a", "b") for i in range(5)]
+    train, held = recipe.split_by_level(tasks, {"a": 2, "b": 1}, seed=0)
+    assert sorted(t["level"] for t in held) == ["a", "a", "b"] and len(train) == 7
+    assert {t["id"] for t in train}.isdisjoint({t["id"] for t in held})
+    assert recipe.split_by_level(tasks, {"a": 2, "b": 1}, seed=0) == (train, held)
+
+
+def test_quoted_query_copies_the_first_words_of_the_quote():
+    q = 'Which Wikipedia article begins with this sentence (its subject replaced by ___): "___ was an ancient ' \
+        'city in modern Iraq, on the eastern bank of the Tigris, about 35 km southeast of Baghdad."?'
+    assert recipe.quoted_query(q) == "was an ancient city in modern Iraq, on the eastern"
+
+
+def test_gold_trajectories_are_correct_two_turn_episodes(default_wiki):
+    from envs.protocol import parse_turn
+
+    tasks = recipe.lookup_tasks(str(default_wiki), 12, seed=0)
+    gold = recipe.gold_trajectories(str(default_wiki), tasks, limit=6)
+    assert 3 <= len(gold) <= 6
+    for record in gold:
+        assert record["is_correct"] and record["num_tool_calls"] == 1 and record["policy"] == "gold"
+        turns = [m["content"] for m in record["messages"] if m["role"] == "assistant"]
+        assert len(turns) == 2 and all(parse_turn(t).strict for t in turns)
+        assert record["messages"][0]["content"] == recipe.COMPACT_SYSTEM_PROMPT
+        assert json.dumps(record)  # a plain trajectory record
+
+
+def test_grpo_selection_prefers_the_level_nearest_one_half():
+    tasks = [{"id": f"{lv}{i}", "level": lv} for lv in ("easy", "mid", "hard") for i in range(20)]
+    chosen, why = recipe.select_grpo_tasks(tasks, {"easy": [1.0] * 8, "mid": [1, 0, 1, 0, 0, 1, 0, 0],
+                                                   "hard": [0.0] * 8}, n=10, seed=0)
+    counts = why["chosen_per_level"]
+    assert counts.get("mid", 0) >= 8 and "hard" not in counts and len(chosen) == 10
+    # Nothing solved anywhere: the level with the best probe success is still tried.
+    chosen, why = recipe.select_grpo_tasks(tasks, {"easy": [0.0], "mid": [0.0], "hard": [0.0]}, n=4, seed=0)
+    assert len(chosen) == 4
+
+
+def test_policy_stats_count_well_formed_turns_and_levels():
+    good = {"role": "assistant", "content": "<think>x</think>\n<answer>A</answer>"}
+    bad = {"role": "assistant", "content": "A"}
+    trajectories = [{"task": {"level": "l1"}, "is_correct": True, "messages": [good]},
+                    {"task": {"level": "l2"}, "is_correct": False, "messages": [bad, good]}]
+    s = recipe.policy_stats(trajectories, {})
+    assert s["success"] == 0.5 and s["turns"] == 3 and s["well_formed_turns"] == pytest.approx(2 / 3)
+    assert s["per_level"]["l1"]["success"] == 1.0 and s["per_level"]["l2"]["episodes"] == 1
+
+
+def test_learning_benchmark_scores_families_and_targets(tmp_path):
+    from benchmarks.learning import family_stats, targets
+
+    good = {"role": "assistant", "content": "<think>x</think>\n<answer>A</answer>"}
+    for name, wins in (("fewshot", 0), ("sft", 18), ("grpo", 19), ("heuristic", 15)):
+        records = [{"task": {"level": "lookup-lead" if i < 20 else "sailorfog"}, "is_correct": i < wins,
+                    "messages": [good if name != "fewshot" else {"role": "assistant", "content": "no"}]}
+                   for i in range(24)]
+        path = tmp_path / "eval" / f"{name}.trajectories.jsonl"
+        path.parent.mkdir(exist_ok=True)
+        path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    stats = family_stats(tmp_path)
+    assert stats["title lookups"]["SFT"]["episodes"] == 20 and stats["synthesized"]["SFT"]["success"] == 0.0
+    met = targets(stats)
+    assert met["sft_gt_fewshot"] and met["sft_gt_fewshot_well_formed"] and met["grpo_point_ge_sft"]
+    assert met["grpo_gt_sft"] is False and met["grpo_ge_heuristic_lookups"] is True

@@ -1,0 +1,261 @@
+"""The learning recipe of the main job and the learning benchmark: which tasks, which
+observations, which gold turns, which GRPO tasks; and the statistics that say whether a
+difference is real.
+
+- **Task mix** (levels): derived title lookups from the simulator (``lookup-description``:
+  "which article has the short description ...", ``lookup-lead``: "which article begins with
+  this sentence ...", :mod:`envs.derived_tasks`) and synthesized SailorFog-QA-V2 research
+  tasks (``sailorfog``). Every task carries its ``level``; results are reported per level.
+- **Compact observations**: a short system prompt, the top :data:`SEARCH_K` hits per query
+  with snippets cut to :data:`SNIPPET_CHARS`, visits cut to :data:`VISIT_CHARS` (the tools of
+  :mod:`trainers.gold` over the same simulator, same formats). An episode of a title lookup
+  is then about 350 tokens, which a 135M model on two CPU cores can decode and train on in
+  minutes.
+- **Gold turns for SFT** (:func:`gold_trajectories`): search for the first
+  :data:`QUERY_WORDS` words of the question's quoted text, then answer with the hit whose
+  title is the gold answer; kept only when the environment judges that answer correct
+  (rejection sampling). Two short assistant turns a small model can learn to copy.
+- **Few-shot baseline**: the pretrained model with the same compact prompt plus one worked
+  example (:data:`FEWSHOT_SYSTEM_PROMPT`).
+- **GRPO task selection** (:func:`select_grpo_tasks`): the current model's success per level
+  on a probe of training tasks picks the levels whose groups are most likely to have mixed
+  rewards (success nearest 1/2); tasks that then give all-equal groups are retired by the
+  trainer's pool.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import Counter, defaultdict
+from typing import Any, Iterable, Mapping, Sequence
+
+from trainers.gold import COMPACT_SYSTEM_PROMPT
+
+SEARCH_K = 3
+"""Hits per search query in the compact environment (the gold query finds the answer in the top 3
+for 74% of description lookups and >99% of lead lookups on the default simulator)."""
+SNIPPET_CHARS = 80
+"""Characters of each hit's snippet."""
+VISIT_CHARS = 200
+"""Characters of a visited page."""
+QUERY_WORDS = 10
+"""Words of the question's quoted text the gold search copies."""
+CURRENT_DATE = "2025-01-01"
+
+FEWSHOT_EXAMPLE = (
+    "\n\nExample.\nuser: Which Wikipedia article has the short description \"Capital city of France\"? "
+    "Answer with the article's title.\n"
+    "assistant: <think>Search for the quoted words.</think>\n<tool_call>\n"
+    "{\"name\": \"search\", \"arguments\": {\"query\": [\"Capital city of France\"]}}\n</tool_call>\n"
+    "user: <tool_response>\n1. [Paris](https://en.wikipedia.org/wiki/Paris)\n"
+    "Paris is the capital and largest city of France.\n</tool_response>\n"
+    "assistant: <think>The first hit matches.</think>\n<answer>Paris</answer>"
+)
+FEWSHOT_SYSTEM_PROMPT = COMPACT_SYSTEM_PROMPT + FEWSHOT_EXAMPLE
+"""The few-shot baseline's system prompt: the compact prompt and one worked example."""
+
+LEVELS = ("lookup-description", "lookup-lead", "sailorfog")
+
+
+def compact_env_kwargs(wiki_dir: str, *, fewshot: bool = False, max_tool_calls: int = 2) -> dict[str, Any]:
+    """``gym.make("websailor/WikiSim-v0", **kwargs)`` for the compact environment (the process's
+    shared simulator serves the compact tools; a second malformed turn in a row ends the episode,
+    which keeps a model that has not learned the format from decoding four turns of it)."""
+    from envs.wikisim import SHARED_SIMS
+    from trainers.gold import ShortVisit, TopKSearch
+
+    sim, _release = SHARED_SIMS.acquire(wiki_dir)  # held for the life of the process
+    return {"wiki_dir": wiki_dir, "max_tool_calls": max_tool_calls, "current_date": CURRENT_DATE,
+            "max_format_errors": 2,
+            "tools": [TopKSearch(sim, k=SEARCH_K, snippet_chars=SNIPPET_CHARS),
+                      ShortVisit(sim, max_chars=VISIT_CHARS)],
+            "system_prompt": FEWSHOT_SYSTEM_PROMPT if fewshot else COMPACT_SYSTEM_PROMPT}
+
+
+# ----------------------------------------------------------------------------- tasks
+
+
+def lookup_tasks(wiki_dir: str, n: int, seed: int) -> list[dict[str, Any]]:
+    """``n`` derived title-lookup tasks, descriptions and leads alternating, each with its ``level``."""
+    from envs.derived_tasks import derive_tasks
+
+    out = []
+    for task in derive_tasks(wiki_dir, n, seed=seed, kind="mixed"):
+        record = task.to_dict()
+        record["level"] = f"lookup-{record.get('kind', 'description')}"
+        out.append(record)
+    return out
+
+
+def split_by_level(tasks: Sequence[dict], heldout_per_level: Mapping[str, int], seed: int
+                   ) -> tuple[list[dict], list[dict]]:
+    """Train and held-out splits: ``heldout_per_level[level]`` tasks of each level held out (drawn
+    by ``seed``), the rest train."""
+    by_level: dict[str, list[dict]] = defaultdict(list)
+    for t in tasks:
+        by_level[str(t.get("level", "?"))].append(t)
+    train, held = [], []
+    rng = random.Random(seed)
+    for level in sorted(by_level):
+        group = list(by_level[level])
+        rng.shuffle(group)
+        n_held = min(heldout_per_level.get(level, 0), len(group) - 1 if len(group) > 1 else 0)
+        held += group[:n_held]
+        train += group[n_held:]
+    return train, held
+
+
+def quoted_query(question: str) -> str:
+    """The gold search query: the first :data:`QUERY_WORDS` words of the question's quoted text
+    (blanks dropped), or its salient words when nothing is quoted."""
+    from envs.baselines import quoted_phrases, salient_queries
+
+    quoted = quoted_phrases(question)
+    if quoted:
+        return " ".join(quoted[0].split()[:QUERY_WORDS])
+    return salient_queries(question, 1)[0]
+
+
+def _search_turn(query: str) -> str:
+    import json
+
+    call = json.dumps({"name": "search", "arguments": {"query": [query]}}, ensure_ascii=False)
+    return f"<think>Search for the quoted words.</think>\n<tool_call>\n{call}\n</tool_call>"
+
+
+def gold_trajectories(wiki_dir: str, tasks: Sequence[dict], limit: int) -> list[dict[str, Any]]:
+    """Up to ``limit`` correct gold trajectories (trajectory JSONL records) of title lookups, played
+    in the compact environment: a search for :func:`quoted_query`, then the hit that is the answer."""
+    import gymnasium as gym
+
+    import envs  # noqa: F401  (registers the environments)
+    from envs.baselines import parse_search_results
+    from envs.trajectory import trajectory_record
+
+    lookups = [t for t in tasks if str(t.get("level", "")).startswith("lookup")]
+    if not lookups:
+        return []
+    env = gym.make("websailor/WikiSim-v0", tasks=list(lookups), **compact_env_kwargs(wiki_dir))
+    records: list[dict[str, Any]] = []
+    try:
+        for task in lookups:
+            if len(records) >= limit:
+                break
+            env.reset(options={"task": task})
+            obs, _, term, trunc, _ = env.step(_search_turn(quoted_query(task["question"])))
+            names = {task["answer"], *task.get("aliases", [])}
+            hits = [h for h in parse_search_results(obs) if h.title in names]
+            if term or trunc or not hits:
+                continue
+            rank = parse_search_results(obs).index(hits[0]) + 1
+            _, reward, _, _, info = env.step(f"<think>Hit {rank} is the article.</think>\n<answer>{hits[0].title}</answer>")
+            if info.get("is_correct"):
+                records.append(trajectory_record(env.unwrapped.task, env.unwrapped.messages(), reward, info,
+                                                 policy="gold"))
+    finally:
+        env.close()
+    return records
+
+
+# ----------------------------------------------------------------------------- statistics
+
+
+def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """95% Wilson score interval of a success rate (``(0, 1)`` for ``n == 0``)."""
+    if n <= 0:
+        return (0.0, 1.0)
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def diff_interval(k1: int, n1: int, k2: int, n2: int) -> tuple[float, float]:
+    """95% interval of the difference of two success rates ``k1/n1 - k2/n2`` (Newcombe's hybrid
+    score method from the two Wilson intervals); a difference is real when it excludes 0."""
+    p1, p2 = k1 / max(n1, 1), k2 / max(n2, 1)
+    (l1, u1), (l2, u2) = wilson(k1, n1), wilson(k2, n2)
+    d = p1 - p2
+    return (d - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2), d + math.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2))
+
+
+def better(a: Mapping[str, Any], b: Mapping[str, Any], rate: str = "success", count: str = "episodes") -> bool:
+    """True when ``a``'s rate beats ``b``'s: the 95% interval of the difference lies above 0."""
+    n1, n2 = int(a[count]), int(b[count])
+    return diff_interval(round(a[rate] * n1), n1, round(b[rate] * n2), n2)[0] > 0
+
+
+def turn_counts(trajectories: Iterable[Any]) -> tuple[int, int]:
+    """``(well-formed assistant turns, assistant turns)`` over trajectories (objects with ``messages``
+    or records)."""
+    from envs.protocol import parse_turn
+
+    good = total = 0
+    for t in trajectories:
+        messages = t.get("messages") if isinstance(t, Mapping) else getattr(t, "messages", None)
+        for m in messages or []:
+            if isinstance(m, Mapping) and m.get("role") == "assistant":
+                total += 1
+                good += bool(parse_turn(str(m.get("content", ""))).strict)
+    return good, total
+
+
+def policy_stats(trajectories: Sequence[Any], tasks_by_id: Mapping[str, dict]) -> dict[str, Any]:
+    """Success with its 95% interval, well-formed-turn rate with its interval, success per level."""
+    def field(t: Any, name: str) -> Any:
+        return t.get(name) if isinstance(t, Mapping) else getattr(t, name, None)
+
+    n = len(trajectories)
+    wins = sum(bool(field(t, "is_correct")) for t in trajectories)
+    good, turns = turn_counts(trajectories)
+    per_level: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for t in trajectories:
+        task = field(t, "task") or {}
+        level = str(task.get("level") or tasks_by_id.get(str(task.get("id")), {}).get("level") or "?")
+        per_level[level][0] += bool(field(t, "is_correct"))
+        per_level[level][1] += 1
+    return {"episodes": n, "success": wins / n if n else 0.0, "success_ci95": list(wilson(wins, n)),
+            "well_formed_turns": good / turns if turns else 0.0, "turns": turns,
+            "well_formed_ci95": list(wilson(good, turns)),
+            "per_level": {lv: {"success": s / m, "episodes": m, "ci95": list(wilson(s, m))}
+                          for lv, (s, m) in sorted(per_level.items())}}
+
+
+def separated(a: Mapping[str, Any], b: Mapping[str, Any], key: str = "success_ci95") -> bool:
+    """True when ``a``'s interval lies wholly above ``b``'s."""
+    return float(a[key][0]) > float(b[key][1])
+
+
+# ----------------------------------------------------------------------------- GRPO tasks
+
+
+def select_grpo_tasks(tasks: Sequence[dict], probe_outcomes: Mapping[str, Sequence[float]], n: int,
+                      seed: int) -> tuple[list[dict], dict[str, Any]]:
+    """Training tasks of useful difficulty for the current model.
+
+    ``probe_outcomes[level]`` are the model's outcomes (1 correct, 0 not) on probe episodes of
+    that level. A group of G episodes of a task solved with probability p has mixed rewards
+    with probability ``1 - p**G - (1-p)**G``, largest at p = 1/2; levels are weighted by
+    ``p (1 - p)`` (with a floor, so no level with some success is shut out), and ``n`` tasks
+    are drawn in proportion. Returns the tasks and what decided them."""
+    rates = {lv: (sum(o) / len(o) if o else 0.0) for lv, o in probe_outcomes.items()}
+    weights = {lv: p * (1 - p) if 0 < p < 1 else (0.02 if p > 0 else 0.0) for lv, p in rates.items()}
+    by_level: dict[str, list[dict]] = defaultdict(list)
+    for t in tasks:
+        by_level[str(t.get("level", "?"))].append(t)
+    usable = {lv: w for lv, w in weights.items() if w > 0 and by_level.get(lv)}
+    if not usable:  # nothing solved anywhere: the easiest level is the only hope
+        usable = {max(rates, key=lambda lv: rates[lv]): 1.0} if rates else {lv: 1.0 for lv in by_level}
+    total = sum(usable.values())
+    rng = random.Random(seed)
+    chosen: list[dict] = []
+    quota = {lv: max(1, round(n * w / total)) for lv, w in usable.items()}
+    for lv, k in sorted(quota.items()):
+        pool = list(by_level.get(lv, []))
+        rng.shuffle(pool)
+        chosen += pool[:k]
+    rng.shuffle(chosen)
+    return chosen[:max(n, 1)], {"probe_success": rates, "weights": weights,
+                                "chosen_per_level": dict(Counter(str(t.get("level")) for t in chosen[:n]))}

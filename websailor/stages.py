@@ -1,0 +1,343 @@
+"""The stages of ``websailor pipeline`` (:mod:`websailor.pipeline` runs them in order; each reads
+the files the one before wrote into the run directory). The recipe they follow (task levels,
+compact observations, gold turns, GRPO task selection) is :mod:`websailor.recipe`."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from websailor import recipe
+
+TINY = "tiny"
+"""``--model tiny``: a 2-layer model built from a config with a locally trained subword tokenizer
+(tests; shows the machinery, learns little)."""
+
+
+def write_json(path: Path, value: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(value, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def write_jsonl(path: Path, records: list[dict]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("w", encoding="utf-8") as fh:
+        for record in records:
+            fh.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+    os.replace(tmp, path)
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+# ----------------------------------------------------------------------------- simulator and tasks
+
+
+def stage_simulator(config: Any, run_dir: Path) -> dict[str, Any]:
+    """Reuse the simulator in --wiki-dir if it opens; build the default one if there is none, or if
+    the one there is a default build of an older format. Any other simulator is the user's: say so."""
+    from wiki_sim import WikiSim
+    from wiki_sim.build import build
+    from wiki_sim.errors import WikiSimError
+    from wiki_sim.sim import read_build_info
+
+    wiki = Path(config.wiki_dir)
+    try:
+        with WikiSim(wiki) as sim:
+            return {"wiki_dir": str(wiki), "built": False, "pages": sim.stats().get("pages")}
+    except WikiSimError as exc:
+        if (wiki / "build.json").is_file():
+            kind = ((read_build_info(wiki).get("source") or {}).get("kind"))
+            if kind != "default":
+                raise ValueError(f"{exc} (the pipeline rebuilds only the embedded default by itself)") from None
+    info = build("default", None, wiki, workers=2, progress=config.progress)
+    return {"wiki_dir": str(wiki), "built": True, "pages": (info.get("counts") or {}).get("pages")}
+
+
+def stage_tasks(config: Any, run_dir: Path) -> dict[str, Any]:
+    """Derived title lookups plus synthesized SailorFog-QA-V2 tasks, each with its ``level``; held-out
+    tasks drawn per level by the seed; the synthesis oracle's trajectories of the train split kept."""
+    tasks_dir = run_dir / "tasks"
+    records = recipe.lookup_tasks(config.wiki_dir, config.lookup_tasks, config.seed)
+    synth_summary: dict[str, Any] = {}
+    if config.synth_tasks:
+        from sailorfog.cli import SynthConfig, run_synth
+
+        synth_file = tasks_dir / "synth.jsonl"
+        synth_file.parent.mkdir(parents=True, exist_ok=True)
+        summary = run_synth(SynthConfig(wiki=config.wiki_dir, out=str(synth_file), n=config.synth_tasks,
+                                        seed=config.seed, progress=config.progress))
+        synth_summary = {k: v for k, v in summary.items() if isinstance(v, (int, float, str))}
+        records += [{**r, "level": "sailorfog"} for r in read_jsonl(synth_file)]
+    held_per_level = {"lookup-description": config.heldout, "lookup-lead": config.heldout,
+                      "sailorfog": config.synth_heldout}
+    train, held = recipe.split_by_level(records, held_per_level, config.seed)
+    if not train or not held:
+        raise ValueError(f"{len(records)} task(s) give no train/held-out split; raise --lookup-tasks")
+    write_jsonl(tasks_dir / "all.jsonl", records)
+    write_jsonl(tasks_dir / "train.jsonl", train)
+    write_jsonl(tasks_dir / "heldout.jsonl", held)
+    oracle = [r["oracle"] for r in train if isinstance(r.get("oracle"), dict)]
+    write_jsonl(run_dir / "trajectories" / "oracle.jsonl", oracle)
+    count = lambda rs: {lv: sum(r.get("level") == lv for r in rs) for lv in recipe.LEVELS}  # noqa: E731
+    return {"tasks": len(records), "train": len(train), "heldout": len(held), "train_per_level": count(train),
+            "heldout_per_level": count(held), "oracle_trajectories": len(oracle), "synth": synth_summary}
+
+
+# ----------------------------------------------------------------------------- evaluation
+
+
+def model_label(config: Any) -> str:
+    return "tiny (2-layer Qwen2 built from a config)" if config.model == TINY else config.model
+
+
+def evaluate_policy(config: Any, run_dir: Path, name: str, policy: Any, tasks: list[dict],
+                    kwargs: dict[str, Any], *, kind: str, model: str = "") -> dict[str, Any]:
+    """Play ``policy`` (a baseline name or a policy backend) once on each of ``tasks``; write
+    ``eval/NAME.jsonl``, ``eval/NAME.trajectories.jsonl`` and merge ``eval/summary.json``."""
+    from trainers.eval import EvalConfig, per_task_rows, play_baseline, summarize
+    from trainers.rollout import RolloutConfig, collect
+
+    eval_dir = run_dir / "eval"
+    eval_dir.mkdir(parents=True, exist_ok=True)
+    record = EvalConfig(tasks=str(run_dir / "tasks" / "heldout.jsonl"), policy=kind, model=model or "-",
+                        name=name, out=str(eval_dir), wiki_dir=config.wiki_dir,
+                        max_tool_calls=config.max_tool_calls, seed=config.seed, temperature=config.temperature,
+                        max_new_tokens=config.max_new_tokens)
+    rollout = RolloutConfig(env_id="websailor/WikiSim-v0", env_kwargs={"tasks": tasks, **kwargs},
+                            max_new_tokens=config.max_new_tokens, temperature=config.temperature, top_p=0.95,
+                            num_envs=len(tasks), tool_workers=2, max_total_tokens=4096,
+                            max_episode_seconds=900.0, policy_name=name, seed=config.seed)
+    start = time.perf_counter()
+    if isinstance(policy, str):
+        trajectories = play_baseline(policy, tasks, rollout, 1)
+    else:
+        trajectories = collect(policy, tasks, rollout, group_size=1, progress=config.progress)
+    rows = per_task_rows(trajectories, 1)
+    summary = summarize(rows, trajectories, record, time.perf_counter() - start)
+    summary.update(recipe.policy_stats(trajectories, {}), tasks_split="heldout", model=model or "-")
+    write_jsonl(eval_dir / f"{name}.jsonl", rows)
+    write_jsonl(eval_dir / f"{name}.trajectories.jsonl", [t.to_record() for t in trajectories])
+    path = eval_dir / "summary.json"
+    merged = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    merged[name] = summary
+    write_json(path, merged)
+    return {k: summary[k] for k in ("success", "success_ci95", "well_formed_turns", "mean_tool_calls",
+                                    "terminations")}
+
+
+def stage_baselines(config: Any, run_dir: Path) -> dict[str, Any]:
+    held = read_jsonl(run_dir / "tasks" / "heldout.jsonl")
+    kwargs = recipe.compact_env_kwargs(config.wiki_dir, max_tool_calls=config.max_tool_calls)
+    return {name: evaluate_policy(config, run_dir, name, name, held, kwargs, kind=name)
+            for name in ("random", "heuristic")}
+
+
+def _load(model_dir: str | Path) -> tuple[Any, Any]:
+    from transformers import AutoModelForCausalLM
+
+    from trainers.tiny_lm import load_tokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(model_dir, local_files_only=True)
+    return model, load_tokenizer(model_dir)
+
+
+def base_model_dir(config: Any, run_dir: Path) -> str:
+    """The starting model's folder: the pretrained model ``--model`` names, or a tiny model built here."""
+    if config.model != TINY:
+        from trainers.models import resolve_model
+
+        return resolve_model(config.model)
+    import itertools
+
+    from trainers.subword import train_subword_tokenizer, transcript_corpus, wiki_corpus
+    from trainers.tiny_lm import save_tiny_lm
+
+    path = run_dir / "model" / "init"
+    if not (path / "config.json").is_file():
+        gold = recipe.gold_trajectories(config.wiki_dir, read_jsonl(run_dir / "tasks" / "train.jsonl"), 200)
+        tokenizer = train_subword_tokenizer(itertools.chain(wiki_corpus(config.wiki_dir),
+                                                            transcript_corpus(gold, repeat=10)), vocab_size=2048)
+        save_tiny_lm(path, layers=2, hidden=128, heads=4, seed=config.seed, max_positions=8192, tokenizer=tokenizer)
+    return str(path)
+
+
+def stage_fewshot(config: Any, run_dir: Path) -> dict[str, Any]:
+    """The pretrained model before any training, with one worked example in its system prompt."""
+    from trainers.policies import TransformersPolicy
+
+    held = read_jsonl(run_dir / "tasks" / "heldout.jsonl")
+    source = base_model_dir(config, run_dir)
+    model, tokenizer = _load(source)
+    kwargs = recipe.compact_env_kwargs(config.wiki_dir, fewshot=True, max_tool_calls=config.max_tool_calls)
+    return {"fewshot": evaluate_policy(config, run_dir, "fewshot", TransformersPolicy(model.eval(), tokenizer),
+                                       held, kwargs, kind="transformers", model=model_label(config))}
+
+
+# ----------------------------------------------------------------------------- training
+
+
+def trainable_top(model: Any, layers: int) -> dict[str, int]:
+    """Train only the top ``layers`` decoder layers and the final norm (0: every weight); returns the
+    parameter counts. Frees the backward pass below them, most of a CPU step's time."""
+    total = sum(p.numel() for p in model.parameters())
+    blocks = getattr(getattr(model, "model", None), "layers", None)
+    if layers and blocks is not None and layers < len(blocks):
+        for p in model.parameters():
+            p.requires_grad_(False)
+        for module in [*blocks[-layers:], getattr(model.model, "norm", None)]:
+            for p in (module.parameters() if module is not None else ()):
+                p.requires_grad_(True)
+    return {"parameters": total, "trainable": sum(p.numel() for p in model.parameters() if p.requires_grad)}
+
+
+def stage_sft(config: Any, run_dir: Path) -> dict[str, Any]:
+    """SFT on gold title-lookup trajectories (:func:`websailor.recipe.gold_trajectories`)."""
+    from trainers.sft import SFTConfig, train
+
+    gold_file = run_dir / "trajectories" / "gold.jsonl"
+    if not gold_file.is_file():
+        train_tasks = read_jsonl(run_dir / "tasks" / "train.jsonl")
+        write_jsonl(gold_file, recipe.gold_trajectories(config.wiki_dir, train_tasks,
+                                                        config.sft_steps * config.sft_batch))
+    gold = read_jsonl(gold_file)
+    if not gold:
+        raise ValueError("no gold trajectory: the train split holds no title lookup the gold agent solves; "
+                         "raise --lookup-tasks")
+    source = base_model_dir(config, run_dir)
+    model, tokenizer = _load(source)
+    tiny = config.model == TINY
+    sizes = trainable_top(model, 0 if tiny else config.train_layers)
+    sft = SFTConfig(data=[str(gold_file)], model=source, output_dir=str(run_dir / "sft"),
+                    lr=3e-3 if tiny else config.sft_lr, batch_size=config.sft_batch, max_steps=config.sft_steps,
+                    epochs=max(1, math.ceil(config.sft_steps * config.sft_batch / len(gold))), seed=config.seed,
+                    max_tokens=2048, min_tool_calls=1, save_every=10, tensorboard="off", warmup_ratio=0.1)
+    bar = None
+    if config.progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=config.sft_steps, desc="sft", unit="step")
+
+    def on_step(metrics: dict[str, Any]) -> None:
+        if bar is not None and isinstance(metrics.get("step"), int):
+            bar.update(metrics["step"] - bar.n)
+            if isinstance(metrics.get("loss/sft"), (int, float)):
+                bar.set_postfix(loss=f"{metrics['loss/sft']:.3f}", refresh=False)
+
+    try:
+        result = train(sft, model=model, tokenizer=tokenizer, on_step=on_step)
+    finally:
+        if bar is not None:
+            bar.close()
+    return {"steps": result.steps, "final_loss": result.final_loss, "gold_trajectories": len(gold),
+            "filters": result.filter_report, "model_dir": result.model_dir, **sizes}
+
+
+def _probe(config: Any, run_dir: Path, model: Any, tokenizer: Any, train_tasks: list[dict]) -> dict[str, Any]:
+    """The SFT model's outcomes on ``--probe`` train tasks per level, and the GRPO tasks they pick."""
+    from trainers.policies import TransformersPolicy
+    from trainers.rollout import RolloutConfig, collect
+
+    probe = []
+    for level in recipe.LEVELS:
+        probe += [t for t in train_tasks if t.get("level") == level][:config.probe]
+    kwargs = recipe.compact_env_kwargs(config.wiki_dir, max_tool_calls=config.max_tool_calls)
+    rollout = RolloutConfig(env_id="websailor/WikiSim-v0", env_kwargs={"tasks": probe, **kwargs},
+                            max_new_tokens=config.max_new_tokens, temperature=1.0, top_p=1.0,
+                            num_envs=max(1, len(probe)), tool_workers=2, max_total_tokens=4096,
+                            policy_name="sft-probe", seed=config.seed + 1)
+    model.eval()
+    trajectories = collect(TransformersPolicy(model, tokenizer), probe, rollout, progress=config.progress)
+    outcomes: dict[str, list[float]] = {}
+    for t in trajectories:
+        outcomes.setdefault(str(t.task.get("level")), []).append(float(bool(t.is_correct)))
+    probed = {t.get("id") for t in probe}
+    candidates = [t for t in train_tasks if t.get("id") not in probed] or train_tasks
+    n = config.grpo_steps * config.grpo_tasks_per_step * 2
+    chosen, why = recipe.select_grpo_tasks(candidates, outcomes, n, config.seed)
+    return {"tasks": chosen, **why}
+
+
+def stage_grpo(config: Any, run_dir: Path) -> dict[str, Any]:
+    """GRPO from the SFT model on train tasks of useful difficulty (probe first)."""
+    import torch
+
+    from trainers.grpo import GRPOConfig, GRPOTrainer
+
+    model_dir = run_dir / "sft" / "model"
+    model, tokenizer = _load(model_dir)
+    selection_file = run_dir / "grpo" / "selection.json"
+    if not selection_file.is_file():  # the probe is decided once; a resumed run trains on the same tasks
+        write_json(selection_file, _probe(config, run_dir, model, tokenizer,
+                                          read_jsonl(run_dir / "tasks" / "train.jsonl")))
+    selection = json.loads(selection_file.read_text(encoding="utf-8"))
+    tasks = selection["tasks"]
+    tiny = config.model == TINY
+    sizes = trainable_top(model, 0 if tiny else config.train_layers)
+    before = {k: v.detach().clone() for k, v in model.named_parameters() if v.requires_grad}
+    tasks_file = run_dir / "grpo" / "tasks.jsonl"
+    write_jsonl(tasks_file, tasks)
+    per_step = max(1, min(config.grpo_tasks_per_step, len(tasks)))
+    grpo = GRPOConfig(model=str(model_dir), tasks=str(tasks_file), output_dir=str(run_dir / "grpo"),
+                      steps=config.grpo_steps, batch_size=per_step * config.group_size, group_size=config.group_size,
+                      micro_batch_size=config.group_size, learning_rate=1e-4 if tiny else config.grpo_lr,
+                      max_new_tokens=config.max_new_tokens, max_tool_calls=config.max_tool_calls,
+                      pool_size=max(per_step, len(tasks)), retire_window=1, equal_groups="drop", save_every=1,
+                      seed=config.seed, device="cpu", tensorboard="off", progress=config.progress, resume=True)
+    trainer = GRPOTrainer(grpo, model, tokenizer, tasks,
+                          env_kwargs={"tasks": tasks, **recipe.compact_env_kwargs(
+                              config.wiki_dir, max_tool_calls=config.max_tool_calls)})
+    try:
+        trainer.train()
+    finally:
+        trainer.dist.destroy()
+    with torch.no_grad():
+        change = max((float((p - before[k]).abs().max()) for k, p in model.named_parameters() if k in before),
+                     default=0.0)
+    metrics = read_jsonl(run_dir / "grpo" / "metrics.jsonl") if (run_dir / "grpo" / "metrics.jsonl").is_file() else []
+    signal = [m for m in metrics if not m.get("train/no_signal") and not m.get("train/skipped")]
+    return {"steps": trainer.step, "signal_steps": len(signal), "no_signal_steps": len(metrics) - len(signal),
+            "max_weight_change": change, "probe_success": selection.get("probe_success"),
+            "chosen_per_level": selection.get("chosen_per_level"),
+            "mean_reward": [m.get("reward/mean") for m in metrics], **sizes}
+
+
+def stage_eval(config: Any, run_dir: Path) -> dict[str, Any]:
+    from trainers.policies import TransformersPolicy
+
+    held = read_jsonl(run_dir / "tasks" / "heldout.jsonl")
+    kwargs = recipe.compact_env_kwargs(config.wiki_dir, max_tool_calls=config.max_tool_calls)
+    out = {}
+    for name in ("sft", "grpo"):
+        model_dir = run_dir / name / "model"
+        if not model_dir.is_dir():
+            continue
+        model, tokenizer = _load(model_dir)
+        out[name] = evaluate_policy(config, run_dir, name, TransformersPolicy(model.eval(), tokenizer), held,
+                                    kwargs, kind="transformers", model=f"{model_label(config)} + {name}")
+    if config.endpoint:
+        from trainers.policies import OpenAIPolicy
+
+        policy = OpenAIPolicy(config.endpoint, config.endpoint_model, api_key=os.environ.get("OPENAI_API_KEY"))
+        out["endpoint"] = evaluate_policy(config, run_dir, "endpoint", policy, held, {"wiki_dir": config.wiki_dir},
+                                          kind="openai", model=config.endpoint_model)
+    return out
+
+
+def stage_report(config: Any, run_dir: Path) -> dict[str, Any]:
+    from websailor.report import build_report
+
+    return {"report": str(build_report(run_dir))}
+
+
+STAGE_FUNCTIONS = {"simulator": stage_simulator, "tasks": stage_tasks, "baselines": stage_baselines,
+                   "fewshot": stage_fewshot, "sft": stage_sft, "grpo": stage_grpo, "eval": stage_eval,
+                   "report": stage_report}
