@@ -56,7 +56,7 @@ def attack(wiki: str, tasks: list[dict]) -> dict[str, Any]:
     from sailorfog.report import count_words
     from wiki_sim import WikiSim
 
-    env = gym.make("websailor/WikiSim-v0", wiki_dir=wiki, tasks=[{"question": "-", "answer": "-"}],
+    env = gym.make("websailor/WikiSim-v0", wiki_dir=wiki, tasks=[{"question": "placeholder", "answer": "placeholder"}],
                    tools=["search", "visit"])
     hits = {"whole": 0, "clause": 0, "window": 0}
     solved = {"heuristic": 0, "agent": 0, "oracle": 0}

@@ -44,7 +44,7 @@ def make_synthesizer(shared: Shared) -> Synthesizer:
 
     import envs  # noqa: F401  (registers the environments)
 
-    env = gym.make("websailor/WikiSim-v0", wiki_dir=shared.wiki, tasks=[{"question": "-", "answer": "-"}],
+    env = gym.make("websailor/WikiSim-v0", wiki_dir=shared.wiki, tasks=[{"question": "placeholder", "answer": "placeholder"}],
                    tools=["search", "visit"], current_date=shared.current_date)
     if shared.mode == "research":
         from sailorfog.research import ResearchRunner, ResearchSynthesizer

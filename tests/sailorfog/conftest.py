@@ -58,7 +58,7 @@ def toy_env(toy_wiki: Path):
 
     import envs  # noqa: F401
 
-    env = gym.make("websailor/WikiSim-v0", wiki_dir=str(toy_wiki), tasks=[{"question": "-", "answer": "-"}],
+    env = gym.make("websailor/WikiSim-v0", wiki_dir=str(toy_wiki), tasks=[{"question": "placeholder", "answer": "placeholder"}],
                    tools=["search", "visit"], current_date="2025-09-01")
     yield env
     env.close()

@@ -64,7 +64,7 @@ def test_cjk_text_counts_by_character():
 def research(default_wiki):
     sim = WikiSim(default_wiki)
     index = index_from_sim(sim)
-    env = gym.make("websailor/WikiSim-v0", wiki_dir=str(default_wiki), tasks=[{"question": "-", "answer": "-"}],
+    env = gym.make("websailor/WikiSim-v0", wiki_dir=str(default_wiki), tasks=[{"question": "placeholder", "answer": "placeholder"}],
                    tools=["search", "visit"])
     synth = ResearchSynthesizer(index, sim, seed=3)
     order = answer_order(index, 3)
