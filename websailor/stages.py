@@ -103,7 +103,7 @@ def evaluate_policy(config: Any, run_dir: Path, name: str, policy: Any, tasks: l
                     kwargs: dict[str, Any], *, kind: str, model: str = "") -> dict[str, Any]:
     """Play ``policy`` (a baseline name or a policy backend) once on each of ``tasks``; write
     ``eval/NAME.jsonl``, ``eval/NAME.trajectories.jsonl`` and merge ``eval/summary.json``."""
-    from trainers.eval import EvalConfig, per_task_rows, play_baseline, summarize
+    from trainers.eval import EvalConfig, check_errors, per_task_rows, play_baseline, summarize
     from trainers.rollout import RolloutConfig, collect
 
     eval_dir = run_dir / "eval"
@@ -130,8 +130,9 @@ def evaluate_policy(config: Any, run_dir: Path, name: str, policy: Any, tasks: l
     merged = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
     merged[name] = summary
     write_json(path, merged)
+    check_errors(summary, str(eval_dir))  # judge/policy/env errors dominating: the stage fails, files kept
     return {k: summary[k] for k in ("success", "success_ci95", "well_formed_turns", "mean_tool_calls",
-                                    "terminations")}
+                                    "terminations", "errors", "error_share") if k in summary}
 
 
 def stage_baselines(config: Any, run_dir: Path) -> dict[str, Any]:
