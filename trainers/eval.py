@@ -102,8 +102,12 @@ class EvalConfig:
     """Budget sweep: context budgets (tokens) to evaluate at."""
     progress: bool = False
     """Show a progress bar."""
+    chat_template: Literal["auto", "on", "off"] = "auto"
+    """Token policies: the tokenizer's chat template (``auto``: when it has one) or the ChatML fallback (``off``)."""
 
     def __post_init__(self) -> None:
+        if self.chat_template not in ("auto", "on", "off"):
+            raise ValueError(f"chat_template must be one of ['auto', 'on', 'off'], got {self.chat_template!r}")
         if not Path(self.tasks).is_file():
             raise ValueError(f"task file not found: {self.tasks}")
         if self.policy in ("transformers", "vllm", "openai") and not self.model:
@@ -194,13 +198,15 @@ def env_kwargs(config: EvalConfig, policy: Any = None) -> dict[str, Any]:
 
 def evaluate(policy: Any, tasks: Sequence[Mapping[str, Any]], config: EvalConfig) -> tuple[list[dict], dict, list]:
     """Play ``k`` episodes per task; returns (per-task rows, summary, trajectories)."""
+    from envs.tokens import template_switch
     from trainers.rollout import RolloutConfig, collect
 
     rollout = RolloutConfig(
         env_id=config.env_id, env_kwargs=env_kwargs(config, policy), max_new_tokens=config.max_new_tokens,
         temperature=config.temperature, top_p=config.top_p, num_envs=config.num_envs,
         tool_workers=config.num_envs, max_total_tokens=config.max_context_tokens + config.max_new_tokens,
-        max_episode_seconds=config.max_episode_seconds, policy_name=config.results_name, seed=config.seed)
+        max_episode_seconds=config.max_episode_seconds, policy_name=config.results_name, seed=config.seed,
+        use_chat_template=template_switch(config.chat_template))
     start = time.perf_counter()
     if isinstance(policy, str):
         trajectories = play_baseline(policy, tasks, rollout, config.k)

@@ -117,6 +117,9 @@ class GRPOConfig:
     """TensorBoard event files next to ``metrics.jsonl``: ``auto`` when tensorboard is installed."""
     progress: bool = False
     """Show rollout progress bars."""
+    chat_template: Literal["auto", "on", "off"] = "auto"
+    """Render prompts and observations with the tokenizer's chat template (``auto``: when it has one; ``on``:
+    required) or the ChatML fallback (``off``); rollouts always train on exactly the sampled ids."""
 
     def __post_init__(self) -> None:
         positive = ("steps", "batch_size", "group_size", "micro_batch_size", "pool_size", "max_new_tokens",
@@ -142,7 +145,7 @@ class GRPOConfig:
                              f"{self.temperature} and {self.top_p}")
         for name, choices in (("advantage", ("loo", "mean")), ("equal_groups", ("keep", "dupo", "drop")),
                               ("dtype", ("float32", "bfloat16")), ("tensorboard", ("auto", "on", "off")),
-                              ("device", ("auto", "cpu", "cuda"))):
+                              ("device", ("auto", "cpu", "cuda")), ("chat_template", ("auto", "on", "off"))):
             if getattr(self, name) not in choices:
                 raise ValueError(f"{name} must be one of {list(choices)}, got {getattr(self, name)!r}")
         try:
@@ -257,6 +260,7 @@ class GRPOTrainer:
 
     def collect(self, tasks: list[dict]) -> list[Any]:
         """``group_size`` episodes of each task, group after group (contract C4)."""
+        from envs.tokens import template_switch
         from trainers.policies import TransformersPolicy
         from trainers.rollout import RolloutConfig, collect
 
@@ -266,7 +270,8 @@ class GRPOTrainer:
         rollout_cfg = RolloutConfig(env_id=cfg.env_id, env_kwargs=env_kwargs, max_new_tokens=cfg.max_new_tokens,
                                     temperature=cfg.temperature, top_p=cfg.top_p,
                                     num_envs=cfg.num_envs or len(tasks) * cfg.group_size,
-                                    schedule="lockstep" if cfg.lockstep_rollouts else "async", seed=cfg.seed)
+                                    schedule="lockstep" if cfg.lockstep_rollouts else "async", seed=cfg.seed,
+                                    use_chat_template=template_switch(cfg.chat_template))
         policy = TransformersPolicy(self.model, self.tokenizer, device=self.device)
         self.model.eval()
         try:
