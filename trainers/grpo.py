@@ -93,7 +93,7 @@ class GRPOConfig:
     temperature: float = 1.0
     """Sampling temperature of rollouts (the log-probabilities trained against are at this temperature)."""
     top_p: float = 1.0
-    """Nucleus sampling of rollouts."""
+    """Nucleus sampling of rollouts: must be 1 (the loss's log-probabilities are under the full distribution)."""
     num_envs: int = 0
     """Episodes run at once per rank (0: the whole batch share)."""
     lockstep_rollouts: bool = False
@@ -143,6 +143,10 @@ class GRPOConfig:
         if not (self.temperature > 0 and 0 < self.top_p <= 1):
             raise ValueError(f"expected temperature > 0 and 0 < top_p <= 1 for on-policy sampling, got "
                              f"{self.temperature} and {self.top_p}")
+        if self.top_p != 1.0:
+            raise ValueError(f"top_p must be 1 for training, got {self.top_p}: the trainer computes log-probabilities "
+                             "under the full distribution, so nucleus-sampled rollouts bias the importance ratio "
+                             "(lower the temperature instead)")
         for name, choices in (("advantage", ("loo", "mean")), ("equal_groups", ("keep", "dupo", "drop")),
                               ("dtype", ("float32", "bfloat16")), ("tensorboard", ("auto", "on", "off")),
                               ("device", ("auto", "cpu", "cuda")), ("chat_template", ("auto", "on", "off"))):
