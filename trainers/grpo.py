@@ -356,7 +356,7 @@ class GRPOTrainer:
             ratio = torch.exp(torch.where(keepm, logp - old, torch.zeros_like(logp)))
             adv = mb.advantages.unsqueeze(1)
             sums["loss"] += float(loss.detach())
-            sums["entropy"] += float(masked_sum(entropy_from_logits(logits.detach() / cfg.temperature), mask))
+            sums["entropy"] += float(masked_sum(entropy_from_logits(logits.detach(), temperature=cfg.temperature), mask))
             sums["ratio"] += float(masked_sum(ratio, mask))
             sums["clip_low"] += float(((ratio < 1 - cfg.clip_low) & (adv < 0) & keepm).sum())
             sums["clip_high"] += float(((ratio > 1 + cfg.clip_high) & (adv > 0) & keepm).sum())

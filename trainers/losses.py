@@ -13,7 +13,7 @@ before any arithmetic, not multiplied by zero afterwards (``0 * inf`` is ``nan``
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import torch
 import torch.nn.functional as F
@@ -148,23 +148,68 @@ def kl_k3(logprobs: torch.Tensor, ref_logprobs: torch.Tensor) -> torch.Tensor:
     return torch.exp(d) - d - 1.0
 
 
-def token_logprobs(logits: torch.Tensor, token_ids: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
-    """Log-probability of each chosen token: logits ``(B, T, V)`` and ids ``(B, T)`` -> ``(B, T)``.
+LOGPROB_CHUNK = 1024
+"""Positions whose full-vocabulary fp32 values exist at once in :func:`token_logprobs` and
+:func:`entropy_from_logits` (Qwen3's 152k vocabulary: about 600 MB per chunk in fp32)."""
+
+
+def _chunked(fn: Any, logits: torch.Tensor, *extra: torch.Tensor, chunk_size: int) -> torch.Tensor:
+    """``fn`` over ``(N, V)`` row chunks of ``logits`` (and matching ``(N,)`` chunks of ``extra``),
+    concatenated. When gradients flow, each chunk is checkpointed: its fp32 intermediates are
+    recomputed in the backward pass instead of being kept, so at most one chunk's exist at a time."""
+    if chunk_size < 1:
+        raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
+    shape = logits.shape[:-1]
+    flat = logits.reshape(-1, logits.shape[-1])
+    flat_extra = [e.reshape(-1) for e in extra]
+    grad = torch.is_grad_enabled() and logits.requires_grad
+    out = []
+    for start in range(0, flat.shape[0], chunk_size):
+        piece = [flat[start:start + chunk_size]] + [e[start:start + chunk_size] for e in flat_extra]
+        if grad:
+            from torch.utils.checkpoint import checkpoint
+
+            out.append(checkpoint(fn, *piece, use_reentrant=False))
+        else:
+            out.append(fn(*piece))
+    if not out:
+        return torch.zeros(shape, dtype=torch.float32, device=logits.device)
+    return torch.cat(out).view(shape)
+
+
+def token_logprobs(logits: torch.Tensor, token_ids: torch.Tensor, temperature: float = 1.0, *,
+                   chunk_size: int = LOGPROB_CHUNK) -> torch.Tensor:
+    """Log-probability of each chosen token: logits ``(B, T, V)`` and ids ``(B, T)`` -> ``(B, T)`` fp32.
 
     ``logits[:, t]`` must be the distribution that produced ``token_ids[:, t]`` (shift the
     model's output by one before calling). Logits are divided by ``temperature`` first, so
     the result matches log-probabilities sampled at that temperature. Computed as
-    ``gather - logsumexp`` without materialising the full ``(B, T, V)`` log-softmax.
+    ``gather - logsumexp`` in fp32, ``chunk_size`` positions at a time (checkpointed when
+    gradients flow): no fp32 ``(B, T, V)`` tensor, and no temperature-scaled copy of the logits,
+    is ever materialised; only the logits themselves (in the model's dtype) and their gradient.
     """
-    if temperature != 1.0:
-        logits = logits / temperature
-    logits = logits.float()
-    chosen = torch.gather(logits, -1, token_ids.unsqueeze(-1)).squeeze(-1)
-    return chosen - torch.logsumexp(logits, dim=-1)
+    if logits.shape[:-1] != token_ids.shape:
+        raise ValueError(f"logits {tuple(logits.shape)} and token_ids {tuple(token_ids.shape)} must share (B, T)")
+
+    def chunk(x: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+        x = x.float()
+        if temperature != 1.0:
+            x = x / temperature
+        return torch.gather(x, -1, ids.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(x, dim=-1)
+
+    return _chunked(chunk, logits, token_ids, chunk_size=chunk_size)
 
 
-def entropy_from_logits(logits: torch.Tensor) -> torch.Tensor:
-    """Entropy of the categorical distribution at each position: ``(B, T, V) -> (B, T)`` (nats)."""
-    logits = logits.float()
-    logp = F.log_softmax(logits, dim=-1)
-    return -(logp.exp() * logp).sum(-1)
+def entropy_from_logits(logits: torch.Tensor, *, temperature: float = 1.0,
+                        chunk_size: int = LOGPROB_CHUNK) -> torch.Tensor:
+    """Entropy of the categorical distribution at each position: ``(B, T, V) -> (B, T)`` (nats, fp32),
+    of ``softmax(logits / temperature)``, ``chunk_size`` positions at a time as :func:`token_logprobs`."""
+
+    def chunk(x: torch.Tensor) -> torch.Tensor:
+        x = x.float()
+        if temperature != 1.0:
+            x = x / temperature
+        logp = F.log_softmax(x, dim=-1)
+        return -(logp.exp() * logp).sum(-1)
+
+    return _chunked(chunk, logits, chunk_size=chunk_size)
