@@ -29,8 +29,8 @@ from typing import Any, Literal
 
 import torch
 
-from trainers import grpo_state
-from trainers.grpo_data import EqualGroups, TaskPool, build_batch, is_error, iter_chunks, prepare_step
+from trainers import grpo_state, memory
+from trainers.grpo_data import EqualGroups, TaskPool, build_batch, is_error, prepare_step
 from trainers.losses import entropy_from_logits, kl_k3, masked_sum, policy_loss, token_logprobs
 
 
@@ -58,6 +58,11 @@ class GRPOConfig:
     """Rollouts per task (G)."""
     micro_batch_size: int = 8
     """Trajectories per forward/backward pass (gradient accumulation over the step's batch)."""
+    micro_batch_tokens: int = 0
+    """Also cap each forward/backward pass at this many padded tokens (rows x longest row; 0: no cap); a
+    trajectory longer than the cap is a pass of its own."""
+    gradient_checkpointing: bool = False
+    """Recompute layer activations in the backward pass (less memory, about a third more update time)."""
     learning_rate: float = 1e-6
     """AdamW learning rate after warmup."""
     warmup_steps: int = 0
@@ -128,7 +133,7 @@ class GRPOConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        for name in ("warmup_steps", "retire_window", "num_envs", "save_every"):
+        for name in ("warmup_steps", "retire_window", "num_envs", "save_every", "micro_batch_tokens"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
         if self.batch_size % self.group_size:
@@ -184,6 +189,8 @@ class GRPOTrainer:
         self.device = self.dist.device(config.device)
         self.tokenizer = tokenizer
         self.model = model.to(self.device)
+        if config.gradient_checkpointing:
+            memory.enable_gradient_checkpointing(self.model)
         self.ref_model = grpo_state.frozen_copy(model) if config.kl_beta > 0 else None
         self.ddp_model = self.dist.wrap(self.model)
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=config.learning_rate,
@@ -298,7 +305,7 @@ class GRPOTrainer:
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)
         sums = {"loss": 0.0, "kl": 0.0, "entropy": 0.0, "ratio": 0.0, "clip_low": 0.0, "clip_high": 0.0}
-        chunks = list(iter_chunks(batch.input_ids.shape[0], cfg.micro_batch_size))
+        chunks = memory.batch_slices(batch, cfg.micro_batch_size, cfg.micro_batch_tokens)
         for k, rows in enumerate(chunks):
             with self.dist.no_sync(self.ddp_model, last=k == len(chunks) - 1):
                 self._micro_step(batch.slice(rows), normalizer, sums)
