@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 import torch
 
-from trainers import grpo_state, memory
+from trainers import grpo_state, memory, precision
 from trainers.grpo_data import EqualGroups, TaskPool, build_batch, is_error, prepare_step
 from trainers.losses import entropy_from_logits, kl_k3, masked_sum, policy_loss, token_logprobs
 
@@ -117,7 +117,8 @@ class GRPOConfig:
     device: str = "auto"
     """``auto`` (CUDA when available), ``cpu`` or ``cuda``."""
     dtype: Literal["float32", "bfloat16"] = "float32"
-    """Parameter dtype."""
+    """Compute dtype: ``bfloat16`` runs rollouts and forward passes under bf16 autocast while the weights,
+    gradients and AdamW state stay fp32 (master weights; a bf16 checkpoint is upcast), see trainers/precision.py."""
     tensorboard: Literal["auto", "on", "off"] = "auto"
     """TensorBoard event files next to ``metrics.jsonl``: ``auto`` when tensorboard is installed."""
     progress: bool = False
@@ -188,7 +189,7 @@ class GRPOTrainer:
                              f"of processes ({self.dist.world_size})")
         self.device = self.dist.device(config.device)
         self.tokenizer = tokenizer
-        self.model = model.to(self.device)
+        self.model = precision.master_weights(model, config.dtype).to(self.device)
         if config.gradient_checkpointing:
             memory.enable_gradient_checkpointing(self.model)
         self.ref_model = grpo_state.frozen_copy(model) if config.kl_beta > 0 else None
@@ -286,7 +287,8 @@ class GRPOTrainer:
         policy = TransformersPolicy(self.model, self.tokenizer, device=self.device)
         self.model.eval()
         try:
-            return collect(policy, tasks, rollout_cfg, group_size=cfg.group_size, progress=cfg.progress)
+            with precision.autocast(self.device, cfg.dtype):
+                return collect(policy, tasks, rollout_cfg, group_size=cfg.group_size, progress=cfg.progress)
         finally:
             self.model.train()
 
@@ -342,15 +344,16 @@ class GRPOTrainer:
         cfg = self.config
         ft = mb.first_target
         keep = mb.input_ids.shape[1] - ft
-        logits = self.ddp_model(input_ids=mb.input_ids, attention_mask=mb.attention_mask,
-                                logits_to_keep=keep).logits[:, :-1]
+        with precision.autocast(self.device, cfg.dtype):
+            logits = self.ddp_model(input_ids=mb.input_ids, attention_mask=mb.attention_mask,
+                                    logits_to_keep=keep).logits[:, :-1]
         targets = mb.input_ids[:, ft + 1:]
         mask, old = mb.loss_mask[:, ft:], mb.old_logprobs[:, ft:]
         logp = token_logprobs(logits, targets, cfg.temperature)
         loss = policy_loss(logp, old, mb.advantages, mask, cfg.clip_low, cfg.clip_high, normalizer=normalizer)
         total = loss
         if self.ref_model is not None:
-            with torch.no_grad():
+            with torch.no_grad(), precision.autocast(self.device, cfg.dtype):
                 ref_logits = self.ref_model(input_ids=mb.input_ids, attention_mask=mb.attention_mask,
                                             logits_to_keep=keep).logits[:, :-1]
                 ref = token_logprobs(ref_logits, targets, cfg.temperature)
