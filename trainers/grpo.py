@@ -346,7 +346,7 @@ class GRPOTrainer:
         keep = mb.input_ids.shape[1] - ft
         with precision.autocast(self.device, cfg.dtype):
             logits = self.ddp_model(input_ids=mb.input_ids, attention_mask=mb.attention_mask,
-                                    logits_to_keep=keep).logits[:, :-1]
+                                    logits_to_keep=keep, use_cache=False).logits[:, :-1]
         targets = mb.input_ids[:, ft + 1:]
         mask, old = mb.loss_mask[:, ft:], mb.old_logprobs[:, ft:]
         logp = token_logprobs(logits, targets, cfg.temperature)
@@ -366,7 +366,8 @@ class GRPOTrainer:
             ratio = torch.exp(torch.where(keepm, logp - old, torch.zeros_like(logp)))
             adv = mb.advantages.unsqueeze(1)
             sums["loss"] += float(loss.detach())
-            sums["entropy"] += float(masked_sum(entropy_from_logits(logits.detach(), temperature=cfg.temperature), mask))
+            entropy = entropy_from_logits(logits.detach(), temperature=cfg.temperature)
+            sums["entropy"] += float(masked_sum(entropy, mask))
             sums["ratio"] += float(masked_sum(ratio, mask))
             sums["clip_low"] += float(((ratio < 1 - cfg.clip_low) & (adv < 0) & keepm).sum())
             sums["clip_high"] += float(((ratio > 1 + cfg.clip_high) & (adv > 0) & keepm).sum())
