@@ -182,3 +182,25 @@ def test_verl_episode_with_the_qwen3_template():
             assert ep.response_ids == tok.encode(turn + "<|im_end|>", add_special_tokens=False)
     finally:
         env.close()
+
+
+def test_sft_trains_with_the_template_or_the_switch(tmp_path):
+    from trainers.sft import SFTConfig, train
+
+    tok = template_tokenizer("qwen3")
+    canonical = [{"role": "user", "content": TASKS[0]["question"]},
+                 {"role": "assistant", "content": canonical_turn("go", tool_call=("search", {"query": ["x"]}))},
+                 {"role": "user", "content": "<tool_response>\nx\n</tool_response>"},
+                 {"role": "assistant", "content": canonical_turn("done", answer=TASKS[0]["answer"])}]
+    bare = [dict(m, content=m["content"].split("</think>\n\n")[-1]) for m in canonical]  # no think blocks
+    for name, messages, switch in (("canonical", canonical, "auto"), ("bare", bare, "off")):
+        data = tmp_path / f"{name}.jsonl"
+        data.write_text(json.dumps({"messages": messages, "is_correct": True, "num_tool_calls": 1}) + "\n")
+        cfg = SFTConfig(data=[str(data)], model="-", output_dir=str(tmp_path / name), batch_size=1,
+                        micro_batch_size=1, max_steps=1, save_every=1, tensorboard="off", chat_template=switch)
+        result = train(cfg, model=toy_env.tiny_model(tok, hidden=32), tokenizer=tok)
+        assert result is not None
+    cfg = SFTConfig(data=[str(data)], model="-", output_dir=str(tmp_path / "err"), batch_size=1, micro_batch_size=1,
+                    max_steps=1, tensorboard="off")
+    with pytest.raises(ValueError, match="Qwen3 thinking template.*--chat-template off"):
+        train(cfg, model=toy_env.tiny_model(tok, hidden=32), tokenizer=tok)
