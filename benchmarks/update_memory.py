@@ -9,7 +9,9 @@ sampled ids at the sampling temperature, the clipped policy loss, backward, and 
   temperature-scaled copy;
 - ``chunked``: :func:`trainers.losses.token_logprobs` / :func:`~trainers.losses.entropy_from_logits`
   (fp32 work in checkpointed chunks of ``LOGPROB_CHUNK`` positions);
-- ``chunked+ckpt``: the same with gradient checkpointing of the layers.
+- ``chunked+ckpt``: the same with gradient checkpointing of the layers;
+- ``chunked+bf16``: chunked, forward under bf16 autocast with fp32 master weights (``--dtype bfloat16``):
+  the logits and their gradient are bf16.
 
 The model has a real LM's shape ratio where it matters here: a vocabulary far wider than the hidden
 size (Qwen3: 151,936 x 1,024 for 0.6B), so the full-vocabulary tensors dominate the update.
@@ -19,7 +21,9 @@ Peak = the process's maximum RSS during the update minus its RSS just before (mo
 
 The chunked path saves nothing when the sequence fits in one chunk (``--tokens 1024 --chunk 1024``:
 about 2% more than naive, the checkpoint's recomputation); what stays per token is the model's own
-logits and their gradient (about 12 bytes per vocabulary entry in fp32, half that in bf16).
+logits and their gradient (about 12 bytes per vocabulary entry in fp32, half that in bf16). Where it
+loses: time. Recomputing each chunk in the backward pass made the whole update about 2.2x slower
+than the naive one here (T=4096, V=32,000, tiny layers, so the vocabulary part dominates; 1 thread).
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ import subprocess
 import sys
 from typing import Any
 
-VARIANTS = ("naive", "chunked", "chunked+ckpt")
+VARIANTS = ("naive", "chunked", "chunked+ckpt", "chunked+bf16")
 
 
 def _rss_kb() -> int:
@@ -77,7 +81,10 @@ def measure(variant: str, tokens: int, vocab: int, hidden: int, layers: int, chu
     temperature = 0.8
     before = _rss_kb()
     start = time.perf_counter()
-    logits = model(input_ids=ids, attention_mask=torch.ones_like(ids)).logits[:, :-1]
+    from trainers.precision import autocast
+
+    with autocast("cpu", "bfloat16" if variant == "chunked+bf16" else "float32"):
+        logits = model(input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=False).logits[:, :-1]
     targets = ids[:, 1:]
     if variant == "naive":
         logp = _naive_logprobs(logits, targets, temperature)
@@ -126,12 +133,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         print(f"{r['variant']:<14}{r['peak_mb']:>10.0f}{r['bytes_per_token']:>10.0f}"
               f"{r['bytes_per_token_per_vocab']:>11.2f}{r['peak_mb'] / naive['peak_mb']:>10.2f}{r['seconds']:>8.2f}"
               f"{r['grad_norm']:>12.5f}")
-    same = all(abs(r["grad_norm"] - naive["grad_norm"]) <= 1e-4 * max(naive["grad_norm"], 1e-12) for r in rows)
+    same = all(abs(r["grad_norm"] - naive["grad_norm"]) <= 1e-4 * max(naive["grad_norm"], 1e-12) for r in rows[:3])
+    close = abs(rows[3]["grad_norm"] - naive["grad_norm"]) <= 0.05 * max(naive["grad_norm"], 1e-12)
     result = {"benchmark": "update_memory", "tokens": args.tokens, "vocab": args.vocab, "chunk": args.chunk,
               "peak_mb": {r["variant"]: round(r["peak_mb"], 1) for r in rows},
               "bytes_per_token_per_vocab": {r["variant"]: round(r["bytes_per_token_per_vocab"], 2) for r in rows},
               "chunked_vs_naive": round(rows[1]["peak_mb"] / naive["peak_mb"], 3),
-              "same_gradient": same, "targets_met": same and rows[1]["peak_mb"] < naive["peak_mb"]}
+              "same_gradient": same, "bf16_gradient_within_5pct": close,
+              "targets_met": same and close and rows[1]["peak_mb"] < naive["peak_mb"]}
     print(json.dumps(result))
     return result
 
