@@ -209,3 +209,17 @@ def test_chunked_logprobs_and_entropy_match_the_full_computation_with_gradients(
     assert torch.allclose(results[0][2], results[1][2], atol=1e-6)
     with pytest.raises(ValueError, match="share"):
         token_logprobs(base, ids[:, :3])
+
+
+def test_chunked_logprob_gradient_is_exact_on_a_sliced_batch():
+    torch.manual_seed(1)
+    base = torch.randn(3, 6, 9, dtype=torch.float64, requires_grad=True)
+    ids = torch.randint(0, 9, (3, 5))
+    # the trainer passes logits[:, :-1] (a non-contiguous view when B > 1); the pieces are computed in fp32
+    w = torch.randn(3, 5, dtype=torch.float64)
+    (token_logprobs(base[:, :-1], ids, 0.7, chunk_size=2) * w).sum().backward()
+    ref = base.detach().clone().requires_grad_(True)
+    full = torch.log_softmax(ref[:, :-1] / 0.7, -1).gather(-1, ids[..., None]).squeeze(-1)
+    (full.float().double() * w).sum().backward()
+    assert base.grad.dtype == torch.float64 and torch.allclose(base.grad, ref.grad, atol=1e-5)
+    assert ref.grad.abs().max() > 0.1
