@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 import torch
 
-from trainers import grpo_state, memory, precision
+from trainers import grpo_state, lora, memory, precision
 from trainers.grpo_data import EqualGroups, TaskPool, build_batch, is_error, prepare_step
 from trainers.losses import entropy_from_logits, kl_k3, masked_sum, policy_loss, token_logprobs
 
@@ -61,6 +61,13 @@ class GRPOConfig:
     micro_batch_tokens: int = 0
     """Also cap each forward/backward pass at this many padded tokens (rows x longest row; 0: no cap); a
     trajectory longer than the cap is a pass of its own."""
+    lora_r: int = 0
+    """LoRA rank (peft; 0: train every weight). Only the adapters train; checkpoints resume them; the final
+    model is merged."""
+    lora_alpha: int = 32
+    """LoRA scaling numerator (scale = lora_alpha / lora_r)."""
+    lora_targets: list[str] = field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"])
+    """Module names that get LoRA adapters."""
     gradient_checkpointing: bool = False
     """Recompute layer activations in the backward pass (less memory, about a third more update time)."""
     learning_rate: float = 1e-6
@@ -134,7 +141,7 @@ class GRPOConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        for name in ("warmup_steps", "retire_window", "num_envs", "save_every", "micro_batch_tokens"):
+        for name in ("warmup_steps", "retire_window", "num_envs", "save_every", "micro_batch_tokens", "lora_r"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
         if self.batch_size % self.group_size:
@@ -193,8 +200,11 @@ class GRPOTrainer:
         if config.gradient_checkpointing:
             memory.enable_gradient_checkpointing(self.model)
         self.ref_model = grpo_state.frozen_copy(model) if config.kl_beta > 0 else None
+        if config.lora_r:
+            self.model = lora.wrap(self.model, config.lora_r, config.lora_alpha, config.lora_targets)
         self.ddp_model = self.dist.wrap(self.model)
-        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=config.learning_rate,
+        self.optimizer = torch.optim.AdamW([p for p in self.model.parameters() if p.requires_grad],
+                                           lr=config.learning_rate,
                                            weight_decay=config.weight_decay)
         warm = config.warmup_steps
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
@@ -230,7 +240,7 @@ class GRPOTrainer:
         self.save()
         self.dist.barrier()
         if self.dist.is_main:
-            grpo_state.save_model(self.model, self.tokenizer, self.out / "model")
+            grpo_state.save_model(lora.merged(self.model), self.tokenizer, self.out / "model")
         if self.logger is not None:
             self.logger.close()
         return history
@@ -395,7 +405,7 @@ class GRPOTrainer:
                      "config": asdict(self.config)}
             if self.ref_model is not None:
                 state["ref_model"] = self.ref_model.state_dict()
-            grpo_state.save_checkpoint(self.out, self.step, self.model, self.tokenizer, state,
+            grpo_state.save_checkpoint(self.out, self.step, lora.savable(self.model), self.tokenizer, state,
                                        self.config.keep_checkpoints)
         self.dist.barrier()
 
@@ -404,7 +414,7 @@ class GRPOTrainer:
         found = grpo_state.latest_checkpoint(self.out)
         if found is None:
             return False
-        state = grpo_state.load_checkpoint(found, self.model)
+        state = grpo_state.load_checkpoint(found, lora.savable(self.model))
         self.step, self.bad_in_row = int(state["step"]), int(state["bad_in_row"])
         self.pool.load_state_dict(state["pool"])
         self.optimizer.load_state_dict(state["optimizer"])
