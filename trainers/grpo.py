@@ -451,7 +451,8 @@ def _dummy_batch(pad_id: int, device: torch.device) -> Any:
 
 def run(config: GRPOConfig) -> dict:
     """``websailor grpo``: load the model, tokenizer and tasks, train, return the last step's metrics."""
-    model, tokenizer = grpo_state.load_model(config.model, config.tokenizer, config.dtype)
+    # fp32 master weights whatever the compute dtype (a bf16 load would round an fp32 checkpoint first)
+    model, tokenizer = grpo_state.load_model(config.model, config.tokenizer, "float32")
     tasks = grpo_state.load_tasks(config.tasks)
     task_filter = grpo_state.import_callable(config.task_filter) if config.task_filter else None
     trainer = GRPOTrainer(config, model, tokenizer, tasks, task_filter=task_filter)
