@@ -39,7 +39,7 @@ in ChatML. A turn cut off before its end-of-turn marker is closed with
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Literal, Mapping, Sequence
 
 import torch
 
@@ -79,6 +79,38 @@ def has_chat_template(tokenizer: Any) -> bool:
     return bool(getattr(tokenizer, "chat_template", None)) and callable(getattr(tokenizer, "apply_chat_template", None))
 
 
+TemplateSwitch = Literal["auto", "on", "off"]
+"""The command-line form of ``use_chat_template``: ``auto`` (``None``), ``on`` (``True``), ``off`` (``False``)."""
+
+
+def template_switch(mode: TemplateSwitch) -> bool | None:
+    """``use_chat_template`` for a :data:`TemplateSwitch` value."""
+    if mode not in ("auto", "on", "off"):
+        raise ValueError(f"chat_template must be one of ['auto', 'on', 'off'], got {mode!r}")
+    return {"auto": None, "on": True, "off": False}[mode]
+
+
+def template_name(tokenizer: Any) -> str:
+    """A name for the tokenizer's chat template, for error messages: the family recognised from
+    its text (Qwen3 thinking, Llama 3, ChatML) and the tokenizer's ``name_or_path`` when set."""
+    text = str(getattr(tokenizer, "chat_template", "") or "")
+    if "enable_thinking" in text and "reasoning_content" in text:
+        family = "Qwen3 thinking template"
+    elif "<|start_header_id|>" in text:
+        family = "Llama 3 template"
+    elif IM_START in text:
+        family = "ChatML-style template"
+    else:
+        family = "chat template"
+    where = getattr(tokenizer, "name_or_path", "") or ""
+    return f"the {family} of {where}" if where else f"the tokenizer's {family}"
+
+
+def _switch_hint(tokenizer: Any) -> str:
+    return (f"{template_name(tokenizer)} cannot give exact training ids here; pass use_chat_template=False "
+            "(on the command line: --chat-template off) to use the ChatML fallback")
+
+
 def _use_template(tokenizer: Any, use_chat_template: bool | None) -> bool:
     if use_chat_template is None:
         return has_chat_template(tokenizer)
@@ -104,11 +136,11 @@ def _render(tokenizer: Any, messages: list[dict[str, str]], add_generation_promp
     return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=add_generation_prompt)
 
 
-def _strip_prefix(text: str, prefix: str, what: str) -> str:
+def _strip_prefix(text: str, prefix: str, what: str, tokenizer: Any = None) -> str:
     if not text.startswith(prefix):
         raise ValueError(f"the chat template is not prefix-stable: {what} does not start with the rendering "
-                         "of the messages before it (templates that rewrite earlier turns cannot give exact "
-                         "training ids); pass use_chat_template=False to use the ChatML fallback")
+                         f"of the messages before it (the template rewrites earlier turns): "
+                         f"{_switch_hint(tokenizer)}")
     return text[len(prefix):]
 
 
@@ -130,18 +162,19 @@ def _segments(messages: list[dict[str, str]], tokenizer: Any, template: bool,
         if m["role"] == "assistant" and i == 0:
             raise ValueError("with a chat template the transcript must not start with an assistant message")
         if m["role"] == "assistant":
-            header = _strip_prefix(_render(tokenizer, messages[:i], True), done, f"the generation prompt before message {i}")
+            header = _strip_prefix(_render(tokenizer, messages[:i], True), done,
+                                   f"the generation prompt before message {i}", tokenizer)
             full = _render(tokenizer, messages[: i + 1], False)
-            body = _strip_prefix(full, done + header, f"the rendering up to message {i}")
+            body = _strip_prefix(full, done + header, f"the rendering up to message {i}", tokenizer)
             trained = body.rstrip()
             pieces += [(header, 0), (trained, 1), (body[len(trained):], 0)]
         else:
             full = _render(tokenizer, messages[: i + 1], False)
-            pieces.append((_strip_prefix(full, done, f"the rendering up to message {i}"), 0))
+            pieces.append((_strip_prefix(full, done, f"the rendering up to message {i}", tokenizer), 0))
         done = full
     if add_generation_prompt:
         full = _render(tokenizer, messages, True)
-        pieces.append((_strip_prefix(full, done, "the generation prompt"), 0))
+        pieces.append((_strip_prefix(full, done, "the generation prompt", tokenizer), 0))
     return pieces
 
 
@@ -175,16 +208,30 @@ def prompt_ids(messages: Sequence[Mapping[str, Any]], tokenizer: Any, *,
                              use_chat_template=use_chat_template).input_ids.tolist()
 
 
-_PROBE = [{"role": "user", "content": "probe question"}, {"role": "assistant", "content": "probe answer"}]
+_PROBE_ANSWER = "probe answer 7f3a"
+_PROBE = [{"role": "user", "content": "probe question"}, {"role": "assistant", "content": _PROBE_ANSWER}]
+
+
+def _after_probe_answer(rendered: str, tokenizer: Any) -> str:
+    """The rendering after the probe's assistant answer (its end-of-turn marker onwards). The
+    answer is located rather than the prefix compared, so templates that rewrite what comes
+    before it (Qwen3 adds an empty think block to the last turn) still give their markers."""
+    at = rendered.find(_PROBE_ANSWER)
+    if at < 0:
+        raise ValueError(f"cannot find the end-of-turn marker: the template does not render the assistant "
+                         f"content as given: {_switch_hint(tokenizer)}")
+    return rendered[at + len(_PROBE_ANSWER):]
 
 
 def _observation_text(content: str, tokenizer: Any, template: bool, role: str) -> str:
     if not template:
         return f"\n{IM_START}{role}\n{content}{IM_END}\n{IM_START}assistant\n"
-    base = _render(tokenizer, _PROBE, False)
-    after = _strip_prefix(_render(tokenizer, [*_PROBE, {"role": role, "content": content}], True), base,
-                          "the rendering with an observation")
-    return base[len(base.rstrip()):] + after
+    marker = end_of_turn_text(tokenizer, use_chat_template=True)
+    full = _after_probe_answer(_render(tokenizer, [*_PROBE, {"role": role, "content": content}], True), tokenizer)
+    if not full.startswith(marker):
+        raise ValueError(f"the rendering with an observation does not close the assistant turn with "
+                         f"{marker!r}: {_switch_hint(tokenizer)}")
+    return full[len(marker):]
 
 
 def generation_prompt_ids(tokenizer: Any, *, use_chat_template: bool | None = None) -> list[int]:
@@ -193,7 +240,7 @@ def generation_prompt_ids(tokenizer: Any, *, use_chat_template: bool | None = No
         return encode(f"{IM_START}assistant\n", tokenizer)
     user = _PROBE[:1]
     return encode(_strip_prefix(_render(tokenizer, user, True), _render(tokenizer, user, False),
-                                "the generation prompt"), tokenizer)
+                                "the generation prompt", tokenizer), tokenizer)
 
 
 def observation_ids(content: str, tokenizer: Any, *, role: str = "user",
@@ -207,14 +254,14 @@ def observation_ids(content: str, tokenizer: Any, *, role: str = "user",
 
 
 def end_of_turn_text(tokenizer: Any, *, use_chat_template: bool | None = None) -> str:
-    """The marker that closes an assistant turn (``<|im_end|>`` in ChatML)."""
+    """The marker that closes an assistant turn (``<|im_end|>`` in ChatML, ``<|eot_id|>`` in Llama 3)."""
     if not _use_template(tokenizer, use_chat_template):
         return IM_END
-    base = _render(tokenizer, _PROBE, False).rstrip()
-    head = _render(tokenizer, _PROBE[:1], True) + _PROBE[1]["content"]
-    if not base.startswith(head):
-        raise ValueError("cannot find the end-of-turn marker: the template changes the assistant content")
-    return base[len(head):]
+    marker = _after_probe_answer(_render(tokenizer, _PROBE, False), tokenizer).rstrip()
+    if not marker:
+        raise ValueError(f"cannot find the end-of-turn marker: the template puts nothing after the assistant "
+                         f"content: {_switch_hint(tokenizer)}")
+    return marker
 
 
 def end_of_turn_ids(tokenizer: Any, *, use_chat_template: bool | None = None) -> list[int]:

@@ -108,8 +108,12 @@ class EvalConfig:
     progress: bool | None = None
     """Episode progress bar on stderr (success so far, tool calls, tokens/s, ETA); default: when stderr is a
     terminal."""
+    chat_template: Literal["auto", "on", "off"] = "auto"
+    """Token policies: the tokenizer's chat template (``auto``: when it has one) or the ChatML fallback (``off``)."""
 
     def __post_init__(self) -> None:
+        if self.chat_template not in ("auto", "on", "off"):
+            raise ValueError(f"chat_template must be one of ['auto', 'on', 'off'], got {self.chat_template!r}")
         if not Path(self.tasks).is_file():
             raise ValueError(f"task file not found: {self.tasks}")
         if self.policy in ("transformers", "vllm", "openai") and not self.model:
@@ -201,6 +205,7 @@ def evaluate(policy: Any, tasks: Sequence[Mapping[str, Any]], config: EvalConfig
              on_trajectory: Callable[[Any], None] | None = None) -> tuple[list[dict], dict, list]:
     """Play ``k`` episodes per task; returns (per-task rows, summary, trajectories).
     ``on_trajectory(t)`` is called as each episode finishes (one thread at a time)."""
+    from envs.tokens import template_switch
     from trainers.rollout import RolloutConfig, iter_collect
 
     rollout = RolloutConfig(
@@ -208,7 +213,7 @@ def evaluate(policy: Any, tasks: Sequence[Mapping[str, Any]], config: EvalConfig
         temperature=config.temperature, top_p=config.top_p, num_envs=config.num_envs,
         tool_workers=config.num_envs, max_total_tokens=config.max_context_tokens + config.max_new_tokens,
         max_episode_seconds=config.max_episode_seconds, policy_name=config.results_name, seed=config.seed,
-        schedule=config.schedule)
+        schedule=config.schedule, use_chat_template=template_switch(config.chat_template))
     start = time.perf_counter()
     if isinstance(policy, str):
         trajectories = play_baseline(policy, tasks, rollout, config.k, on_trajectory)

@@ -31,8 +31,8 @@ from typing import Any, Literal
 
 import torch
 
-from trainers import grpo_state
-from trainers.grpo_data import EqualGroups, TaskPool, build_batch, is_error, iter_chunks, prepare_step
+from trainers import grpo_state, lora, memory, precision
+from trainers.grpo_data import EqualGroups, TaskPool, build_batch, is_error, prepare_step
 from trainers.interrupt import StopRequest, TrainingInterrupted
 from trainers.progress import StepBar, enabled
 from trainers.losses import entropy_from_logits, kl_k3, masked_sum, policy_loss, token_logprobs
@@ -62,6 +62,18 @@ class GRPOConfig:
     """Rollouts per task (G)."""
     micro_batch_size: int = 8
     """Trajectories per forward/backward pass (gradient accumulation over the step's batch)."""
+    micro_batch_tokens: int = 0
+    """Also cap each forward/backward pass at this many padded tokens (rows x longest row; 0: no cap); a
+    trajectory longer than the cap is a pass of its own."""
+    lora_r: int = 0
+    """LoRA rank (peft; 0: train every weight). Only the adapters train; checkpoints resume them; the final
+    model is merged."""
+    lora_alpha: int = 32
+    """LoRA scaling numerator (scale = lora_alpha / lora_r)."""
+    lora_targets: list[str] = field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"])
+    """Module names that get LoRA adapters."""
+    gradient_checkpointing: bool = False
+    """Recompute layer activations in the backward pass (less memory, about a third more update time)."""
     learning_rate: float = 1e-6
     """AdamW learning rate after warmup."""
     warmup_steps: int = 0
@@ -97,7 +109,7 @@ class GRPOConfig:
     temperature: float = 1.0
     """Sampling temperature of rollouts (the log-probabilities trained against are at this temperature)."""
     top_p: float = 1.0
-    """Nucleus sampling of rollouts."""
+    """Nucleus sampling of rollouts: must be 1 (the loss's log-probabilities are under the full distribution)."""
     num_envs: int = 0
     """Episodes run at once per rank (0: the whole batch share)."""
     lockstep_rollouts: bool = False
@@ -116,12 +128,16 @@ class GRPOConfig:
     device: str = "auto"
     """``auto`` (CUDA when available), ``cpu`` or ``cuda``."""
     dtype: Literal["float32", "bfloat16"] = "float32"
-    """Parameter dtype."""
+    """Compute dtype: ``bfloat16`` runs rollouts and forward passes under bf16 autocast while the weights,
+    gradients and AdamW state stay fp32 (master weights; a bf16 checkpoint is upcast), see trainers/precision.py."""
     tensorboard: Literal["auto", "on", "off"] = "auto"
     """TensorBoard event files next to ``metrics.jsonl``: ``auto`` when tensorboard is installed."""
     progress: bool | None = None
     """Progress bars on stderr: steps (loss, reward, sampled tokens/s, ETA) and each step's rollouts;
     default: when stderr is a terminal."""
+    chat_template: Literal["auto", "on", "off"] = "auto"
+    """Render prompts and observations with the tokenizer's chat template (``auto``: when it has one; ``on``:
+    required) or the ChatML fallback (``off``); rollouts always train on exactly the sampled ids."""
 
     def __post_init__(self) -> None:
         positive = ("steps", "batch_size", "group_size", "micro_batch_size", "pool_size", "max_new_tokens",
@@ -130,7 +146,7 @@ class GRPOConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        for name in ("warmup_steps", "retire_window", "num_envs", "save_every"):
+        for name in ("warmup_steps", "retire_window", "num_envs", "save_every", "micro_batch_tokens", "lora_r"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
         if self.batch_size % self.group_size:
@@ -145,9 +161,13 @@ class GRPOConfig:
         if not (self.temperature > 0 and 0 < self.top_p <= 1):
             raise ValueError(f"expected temperature > 0 and 0 < top_p <= 1 for on-policy sampling, got "
                              f"{self.temperature} and {self.top_p}")
+        if self.top_p != 1.0:
+            raise ValueError(f"top_p must be 1 for training, got {self.top_p}: the trainer computes log-probabilities "
+                             "under the full distribution, so nucleus-sampled rollouts bias the importance ratio "
+                             "(lower the temperature instead)")
         for name, choices in (("advantage", ("loo", "mean")), ("equal_groups", ("keep", "dupo", "drop")),
                               ("dtype", ("float32", "bfloat16")), ("tensorboard", ("auto", "on", "off")),
-                              ("device", ("auto", "cpu", "cuda"))):
+                              ("device", ("auto", "cpu", "cuda")), ("chat_template", ("auto", "on", "off"))):
             if getattr(self, name) not in choices:
                 raise ValueError(f"{name} must be one of {list(choices)}, got {getattr(self, name)!r}")
         try:
@@ -181,10 +201,15 @@ class GRPOTrainer:
                              f"of processes ({self.dist.world_size})")
         self.device = self.dist.device(config.device)
         self.tokenizer = tokenizer
-        self.model = model.to(self.device)
+        self.model = precision.master_weights(model, config.dtype).to(self.device)
+        if config.gradient_checkpointing:
+            memory.enable_gradient_checkpointing(self.model)
         self.ref_model = grpo_state.frozen_copy(model) if config.kl_beta > 0 else None
+        if config.lora_r:
+            self.model = lora.wrap(self.model, config.lora_r, config.lora_alpha, config.lora_targets)
         self.ddp_model = self.dist.wrap(self.model)
-        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=config.learning_rate,
+        self.optimizer = torch.optim.AdamW([p for p in self.model.parameters() if p.requires_grad],
+                                           lr=config.learning_rate,
                                            weight_decay=config.weight_decay)
         warm = config.warmup_steps
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
@@ -231,7 +256,7 @@ class GRPOTrainer:
         self.save()
         self.dist.barrier()
         if self.dist.is_main:
-            grpo_state.save_model(self.model, self.tokenizer, self.out / "model")
+            grpo_state.save_model(lora.merged(self.model), self.tokenizer, self.out / "model")
         if self.logger is not None:
             self.logger.close()
         return history
@@ -284,6 +309,7 @@ class GRPOTrainer:
 
     def collect(self, tasks: list[dict]) -> list[Any]:
         """``group_size`` episodes of each task, group after group (contract C4)."""
+        from envs.tokens import template_switch
         from trainers.policies import TransformersPolicy
         from trainers.rollout import RolloutConfig, collect
 
@@ -294,12 +320,14 @@ class GRPOTrainer:
                                     temperature=cfg.temperature, top_p=cfg.top_p,
                                     num_envs=cfg.num_envs or len(tasks) * cfg.group_size,
                                     schedule="lockstep" if cfg.lockstep_rollouts else "async",
-                                    seed=(cfg.seed * 1_000_003 + self.step * 9_973 + self.dist.rank) % 2**31)
+                                    seed=(cfg.seed * 1_000_003 + self.step * 9_973 + self.dist.rank) % 2**31,
+                                    use_chat_template=template_switch(cfg.chat_template))
         policy = TransformersPolicy(self.model, self.tokenizer, device=self.device)
         self.model.eval()
         try:
-            return collect(policy, tasks, rollout_cfg, group_size=cfg.group_size,
-                           progress=enabled(cfg.progress) and self.dist.is_main, progress_leave=False)
+            with precision.autocast(self.device, cfg.dtype):
+                return collect(policy, tasks, rollout_cfg, group_size=cfg.group_size,
+                               progress=enabled(cfg.progress) and self.dist.is_main, progress_leave=False)
         finally:
             self.model.train()
 
@@ -318,7 +346,7 @@ class GRPOTrainer:
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)
         sums = {"loss": 0.0, "kl": 0.0, "entropy": 0.0, "ratio": 0.0, "clip_low": 0.0, "clip_high": 0.0}
-        chunks = list(iter_chunks(batch.input_ids.shape[0], cfg.micro_batch_size))
+        chunks = memory.batch_slices(batch, cfg.micro_batch_size, cfg.micro_batch_tokens)
         for k, rows in enumerate(chunks):
             with self.dist.no_sync(self.ddp_model, last=k == len(chunks) - 1):
                 self._micro_step(batch.slice(rows), normalizer, sums)
@@ -355,15 +383,16 @@ class GRPOTrainer:
         cfg = self.config
         ft = mb.first_target
         keep = mb.input_ids.shape[1] - ft
-        logits = self.ddp_model(input_ids=mb.input_ids, attention_mask=mb.attention_mask,
-                                logits_to_keep=keep).logits[:, :-1]
+        with precision.autocast(self.device, cfg.dtype):
+            logits = self.ddp_model(input_ids=mb.input_ids, attention_mask=mb.attention_mask,
+                                    logits_to_keep=keep, use_cache=False).logits[:, :-1]
         targets = mb.input_ids[:, ft + 1:]
         mask, old = mb.loss_mask[:, ft:], mb.old_logprobs[:, ft:]
         logp = token_logprobs(logits, targets, cfg.temperature)
         loss = policy_loss(logp, old, mb.advantages, mask, cfg.clip_low, cfg.clip_high, normalizer=normalizer)
         total = loss
         if self.ref_model is not None:
-            with torch.no_grad():
+            with torch.no_grad(), precision.autocast(self.device, cfg.dtype):
                 ref_logits = self.ref_model(input_ids=mb.input_ids, attention_mask=mb.attention_mask,
                                             logits_to_keep=keep).logits[:, :-1]
                 ref = token_logprobs(ref_logits, targets, cfg.temperature)
@@ -376,7 +405,8 @@ class GRPOTrainer:
             ratio = torch.exp(torch.where(keepm, logp - old, torch.zeros_like(logp)))
             adv = mb.advantages.unsqueeze(1)
             sums["loss"] += float(loss.detach())
-            sums["entropy"] += float(masked_sum(entropy_from_logits(logits.detach() / cfg.temperature), mask))
+            entropy = entropy_from_logits(logits.detach(), temperature=cfg.temperature)
+            sums["entropy"] += float(masked_sum(entropy, mask))
             sums["ratio"] += float(masked_sum(ratio, mask))
             sums["clip_low"] += float(((ratio < 1 - cfg.clip_low) & (adv < 0) & keepm).sum())
             sums["clip_high"] += float(((ratio > 1 + cfg.clip_high) & (adv > 0) & keepm).sum())
@@ -404,7 +434,7 @@ class GRPOTrainer:
                      "config": asdict(self.config)}
             if self.ref_model is not None:
                 state["ref_model"] = self.ref_model.state_dict()
-            grpo_state.save_checkpoint(self.out, self.step, self.model, self.tokenizer, state,
+            grpo_state.save_checkpoint(self.out, self.step, lora.savable(self.model), self.tokenizer, state,
                                        self.config.keep_checkpoints)
         self.dist.barrier()
 
@@ -413,7 +443,7 @@ class GRPOTrainer:
         found = grpo_state.latest_checkpoint(self.out)
         if found is None:
             return False
-        state = grpo_state.load_checkpoint(found, self.model)
+        state = grpo_state.load_checkpoint(found, lora.savable(self.model))
         self.step, self.bad_in_row = int(state["step"]), int(state["bad_in_row"])
         self.pool.load_state_dict(state["pool"])
         self.optimizer.load_state_dict(state["optimizer"])
@@ -450,7 +480,8 @@ def _dummy_batch(pad_id: int, device: torch.device) -> Any:
 
 def run(config: GRPOConfig) -> dict:
     """``websailor grpo``: load the model, tokenizer and tasks, train, return the last step's metrics."""
-    model, tokenizer = grpo_state.load_model(config.model, config.tokenizer, config.dtype)
+    # fp32 master weights whatever the compute dtype (a bf16 load would round an fp32 checkpoint first)
+    model, tokenizer = grpo_state.load_model(config.model, config.tokenizer, "float32")
     tasks = grpo_state.load_tasks(config.tasks)
     task_filter = grpo_state.import_callable(config.task_filter) if config.task_filter else None
     trainer = GRPOTrainer(config, model, tokenizer, tasks, task_filter=task_filter)

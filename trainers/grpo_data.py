@@ -129,22 +129,29 @@ def build_batch(trajectories: Sequence[Any], advantages: Sequence[float], includ
     return TrainBatch(ids, att, lmask, old, torch.tensor(list(advantages), dtype=torch.float32), first)
 
 
-CUT_OFF_TERMINATIONS = frozenset({"max_tool_calls", "context_limit", "time_limit"})
+CUT_OFF_TERMINATIONS = frozenset({"max_tool_calls", "context_limit", "time_limit", "token_limit"})
 
 
 def is_cut_off(traj: Any) -> bool:
-    """True when the episode was cut off without a final answer by a limit: the tool-call (turn)
-    budget, the context, the wall clock, or the token limit of its last turn (the rollout then
-    closes the turn with end-of-turn ids it did not sample, so the loss mask ends in 0).
+    """True when the episode was cut off by a limit before a finished answer: the tool-call (turn)
+    budget, the context, the wall clock, or the token limit of its last turn (``last_turn_cut``, set
+    by the rollout; an answer the token limit cut, ``<answer>Par``, is ``token_limit``: truncated,
+    not answered).
 
-    An episode that ended on its own malformed turns (``format_error``) is *not* cut off: it
-    stays in the loss with its reward, so that bad format is pushed down. Leaving it out would
-    bias the update towards malformed turns (well-formed wrong answers get negative advantages,
-    malformed ones would get none)."""
-    if str(getattr(traj, "termination", "")) == "answer":
-        return False
-    if str(getattr(traj, "termination", "")) in CUT_OFF_TERMINATIONS:
+    An episode that ended on its own malformed turns (``format_error``) is *not* cut off, whatever
+    token its last turn ended on (the end-of-turn marker or EOS): it stays in the loss with its
+    reward, so that bad format is pushed down. Leaving it out would bias the update towards
+    malformed turns (well-formed wrong answers get negative advantages, malformed ones would get
+    none). Records without ``last_turn_cut`` (other producers) fall back to the loss mask: a last
+    turn closed with ids the policy did not sample (mask 0) was cut."""
+    termination = str(getattr(traj, "termination", ""))
+    if termination in CUT_OFF_TERMINATIONS:
         return True
+    cut = getattr(traj, "last_turn_cut", None)
+    if cut is not None:
+        return bool(cut)
+    if termination == "answer":
+        return False
     mask = list(getattr(traj, "loss_mask", []) or [])
     return bool(mask) and mask[-1] == 0
 

@@ -13,7 +13,7 @@ before any arithmetic, not multiplied by zero afterwards (``0 * inf`` is ``nan``
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import torch
 import torch.nn.functional as F
@@ -148,23 +148,109 @@ def kl_k3(logprobs: torch.Tensor, ref_logprobs: torch.Tensor) -> torch.Tensor:
     return torch.exp(d) - d - 1.0
 
 
-def token_logprobs(logits: torch.Tensor, token_ids: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
-    """Log-probability of each chosen token: logits ``(B, T, V)`` and ids ``(B, T)`` -> ``(B, T)``.
+LOGPROB_CHUNK = 1024
+"""Positions whose full-vocabulary fp32 values exist at once in :func:`token_logprobs` and
+:func:`entropy_from_logits` (Qwen3's 152k vocabulary: about 600 MB per chunk in fp32)."""
+
+
+def _pieces(shape: torch.Size, chunk_size: int) -> list[tuple[int, slice]]:
+    """``(row, positions)`` pieces of a ``(B, T)`` grid, ``chunk_size`` positions each."""
+    if chunk_size < 1:
+        raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
+    return [(b, slice(t, min(t + chunk_size, shape[1]))) for b in range(shape[0])
+            for t in range(0, shape[1], chunk_size)]
+
+
+def _as_3d(x: torch.Tensor) -> torch.Tensor:
+    """``(B, T, V)`` view of ``(..., V)`` logits (a view, never a copy, for 2-D and 3-D inputs)."""
+    if x.dim() == 3:
+        return x
+    if x.dim() == 2:
+        return x.unsqueeze(0)
+    return x.reshape(1, -1, x.shape[-1])
+
+
+class _ChunkedTokenLogprobs(torch.autograd.Function):
+    """``log_softmax(logits / temperature)[ids]`` in fp32 pieces; the backward pass writes
+    ``(onehot - softmax) * grad / temperature`` piece by piece into one gradient tensor (no fp32
+    ``(B, T, V)`` tensor, no recomputed graph)."""
+
+    @staticmethod
+    def forward(ctx: Any, logits: torch.Tensor, ids: torch.Tensor, temperature: float,
+                chunk_size: int) -> torch.Tensor:
+        out = torch.empty(logits.shape[:2], dtype=torch.float32, device=logits.device)
+        lse = torch.empty_like(out)
+        for b, t in _pieces(logits.shape, chunk_size):
+            x = logits[b, t].float()
+            if temperature != 1.0:
+                x = x / temperature
+            lse[b, t] = torch.logsumexp(x, dim=-1)
+            out[b, t] = x.gather(-1, ids[b, t].unsqueeze(-1)).squeeze(-1) - lse[b, t]
+        ctx.save_for_backward(logits, ids, lse)
+        ctx.temperature, ctx.chunk_size = temperature, chunk_size
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad_out: torch.Tensor) -> tuple[torch.Tensor, None, None, None]:
+        logits, ids, lse = ctx.saved_tensors
+        temperature = ctx.temperature
+        grad = torch.empty(logits.shape, dtype=logits.dtype, device=logits.device)
+        for b, t in _pieces(logits.shape, ctx.chunk_size):
+            x = logits[b, t].float()
+            if temperature != 1.0:
+                x = x / temperature
+            g = grad_out[b, t].float().unsqueeze(-1)
+            piece = torch.exp(x - lse[b, t].unsqueeze(-1)).mul_(-g)
+            piece.scatter_add_(-1, ids[b, t].unsqueeze(-1), g)
+            if temperature != 1.0:
+                piece.div_(temperature)
+            grad[b, t] = piece.to(grad.dtype)
+        return grad, None, None, None
+
+
+def token_logprobs(logits: torch.Tensor, token_ids: torch.Tensor, temperature: float = 1.0, *,
+                   chunk_size: int = LOGPROB_CHUNK) -> torch.Tensor:
+    """Log-probability of each chosen token: logits ``(B, T, V)`` and ids ``(B, T)`` -> ``(B, T)`` fp32.
 
     ``logits[:, t]`` must be the distribution that produced ``token_ids[:, t]`` (shift the
     model's output by one before calling). Logits are divided by ``temperature`` first, so
     the result matches log-probabilities sampled at that temperature. Computed as
-    ``gather - logsumexp`` without materialising the full ``(B, T, V)`` log-softmax.
+    ``gather - logsumexp`` in fp32, ``chunk_size`` positions of one sequence at a time, forward
+    and backward (a custom autograd function): no fp32 ``(B, T, V)`` tensor, and no
+    temperature-scaled copy of the logits, is ever materialised; only the logits themselves (in
+    the model's dtype) and their gradient (same dtype).
     """
-    if temperature != 1.0:
-        logits = logits / temperature
-    logits = logits.float()
-    chosen = torch.gather(logits, -1, token_ids.unsqueeze(-1)).squeeze(-1)
-    return chosen - torch.logsumexp(logits, dim=-1)
+    if logits.shape[:-1] != token_ids.shape:
+        raise ValueError(f"logits {tuple(logits.shape)} and token_ids {tuple(token_ids.shape)} must share (B, T)")
+    if chunk_size < 1:
+        raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
+    x3 = _as_3d(logits)
+    ids3 = token_ids.reshape(x3.shape[:2])
+    return _ChunkedTokenLogprobs.apply(x3, ids3, float(temperature), int(chunk_size)).view(token_ids.shape)
 
 
-def entropy_from_logits(logits: torch.Tensor) -> torch.Tensor:
-    """Entropy of the categorical distribution at each position: ``(B, T, V) -> (B, T)`` (nats)."""
-    logits = logits.float()
-    logp = F.log_softmax(logits, dim=-1)
-    return -(logp.exp() * logp).sum(-1)
+def entropy_from_logits(logits: torch.Tensor, *, temperature: float = 1.0,
+                        chunk_size: int = LOGPROB_CHUNK) -> torch.Tensor:
+    """Entropy of the categorical distribution at each position: ``(B, T, V) -> (B, T)`` (nats, fp32),
+    of ``softmax(logits / temperature)``, ``chunk_size`` positions of one sequence at a time (each
+    piece checkpointed when gradients flow, so its fp32 intermediates are recomputed, not kept)."""
+
+    def piece(x: torch.Tensor) -> torch.Tensor:
+        x = x.float()
+        if temperature != 1.0:
+            x = x / temperature
+        logp = F.log_softmax(x, dim=-1)
+        return -(logp.exp() * logp).sum(-1)
+
+    x3 = _as_3d(logits)
+    pieces = _pieces(x3.shape, chunk_size)
+    if torch.is_grad_enabled() and logits.requires_grad:
+        from torch.utils.checkpoint import checkpoint
+
+        rows = [checkpoint(piece, x3[b, t], use_reentrant=False) for b, t in pieces]
+        out = torch.cat(rows).view(x3.shape[:2]) if rows else torch.zeros(x3.shape[:2], device=logits.device)
+    else:
+        out = torch.zeros(x3.shape[:2], dtype=torch.float32, device=logits.device)
+        for b, t in pieces:
+            out[b, t] = piece(x3[b, t])
+    return out.view(logits.shape[:-1])

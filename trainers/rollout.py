@@ -23,7 +23,10 @@ EOS instead of the end-of-turn marker) is closed with the marker's ids (loss 0).
 Episodes end as the environment says (``info["termination"]``: ``answer``,
 ``max_tool_calls``, ``context_limit``, ``format_error``, ``time_limit`` from
 :class:`envs.wrappers.EpisodeTimeLimit`), or with ``context_limit`` here when the ids reach
-``max_total_tokens``, or ``env_error`` if the environment raised, or ``policy_error`` if a text
+``max_total_tokens``, or ``token_limit`` here when the environment took a final answer from a
+turn that ``max_new_tokens`` cut off (``<answer>Par``: the model never finished it, so the episode
+is scored as one without an answer: reward 0, not correct, the environment's verdict kept in
+``info["cut_answer"]``), or ``env_error`` if the environment raised, or ``policy_error`` if a text
 policy's endpoint gave no completion (:class:`trainers.policies.PolicyError`); the run goes on.
 """
 
@@ -149,6 +152,9 @@ class Trajectory:
     """Position in the collection: ``task_index * group_size + j``."""
     num_turns: int = 0
     policy: str = "policy"
+    last_turn_cut: bool = False
+    """True when the last sampled turn was cut off by ``max_new_tokens`` (no stop sequence sampled):
+    the trainer treats the episode as truncated, whatever the environment made of the cut text."""
 
     def to_record(self, timing: bool = True) -> dict[str, Any]:
         """The trajectory JSONL record of DESIGN.md, plus the token fields and ``info``; ``timing=False``
@@ -160,6 +166,7 @@ class Trajectory:
         kept = self.info if timing else {k: v for k, v in self.info.items() if k not in WALL_CLOCK_KEYS}
         record.update(prompt_ids=self.prompt_ids, token_ids=self.token_ids, loss_mask=self.loss_mask,
                       logprobs=self.logprobs, truncated=self.truncated, num_turns=self.num_turns,
+                      last_turn_cut=self.last_turn_cut,
                       info=_jsonable(kept))
         return record
 
@@ -190,6 +197,7 @@ class _Episode:
     seed: int = 0
     generator: torch.Generator | None = None
     """This episode's own sampling generator (seeded from :func:`episode_seed`)."""
+    last_cut: bool = False
 
     def add(self, ids: Sequence[int], mask: int, logprobs: Sequence[float] | None = None) -> None:
         self.token_ids += ids
@@ -394,6 +402,10 @@ class _Runner:
             ep.info, ep.messages = info, messages
             if terminated or truncated:
                 ep.done = True
+                if ep.last_cut and info.get("termination") == "answer":
+                    ep.info = {**info, "termination": "token_limit", "is_correct": False,
+                               "cut_answer": {"reward": ep.reward, "is_correct": bool(info.get("is_correct"))}}
+                    ep.reward = 0.0
                 return False
             if self.kind == "tokens":
                 ep.add(self.tokens.observation(obs), 0)
@@ -436,6 +448,7 @@ class _Runner:
             raise RuntimeError(f"the policy returned {len(gen.logprobs)} log-probabilities for {len(ids)} ids")
         ep.add(ids, 1, gen.logprobs)
         ep.turns += 1
+        ep.last_cut = not ends_with_any(ids, self.tokens.stops)
         if not ends_with_any(ids, [self.tokens.end_of_turn]):
             ep.add(self.tokens.end_of_turn, 0)  # close the cut-off turn so the transcript stays ChatML
         return self.tokens.action_text(ids)
@@ -463,7 +476,8 @@ class _Runner:
             loss_mask=ep.loss_mask, logprobs=ep.logprobs, reward=ep.reward,
             is_correct=bool(ep.info.get("is_correct", False)), termination=termination,
             num_tool_calls=int(ep.info.get("num_tool_calls", 0)), truncated=termination != "answer",
-            info=dict(ep.info), index=ep.index, num_turns=ep.turns, policy=self.config.policy_name)
+            info=dict(ep.info), index=ep.index, num_turns=ep.turns, policy=self.config.policy_name,
+            last_turn_cut=ep.last_cut)
 
 
 def _messages(env: gym.Env) -> list[dict[str, str]]:

@@ -112,8 +112,13 @@ class SFTConfig:
     """Progress bar (steps, loss, tokens/s, ETA) on stderr; default: when stderr is a terminal."""
     device: str = "cpu"
     """Torch device."""
+    chat_template: Literal["auto", "on", "off"] = "auto"
+    """Tokenize with the tokenizer's chat template (``auto``: when it has one; ``on``: required) or the ChatML
+    fallback (``off``), as ``websailor grpo`` and ``websailor eval`` do."""
 
     def __post_init__(self) -> None:
+        if self.chat_template not in ("auto", "on", "off"):
+            raise ValueError(f"chat_template must be one of ['auto', 'on', 'off'], got {self.chat_template!r}")
         if isinstance(self.data, str):
             self.data = [self.data]
         if not self.data:
@@ -292,13 +297,15 @@ def train(config: SFTConfig, *, model: Any = None, tokenizer: Any = None,
 
     ``on_step(metrics)`` is called after each logged step (tests interrupt a run from it).
     """
+    from envs.tokens import template_switch
     from trainers.tiny_lm import load_lm
 
     out = Path(config.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     if model is None or tokenizer is None:
         model, tokenizer = load_lm(config.model)
-    examples, report = build_examples(read_records(config.data), tokenizer, config.filters())
+    examples, report = build_examples(read_records(config.data), tokenizer, config.filters(),
+                                      use_chat_template=template_switch(config.chat_template))
     if not examples:
         raise ValueError(f"no trajectory passed the filters ({json.dumps(report.to_dict())}); "
                          "relax --require-correct / --max-tokens / --min-tool-calls")

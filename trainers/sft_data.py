@@ -201,9 +201,10 @@ class FilterReport:
         return {"read": self.read, "kept": self.kept, "dropped": dict(self.dropped)}
 
 
-def build_examples(records: Iterable[SFTRecord], tokenizer: Any,
-                   config: FilterConfig) -> tuple[list[Example], FilterReport]:
-    """Filter and tokenize; the report counts each drop under its first failing filter."""
+def build_examples(records: Iterable[SFTRecord], tokenizer: Any, config: FilterConfig, *,
+                   use_chat_template: bool | None = None) -> tuple[list[Example], FilterReport]:
+    """Filter and tokenize (``use_chat_template`` as :func:`envs.tokens.tokenize_messages`); the report
+    counts each drop under its first failing filter."""
     from envs.tokens import tokenize_messages
 
     report = FilterReport()
@@ -221,7 +222,7 @@ def build_examples(records: Iterable[SFTRecord], tokenizer: Any,
             report.dropped["too_long"] += 1
             continue
         try:
-            tokens = tokenize_messages(list(record.messages), tokenizer)
+            tokens = tokenize_messages(list(record.messages), tokenizer, use_chat_template=use_chat_template)
         except ValueError as exc:
             raise ValueError(f"{record.source}: cannot tokenize the transcript ({exc})") from None
         if tokens.input_ids.numel() > config.max_tokens:

@@ -165,6 +165,7 @@ SPECS: dict[str, Spec] = {
     "synth": Spec(lambda c: ["--wiki", c.wiki_dir],
                   lambda c: ["--wiki", c.wiki_dir, "--attempts", "12", "--graph-nodes", "80", "--n", "100"],
                   _simulator),
+    "update_memory": Spec(lambda c: [], lambda c: ["--tokens", "2048", "--vocab", "16000", "--chunk", "256"]),
     "visit": Spec(lambda c: [], lambda c: ["--n", "20"]),
 }
 """Every benchmark this command knows how to call. A module in benchmarks/ that is not here

@@ -225,3 +225,8 @@ def test_steps_without_signal_leave_the_weights_alone(cold_model_dir, tmp_path, 
     assert all(r[flag] == 1 and r["groups/all_equal"] == 1 for r in rows), rows
     for n, p in model.named_parameters():
         assert torch.equal(p, before[n]), n
+
+
+def test_nucleus_sampling_is_refused_for_training():
+    with pytest.raises(ValueError, match="top_p must be 1 for training"):
+        GRPOConfig(model="m", tasks="t", top_p=0.9)

@@ -102,3 +102,16 @@ def test_pool_state_round_trip():
     b = TaskPool(tasks(10), pool_size=3, window=2, seed=3)
     b.load_state_dict(a.state_dict())
     assert [a.draw(1) for _ in range(7)] == [b.draw(1) for _ in range(7)]
+
+
+def test_cut_off_rule_follows_the_rollouts_flag_not_the_last_token():
+    eos_closed = dict(ids=(5, 6, 9), mask=(1, 1, 0), lps=(-1, -1, 0))  # ended on EOS; the rollout added the marker
+    for shape in ({}, eos_closed):
+        t = traj(0.0, termination="format_error", **shape)
+        t.last_turn_cut = False
+        assert not is_cut_off(t)  # a malformed turn that ended by itself: same whatever its last token
+        t.last_turn_cut = True
+        assert is_cut_off(t)  # cut by the token limit: truncated
+    answered = traj(1.0)
+    answered.last_turn_cut = True  # an answer cut mid-way is truncated, not answered
+    assert is_cut_off(answered) and is_cut_off(traj(0.0, termination="token_limit"))

@@ -185,3 +185,41 @@ def test_masked_mean():
     x = torch.tensor([[1.0, 2.0, float("nan")]])
     assert masked_mean(x, torch.tensor([[1, 1, 0]])).item() == 1.5
     assert masked_mean(x, torch.zeros(1, 3)).item() == 0.0
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_chunked_logprobs_and_entropy_match_the_full_computation_with_gradients(dtype):
+    torch.manual_seed(0)
+    base = torch.randn(2, 7, 13) * 3
+    ids = torch.randint(0, 13, (2, 7))
+    weights = torch.randn(2, 7)
+    results = []
+    for chunk in (3, 1024):
+        logits = base.to(dtype).requires_grad_(True)
+        lp = token_logprobs(logits, ids, 0.7, chunk_size=chunk)
+        ent = entropy_from_logits(logits, temperature=0.7, chunk_size=chunk)
+        assert lp.dtype == ent.dtype == torch.float32 and lp.shape == ent.shape == (2, 7)
+        ((lp * weights).sum() + ent.sum()).backward()
+        results.append((lp.detach(), ent.detach(), logits.grad.float()))
+    full = base.to(dtype).float() / 0.7
+    ref_lp = torch.log_softmax(full, -1).gather(-1, ids[..., None]).squeeze(-1)
+    ref_ent = -(torch.softmax(full, -1) * torch.log_softmax(full, -1)).sum(-1)
+    for lp, ent, grad in results:
+        assert torch.allclose(lp, ref_lp, atol=1e-5) and torch.allclose(ent, ref_ent, atol=1e-5)
+    assert torch.allclose(results[0][2], results[1][2], atol=1e-6)
+    with pytest.raises(ValueError, match="share"):
+        token_logprobs(base, ids[:, :3])
+
+
+def test_chunked_logprob_gradient_is_exact_on_a_sliced_batch():
+    torch.manual_seed(1)
+    base = torch.randn(3, 6, 9, dtype=torch.float64, requires_grad=True)
+    ids = torch.randint(0, 9, (3, 5))
+    # the trainer passes logits[:, :-1] (a non-contiguous view when B > 1); the pieces are computed in fp32
+    w = torch.randn(3, 5, dtype=torch.float64)
+    (token_logprobs(base[:, :-1], ids, 0.7, chunk_size=2) * w).sum().backward()
+    ref = base.detach().clone().requires_grad_(True)
+    full = torch.log_softmax(ref[:, :-1] / 0.7, -1).gather(-1, ids[..., None]).squeeze(-1)
+    (full.float().double() * w).sum().backward()
+    assert base.grad.dtype == torch.float64 and torch.allclose(base.grad, ref.grad, atol=1e-5)
+    assert ref.grad.abs().max() > 0.1

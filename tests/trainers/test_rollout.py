@@ -268,3 +268,45 @@ def test_rollouts_on_the_simulator_share_one_wikisim(gensim_wiki):
     finally:
         release()
     assert SHARED_SIMS.open_count() == before
+
+
+class _FixedTurn:
+    """Returns ``text`` (then ``tail`` ids) every turn, cut at ``max_new_tokens``."""
+
+    def __init__(self, tokenizer, text, tail=()):
+        self.tokenizer, self.text, self.tail = tokenizer, text, list(tail)
+
+    def generate(self, prompts, *, max_new_tokens, temperature, top_p, stop_ids=()):
+        ids = (self.tokenizer.encode(self.text, add_special_tokens=False) + self.tail)[:max_new_tokens]
+        return [Generation(ids, [-0.1] * len(ids), self.text, "stop") for _ in prompts]
+
+
+def test_an_answer_cut_by_the_token_limit_is_truncated_not_answered(tokenizer):
+    from trainers.grpo_data import is_cut_off
+
+    answer = TASKS[0]["answer"]
+    text = format_turn("sure", answer=answer)
+    cut = len(tokenizer.encode(text, add_special_tokens=False)) - len("</answer>")  # ByT5: one id per byte
+    config = RolloutConfig(env_id=MINI_ENV_ID, num_envs=1, tool_workers=1, max_new_tokens=cut)
+    [traj] = collect(_FixedTurn(tokenizer, text), TASKS[:1], config, progress=False)
+    assert traj.last_turn_cut and traj.truncated and is_cut_off(traj)
+    # The environment took the unclosed (and here complete-looking) answer; the rollout scores it as none.
+    assert traj.termination == "token_limit" and traj.reward == 0.0 and not traj.is_correct
+    assert traj.info["cut_answer"] == {"reward": 1.0, "is_correct": True}
+    config = RolloutConfig(env_id=MINI_ENV_ID, num_envs=1, tool_workers=1, max_new_tokens=4096)
+    [whole] = collect(_FixedTurn(tokenizer, text + "<|im_end|>"), TASKS[:1], config, progress=False)
+    assert whole.termination == "answer" and not whole.last_turn_cut and not is_cut_off(whole)
+
+
+def test_format_errors_are_treated_the_same_whatever_the_last_token(tokenizer):
+    from trainers.grpo_data import is_cut_off
+
+    config = RolloutConfig(env_id=MINI_ENV_ID, env_kwargs={"max_format_errors": 1}, num_envs=1, tool_workers=1,
+                           max_new_tokens=4096)
+    out = []
+    for policy in (_FixedTurn(tokenizer, "no tags at all<|im_end|>"),
+                   _FixedTurn(tokenizer, "no tags at all", [tokenizer.eos_token_id])):
+        [traj] = collect(policy, TASKS[:1], config, progress=False)
+        assert traj.termination == "format_error" and not traj.last_turn_cut
+        out.append(is_cut_off(traj))
+    assert out == [False, False]

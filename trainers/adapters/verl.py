@@ -90,7 +90,8 @@ def _cut_at_stop(ids: list[int], stops: list[list[int]]) -> tuple[list[int], boo
 
 
 async def play_episode(env: Any, task: Mapping[str, Any], generate: Generate, tokenizer: Any, *,
-                       response_length: int, max_new_tokens: int) -> EpisodeIds:
+                       response_length: int, max_new_tokens: int,
+                       use_chat_template: bool | None = None) -> EpisodeIds:
     """Play ``task`` in ``env`` (a Gymnasium research environment) with ``generate``.
 
     Environment steps (tool calls) run in the default executor so the event loop, which
@@ -101,8 +102,9 @@ async def play_episode(env: Any, task: Mapping[str, Any], generate: Generate, to
                          f"{max_new_tokens}")
     loop = asyncio.get_running_loop()
     await loop.run_in_executor(None, lambda: env.reset(options={"task": dict(task)}))
-    episode = EpisodeIds(prompt_ids=prompt_ids(env.unwrapped.messages(), tokenizer))
-    stops, eot = stop_sequences(tokenizer), end_of_turn_ids(tokenizer)
+    switch = {"use_chat_template": use_chat_template}
+    episode = EpisodeIds(prompt_ids=prompt_ids(env.unwrapped.messages(), tokenizer, **switch))
+    stops, eot = stop_sequences(tokenizer, **switch), end_of_turn_ids(tokenizer, **switch)
     while True:
         room = response_length - len(episode.response_ids)
         sampled, logprobs = await generate(episode.prompt_ids + episode.response_ids, min(max_new_tokens, room))
@@ -121,7 +123,7 @@ async def play_episode(env: Any, task: Mapping[str, Any], generate: Generate, to
             return episode
         extra = [] if ends_with_any(sampled, [eot]) else list(eot)  # close a turn cut off before its marker
         episode.num_turns += 1
-        if not episode.add(extra + observation_ids(obs, tokenizer), 0, None, response_length):
+        if not episode.add(extra + observation_ids(obs, tokenizer, **switch), 0, None, response_length):
             episode.termination = "response_length"
             return episode
 
@@ -137,8 +139,12 @@ def _agent_loop_class() -> type:
         """verl agent loop over a ``gym.make`` research environment (see the module docstring)."""
 
         def __init__(self, *args: Any, env_id: str = "websailor/WikiSim-v0",
-                     env_kwargs: Mapping[str, Any] | None = None, max_new_tokens: int | None = None, **kwargs: Any):
+                     env_kwargs: Mapping[str, Any] | None = None, max_new_tokens: int | None = None,
+                     chat_template: str = "auto", **kwargs: Any):
+            from envs.tokens import template_switch
+
             super().__init__(*args, **kwargs)
+            self.use_chat_template = template_switch(chat_template)  # type: ignore[arg-type]
             self.env_id, self.env_kwargs = env_id, dict(env_kwargs or {})
             self.response_length = int(self.config.actor_rollout_ref.rollout.response_length)
             self.max_new_tokens = int(max_new_tokens or self.response_length)
@@ -165,7 +171,8 @@ def _agent_loop_class() -> type:
             env = gym.make(self.env_id, tasks=[task], **self.env_kwargs)
             try:
                 ep = await play_episode(env, task, generate, self.tokenizer, response_length=self.response_length,
-                                        max_new_tokens=self.max_new_tokens)
+                                        max_new_tokens=self.max_new_tokens,
+                                        use_chat_template=self.use_chat_template)
             finally:
                 env.close()
             return AgentLoopOutput(prompt_ids=ep.prompt_ids, response_ids=ep.response_ids,

@@ -1,0 +1,206 @@
+"""Every common chat template end to end, with its real text: rollout ids equal what a trainer
+tokenizes (SFT), and the GRPO, eval and verl entry points pass the template switch.
+
+Template texts come from the installed TRL (``trl/chat_templates/``); SmolLM2's is not shipped by
+any installed package, so ``templates/smollm2_chat_template.jinja`` keeps a copy of the one in
+HuggingFaceTB/SmolLM2-135M-Instruct. The tokenizer is the local byte-level BPE of
+:mod:`trainers.subword` (markers are one special id each, as in the real tokenizers), with
+Llama 3's header and end-of-turn tokens added for the Llama templates.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+from pathlib import Path
+
+import pytest
+import torch
+import trl
+
+from envs.protocol import format_turn
+from envs.tokens import end_of_turn_text, observation_ids, stop_sequences, tokenize_messages
+from tests.envs.conftest import TASKS
+from tests.trainers import toy_env
+from trainers.policies import Generation, TransformersPolicy
+from trainers.rollout import RolloutConfig, collect
+
+from .conftest import MINI_SHORT_ENV_ID, small_subword_tokenizer
+
+TRL_TEMPLATES = Path(trl.__file__).parent / "chat_templates"
+TEMPLATES = {
+    "qwen3": TRL_TEMPLATES / "qwen3.jinja",  # thinking, as shipped
+    "qwen3_2507": TRL_TEMPLATES / "qwen3_instruct_2507.jinja",
+    "qwen2_5": TRL_TEMPLATES / "qwen2_5.jinja",
+    "llama3": TRL_TEMPLATES / "llama3.jinja",
+    "llama3_1": TRL_TEMPLATES / "llama3_1.jinja",
+    "llama3_2": TRL_TEMPLATES / "llama3_2.jinja",
+    "smollm2": Path(__file__).parent / "templates" / "smollm2_chat_template.jinja",
+    "chatml": None,  # no template: the documented ChatML fallback
+}
+LLAMA_SPECIALS = ["<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"]
+ANSWERS = {t["question"]: t["answer"] for t in TASKS}
+
+
+@functools.lru_cache(maxsize=None)
+def template_tokenizer(name: str):
+    tok = small_subword_tokenizer()
+    if name.startswith("llama"):
+        tok.add_special_tokens({"bos_token": "<|begin_of_text|>", "eos_token": "<|eot_id|>",
+                                "additional_special_tokens": LLAMA_SPECIALS})
+    path = TEMPLATES[name]
+    tok.chat_template = path.read_text(encoding="utf-8") if path is not None else None
+    return tok
+
+
+def canonical_turn(think: str, **kw) -> str:
+    """A protocol turn as Qwen3's template renders one (``</think>`` then a blank line)."""
+    return format_turn(think, **kw).replace("</think>\n", "</think>\n\n", 1)
+
+
+class ScriptedPolicy:
+    """search -> answer, as ids, for any template (the turn is found by counting tool responses)."""
+
+    def __init__(self, tokenizer):
+        self.tokenizer, self.eot = tokenizer, end_of_turn_text(tokenizer)
+
+    def generate(self, prompts, *, max_new_tokens, temperature, top_p, stop_ids=()):
+        out = []
+        for p in prompts:
+            text = self.tokenizer.decode(p)
+            question = next(q for q in ANSWERS if q in text)
+            if "</tool_response>" in text.split(question, 1)[1]:
+                turn = canonical_turn("found it", answer=ANSWERS[question])
+            else:
+                turn = canonical_turn("search first", tool_call=("search", {"query": [question[:40]]}))
+            ids = self.tokenizer.encode(turn + self.eot, add_special_tokens=False)[:max_new_tokens]
+            out.append(Generation(ids, [-0.01] * len(ids), turn, "stop"))
+        return out
+
+
+@pytest.mark.parametrize("name", list(TEMPLATES))
+def test_rollout_ids_equal_the_trainers_tokenization(name):
+    tok = template_tokenizer(name)
+    config = RolloutConfig(env_id=MINI_SHORT_ENV_ID, num_envs=2, tool_workers=2, max_new_tokens=256)
+    trajs = collect(ScriptedPolicy(tok), TASKS[:2], config, group_size=1, progress=False)
+    for traj in trajs:
+        assert (traj.termination, traj.is_correct, traj.num_turns) == ("answer", True, 2)
+        seq = traj.prompt_ids + traj.token_ids
+        whole = tokenize_messages(traj.messages, tok)
+        n = len(seq)
+        assert whole.input_ids[:n].tolist() == seq, name
+        assert whole.loss_mask[:n].tolist() == [0] * len(traj.prompt_ids) + traj.loss_mask
+        assert tok.decode(whole.input_ids[n:]).strip() == "" and not whole.loss_mask[n:].any()
+        text = tok.decode(traj.prompt_ids)
+        if TEMPLATES[name] is None:
+            assert text.startswith("<|im_start|>system\n")
+        elif name.startswith("llama"):
+            assert text.startswith("<|begin_of_text|><|start_header_id|>system<|end_header_id|>")
+    if name.startswith("llama"):
+        assert end_of_turn_text(tok) == "<|eot_id|>"
+        assert [tok.convert_tokens_to_ids("<|eot_id|>")] in stop_sequences(tok)
+    else:
+        assert end_of_turn_text(tok) == "<|im_end|>"
+
+
+def test_qwen3_observation_and_what_the_model_saw():
+    tok = template_tokenizer("qwen3")
+    obs = tok.decode(observation_ids("<tool_response>\nx\n</tool_response>", tok))
+    assert obs == "\n<|im_start|>user\n<tool_response>\nx\n</tool_response><|im_end|>\n<|im_start|>assistant\n"
+    # A plain user turn (which Qwen3 counts as a new question and before which it drops thoughts) too.
+    assert tok.decode(observation_ids("hi", tok)) == "\n<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
+
+
+def test_a_rewritten_transcript_is_one_error_naming_the_template_and_the_switch():
+    tok = template_tokenizer("qwen3")
+    messages = [{"role": "user", "content": TASKS[0]["question"]},
+                {"role": "assistant", "content": "<tool_call>\n{}\n</tool_call>"},  # no think block
+                {"role": "user", "content": "<tool_response>\nx\n</tool_response>"},
+                {"role": "assistant", "content": "<answer>Paris</answer>"}]
+    with pytest.raises(ValueError) as err:
+        tokenize_messages(messages, tok)
+    assert "Qwen3 thinking template" in str(err.value) and "--chat-template off" in str(err.value)
+    assert "\n" not in str(err.value)
+    off = tokenize_messages(messages, tok, use_chat_template=False)
+    assert tok.decode(off.input_ids).startswith("<|im_start|>user\n")
+
+
+def _grpo_trainer(tmp_path, tok, chat_template):
+    from trainers.grpo import GRPOConfig, GRPOTrainer
+
+    cfg = GRPOConfig(model="-", tasks="-", output_dir=str(tmp_path / chat_template), env_id=toy_env.SPEC,
+                     batch_size=4, group_size=2, micro_batch_size=4, max_new_tokens=8, pool_size=2,
+                     save_every=0, device="cpu", tensorboard="off", steps=1, chat_template=chat_template)
+    return GRPOTrainer(cfg, toy_env.tiny_model(tok, hidden=32), tok, toy_env.TASKS[:2])
+
+
+@pytest.mark.parametrize("name", ["qwen3", "llama3_1"])
+def test_grpo_rolls_out_and_updates_with_the_template_or_the_fallback(tmp_path, name):
+    torch.manual_seed(0)
+    tok = template_tokenizer(name)
+    head = "<|im_start|>system" if name == "qwen3" else "<|begin_of_text|><|start_header_id|>system"
+    for switch, start in (("on", head), ("off", "<|im_start|>system")):
+        trainer = _grpo_trainer(tmp_path, tok, switch)
+        trajs = trainer.collect([trainer.pool.task(i) for i in trainer.pool.draw(2)])
+        assert all(tok.decode(t.prompt_ids).startswith(start) for t in trajs)
+        metrics = trainer.train_step()
+        assert metrics["step"] == 1 and "loss/policy" in metrics
+
+
+def test_eval_passes_the_switch(tmp_path):
+    from trainers.eval import EvalConfig, evaluate
+
+    tok = template_tokenizer("llama3_2")
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text("".join(json.dumps(t) + "\n" for t in TASKS[:1]))
+    policy = TransformersPolicy(toy_env.tiny_model(tok, hidden=32), tok)
+    for switch, start in (("on", "<|begin_of_text|>"), ("off", "<|im_start|>")):
+        cfg = EvalConfig(tasks=str(tasks), policy="transformers", model="-", env_id=MINI_SHORT_ENV_ID, k=1,
+                         max_new_tokens=8, max_tool_calls=2, num_envs=1, chat_template=switch)
+        _, _, trajs = evaluate(policy, TASKS[:1], cfg)
+        assert tok.decode(trajs[0].prompt_ids).startswith(start)
+
+
+def test_verl_episode_with_the_qwen3_template():
+    from trainers.adapters.verl import play_episode
+
+    tok = template_tokenizer("qwen3")
+    env = toy_env.make_toy_env(toy_env.TASKS[:1])
+    task = toy_env.TASKS[0]
+    turn = canonical_turn("done", answer="x")
+
+    async def generate(ids, max_tokens):
+        out = tok.encode(turn + "<|im_end|>", add_special_tokens=False)[:max_tokens]
+        return out, [-0.1] * len(out)
+
+    try:
+        for switch, start in ((None, "<|im_start|>system"), (False, "<|im_start|>system")):
+            ep = asyncio.run(play_episode(env, task, generate, tok, response_length=2000, max_new_tokens=200,
+                                          use_chat_template=switch))
+            assert ep.termination == "answer" and tok.decode(ep.prompt_ids).startswith(start)
+            assert ep.response_ids == tok.encode(turn + "<|im_end|>", add_special_tokens=False)
+    finally:
+        env.close()
+
+
+def test_sft_trains_with_the_template_or_the_switch(tmp_path):
+    from trainers.sft import SFTConfig, train
+
+    tok = template_tokenizer("qwen3")
+    canonical = [{"role": "user", "content": TASKS[0]["question"]},
+                 {"role": "assistant", "content": canonical_turn("go", tool_call=("search", {"query": ["x"]}))},
+                 {"role": "user", "content": "<tool_response>\nx\n</tool_response>"},
+                 {"role": "assistant", "content": canonical_turn("done", answer=TASKS[0]["answer"])}]
+    bare = [dict(m, content=m["content"].split("</think>\n\n")[-1]) for m in canonical]  # no think blocks
+    for name, messages, switch in (("canonical", canonical, "auto"), ("bare", bare, "off")):
+        data = tmp_path / f"{name}.jsonl"
+        data.write_text(json.dumps({"messages": messages, "is_correct": True, "num_tool_calls": 1}) + "\n")
+        cfg = SFTConfig(data=[str(data)], model="-", output_dir=str(tmp_path / name), batch_size=1,
+                        micro_batch_size=1, max_steps=1, save_every=1, tensorboard="off", chat_template=switch)
+        result = train(cfg, model=toy_env.tiny_model(tok, hidden=32), tokenizer=tok)
+        assert result is not None
+    cfg = SFTConfig(data=[str(data)], model="-", output_dir=str(tmp_path / "err"), batch_size=1, micro_batch_size=1,
+                    max_steps=1, tensorboard="off")
+    with pytest.raises(ValueError, match="Qwen3 thinking template.*--chat-template off"):
+        train(cfg, model=toy_env.tiny_model(tok, hidden=32), tokenizer=tok)
