@@ -143,6 +143,7 @@ SPECS: dict[str, Spec] = {
     "learning": Spec(lambda c: ["--wiki-dir", c.wiki_dir, "--out-dir", str(c.work)],
                      lambda c: ["--wiki-dir", c.wiki_dir, "--out-dir", str(c.work), "--smoke", "--no-progress"],
                      _simulator),
+    "links": Spec(lambda c: [], lambda c: []),
     "live_faults": Spec(lambda c: [], lambda c: ["--calls", "120"],
                         _missing("trafilatura", extra="live")),
     "rollout_async": Spec(lambda c: [], lambda c: ["--episodes", "24", "--num-envs", "8"]),
@@ -165,6 +166,8 @@ SPECS: dict[str, Spec] = {
     "synth": Spec(lambda c: ["--wiki", c.wiki_dir],
                   lambda c: ["--wiki", c.wiki_dir, "--attempts", "12", "--graph-nodes", "80", "--n", "100"],
                   _simulator),
+    "synth_difficulty": Spec(lambda c: ["--wiki", c.wiki_dir], lambda c: ["--wiki", c.wiki_dir, "--n", "10"],
+                             _simulator),
     "update_memory": Spec(lambda c: [], lambda c: ["--tokens", "2048", "--vocab", "16000", "--chunk", "256"]),
     "visit": Spec(lambda c: [], lambda c: ["--n", "20"]),
 }
