@@ -93,7 +93,9 @@ def _clauses(statements: Sequence[Statement], person: bool) -> list[str]:
             out.append(f"whose {size} name begins with “{first.value}”")
         else:
             out.append(_attribute(s, person))
-    return out
+    # Two statements can read the same (two events blurred to one period): state the clause once;
+    # the same words state the same constraint, so the stated clues do not change.
+    return list(dict.fromkeys(out))
 
 
 def _fact(s: Statement, ref: str) -> str:
@@ -199,4 +201,4 @@ class DescribedWriter:
         else:
             asks = (f"What is this {head}?", f"Which {head} is it?", f"Name this {head}.")
         parts.append(asks[digest % 3])
-        return " ".join(parts)
+        return " ".join(dict.fromkeys(parts))  # a sentence that reads the same twice is stated once

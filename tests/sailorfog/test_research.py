@@ -186,3 +186,15 @@ def test_llm_writer_keeps_every_statement_and_hides_names(research):
         with pytest.raises(WriterError, match="lost"):
             _llm(server, "drops-clue", attempts=2).write(stated, types, check=check)
     assert any("adds figures" in p for p in problems(question + " It had 12345 rooms.", stated))
+
+
+def test_statements_that_read_the_same_are_written_once():
+    """Two dated statements blurred to the same period must not read 'whose article records an event
+    in X, whose article records an event in X'."""
+    from sailorfog.prose import _clauses
+
+    class S:
+        def __init__(self, sid):
+            self.id, self.kind, self.value, self.predicate, self.subject = sid, "date", "the 1850s", "", "a"
+
+    assert _clauses([S("d1"), S("d2")], person=True) == ["whose article records an event in the 1850s"]
