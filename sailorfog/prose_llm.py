@@ -18,7 +18,7 @@ from typing import Callable, Mapping, Sequence
 from sailorfog.prose import TARGET, DescribedWriter
 from sailorfog.statements import Statement
 from sailorfog.text import article
-from sailorfog.writers import WriterError
+from sailorfog.writers import RetryingLLMWriter
 from wiki_sim.chat import ChatClient
 
 Check = Callable[[str], list[str]]
@@ -120,29 +120,10 @@ def llm_prompt(statements: Sequence[Statement], types: Mapping[str, str], draft:
 
 
 @dataclass
-class DescribedLLMWriter:
+class DescribedLLMWriter(RetryingLLMWriter):
     """A language model rewrites the statements as prose; the result is checked, and retried."""
-
-    client: ChatClient
-    max_attempts: int = 3
-    """Tries before the task is dropped (each retry names what was wrong)."""
-    temperature: float = 0.7
-    max_tokens: int = 400
-    name: str = "llm"
-
-    def __post_init__(self) -> None:
-        if self.max_attempts < 1:
-            raise ValueError(f"max_attempts must be >= 1, got {self.max_attempts}")
 
     def write(self, statements: Sequence[Statement], types: Mapping[str, str], check: Check | None = None) -> str:
         draft = DescribedWriter().write(statements, types)
-        issues: list[str] = []
-        for _ in range(self.max_attempts):
-            messages = [{"role": "system", "content": SYSTEM},
-                        {"role": "user", "content": llm_prompt(statements, types, draft, issues)}]
-            question = " ".join(self.client.complete(messages, temperature=self.temperature,
-                                                     max_tokens=self.max_tokens).split())
-            issues = problems(question, statements, check, types)
-            if not issues:
-                return question
-        raise WriterError(f"no acceptable question after {self.max_attempts} attempt(s): {'; '.join(issues)}")
+        return self.rewrite(SYSTEM, lambda issues: llm_prompt(statements, types, draft, issues),
+                            lambda q: problems(q, statements, check, types))

@@ -14,7 +14,7 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Callable, Literal, Protocol
 
 from sailorfog.clues import TARGET_LABEL, Clue, ClueSet, question_leaks
 from sailorfog.text import stem_leaks
@@ -117,12 +117,12 @@ def llm_prompt(cs: ClueSet, problems: list[str] | None = None) -> str:
 
 
 @dataclass
-class LLMWriter:
-    """A language model rewrites the clue set as prose; the result is checked (and retried)."""
+class RetryingLLMWriter:
+    """Settings and the ask-check-retry loop shared by the LLM writers."""
 
     client: ChatClient
     max_attempts: int = 3
-    """Tries before the clue set is given up (each retry names what was wrong)."""
+    """Tries before the task is given up (each retry names what was wrong)."""
     temperature: float = 0.7
     max_tokens: int = 400
     name: str = "llm"
@@ -130,6 +130,23 @@ class LLMWriter:
     def __post_init__(self) -> None:
         if self.max_attempts < 1:
             raise ValueError(f"max_attempts must be >= 1, got {self.max_attempts}")
+
+    def rewrite(self, system: str, prompt: Callable[[list[str]], str], judge: Callable[[str], list[str]]) -> str:
+        """Ask for a question with ``prompt(problems so far)`` until ``judge(question)`` finds no problem."""
+        problems: list[str] = []
+        for _ in range(self.max_attempts):
+            messages = [{"role": "system", "content": system}, {"role": "user", "content": prompt(problems)}]
+            question = " ".join(self.client.complete(messages, temperature=self.temperature,
+                                                     max_tokens=self.max_tokens).split())
+            problems = judge(question)
+            if not problems:
+                return question
+        raise WriterError(f"no acceptable question after {self.max_attempts} attempt(s): {'; '.join(problems)}")
+
+
+@dataclass
+class LLMWriter(RetryingLLMWriter):
+    """A language model rewrites the clue set as prose; the result is checked (and retried)."""
 
     def problems(self, question: str, cs: ClueSet) -> list[str]:
         """Why a question is unacceptable (empty when it keeps every clue and hides the answer)."""
@@ -146,12 +163,4 @@ class LLMWriter:
         return out
 
     def write(self, cs: ClueSet) -> str:
-        problems: list[str] = []
-        for _ in range(self.max_attempts):
-            messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": llm_prompt(cs, problems)}]
-            question = " ".join(self.client.complete(messages, temperature=self.temperature,
-                                                     max_tokens=self.max_tokens).split())
-            problems = self.problems(question, cs)
-            if not problems:
-                return question
-        raise WriterError(f"no acceptable question after {self.max_attempts} attempt(s): {'; '.join(problems)}")
+        return self.rewrite(SYSTEM, lambda problems: llm_prompt(cs, problems), lambda q: self.problems(q, cs))
