@@ -274,10 +274,17 @@ class VLLMPolicy:
     """
 
     def __init__(self, llm: Any, tokenizer: Any = None, seed: int | None = None, **engine_kwargs: Any):
-        vllm = import_vllm()
-        if isinstance(llm, str):
-            engine_kwargs.setdefault("logprobs_mode", "processed_logprobs")
-            llm = vllm.LLM(model=llm, **engine_kwargs)
+        # An engine that is not vLLM (trainers.engine_standin, the CPU stand-in) carries the request
+        # classes to use (SamplingParams, TokensPrompt) as ``vllm_api``; vLLM itself otherwise.
+        self.api = getattr(llm, "vllm_api", None) if not isinstance(llm, str) else None
+        if self.api is None:
+            vllm = import_vllm()
+            import vllm.inputs  # noqa: F401  (a submodule: loaded for self.api.inputs.TokensPrompt)
+
+            self.api = vllm
+            if isinstance(llm, str):
+                engine_kwargs.setdefault("logprobs_mode", "processed_logprobs")
+                llm = vllm.LLM(model=llm, **engine_kwargs)
         self.llm = llm
         self.tokenizer = tokenizer if tokenizer is not None else llm.get_tokenizer()
         self.seed = seed
@@ -288,9 +295,7 @@ class VLLMPolicy:
                  generators: Sequence[torch.Generator] | None = None) -> list[Generation]:
         """As :meth:`TransformersPolicy.generate`; with ``generators`` each request's vLLM seed is drawn
         from its own generator (one draw per call), so a row's samples do not depend on its batch."""
-        from vllm import SamplingParams
-        from vllm.inputs import TokensPrompt
-
+        SamplingParams, TokensPrompt = self.api.SamplingParams, self.api.inputs.TokensPrompt
         check_sampling(max_new_tokens, temperature, top_p)
         if generators is not None and len(generators) != len(prompts):
             raise ValueError(f"expected one generator per prompt ({len(prompts)}), got {len(generators)}")

@@ -1,0 +1,79 @@
+"""Sampler/trainer mismatch: how far the rollout engine's log-probabilities are from the trainer's,
+and truncated importance sampling (TIS) to correct for it. Pure functions on tensors.
+
+With a separate rollout engine (vLLM: bf16 weights, its own kernels, batch-dependent reductions) the
+log-probability the sampler gave a token, ``sampler_logp`` (kept in the trajectory), differs from the
+one the trainer computes for the same token under the same weights, ``trainer_logp``. The update is then
+slightly off-policy. Measured per trained token (``delta = trainer_logp - sampler_logp``):
+
+- ``mean |delta|`` and ``max |delta|``;
+- ``KL(sampler || trainer)`` estimated on the sampler's own samples with Schulman's k3,
+  ``exp(delta) - delta - 1`` (>= 0, unbiased).
+
+Truncated importance sampling (Yao et al., 2025, "Your efficient RL framework secretly brings you
+off-policy RL training"): train with the trainer's log-probabilities as the old policy, and weigh each
+token by ``w = min(exp(trainer_logp - sampler_logp), cap)`` (a constant), so that the gradient is the
+on-policy one in expectation over the sampler's tokens, with the variance bounded by ``cap``.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from trainers.losses import masked_sum
+
+
+def mismatch_sums(trainer_logp: torch.Tensor, sampler_logp: torch.Tensor, mask: torch.Tensor) -> dict[str, float]:
+    """``(B, T), (B, T), (B, T) -> sums``: over tokens where ``mask`` is 1, ``abs`` (sum of
+    ``|trainer_logp - sampler_logp|``), ``k3`` (sum of ``exp(d) - d - 1``, the KL(sampler || trainer)
+    estimate), ``max`` (largest ``|d|``, 0 when no token) and ``tokens`` (their count). Sums add over
+    micro-batches and ranks; divide by the total ``tokens`` for means."""
+    if trainer_logp.shape != sampler_logp.shape or trainer_logp.shape != mask.shape:
+        raise ValueError(f"trainer_logp {tuple(trainer_logp.shape)}, sampler_logp {tuple(sampler_logp.shape)} and "
+                         f"mask {tuple(mask.shape)} must have the same (B, T) shape")
+    with torch.no_grad():
+        keep = mask.bool()
+        d = torch.where(keep, trainer_logp.detach().float() - sampler_logp.float(), torch.zeros((), device=mask.device))
+        absd = d.abs()
+        return {"abs": float(absd.sum()), "k3": float(masked_sum(torch.expm1(d) - d, keep)),
+                "max": float(absd.max()) if keep.any() else 0.0, "tokens": float(keep.sum())}
+
+
+def tis_weights(trainer_logp: torch.Tensor, sampler_logp: torch.Tensor, cap: float) -> torch.Tensor:
+    """``(B, T), (B, T) -> (B, T)``: ``min(exp(trainer_logp - sampler_logp), cap)``, no gradient.
+    ``cap`` > 0 (usually 2 to 10): larger tokens' ratios are truncated to it."""
+    if not cap > 0:
+        raise ValueError(f"the TIS cap must be > 0, got {cap}")
+    with torch.no_grad():
+        return torch.exp(trainer_logp.detach().float() - sampler_logp.float()).clamp(max=cap)
+
+
+def tis_policy_loss(logprobs: torch.Tensor, sampler_logprobs: torch.Tensor, advantages: torch.Tensor,
+                    mask: torch.Tensor, cap: float, clip_low: float = 0.2, clip_high: float = 0.28, *,
+                    normalizer: float | torch.Tensor | None = None) -> torch.Tensor:
+    """The clipped token-level loss of :func:`trainers.losses.policy_loss` with the trainer's own
+    log-probabilities as the old policy, each token weighted by :func:`tis_weights`:
+    ``(B, T), (B, T), (B,), (B, T) -> ()``.
+
+    Per token: ``ratio = exp(logprobs - logprobs.detach())`` (1 in value: one optimizer step per
+    rollout batch, so the old policy is the current one; the clip keeps its meaning for callers that
+    take several steps), ``l = -w * min(ratio * A, clip(ratio) * A)``, ``w = min(exp(logprobs -
+    sampler_logprobs), cap)`` (constant). Summed over unmasked tokens and divided by their count, or
+    by ``normalizer`` (as in ``policy_loss``). Only ``logprobs`` carries gradient.
+    """
+    if logprobs.shape != sampler_logprobs.shape or logprobs.shape != mask.shape:
+        raise ValueError(f"logprobs {tuple(logprobs.shape)}, sampler_logprobs {tuple(sampler_logprobs.shape)} and "
+                         f"mask {tuple(mask.shape)} must have the same (B, T) shape")
+    if advantages.shape != logprobs.shape[:1]:
+        raise ValueError(f"advantages must have shape (B,) = ({logprobs.shape[0]},), got {tuple(advantages.shape)}")
+    keep = mask.bool()
+    zero = torch.zeros((), dtype=logprobs.dtype, device=logprobs.device)
+    w = torch.where(keep, tis_weights(logprobs, sampler_logprobs, cap).to(logprobs.dtype), zero)
+    ratio = torch.exp(torch.where(keep, logprobs - logprobs.detach(), zero))
+    adv = advantages.detach().to(logprobs.dtype).unsqueeze(1)
+    clipped = torch.clamp(ratio, 1.0 - clip_low, 1.0 + clip_high)
+    per_token = -w * torch.minimum(ratio * adv, clipped * adv)
+    total = masked_sum(per_token, keep)
+    if normalizer is None:
+        normalizer = keep.sum().clamp(min=1)
+    return total / normalizer
