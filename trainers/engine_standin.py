@@ -100,7 +100,8 @@ class StandInLLM:
 
     ``model`` is a transformers model (copied) or a folder (loaded); ``dtype`` the engine's weight dtype
     (``torch.bfloat16`` makes its log-probabilities differ from an fp32 trainer's, as vLLM's do);
-    ``record_weights`` keeps a copy of the weights at each ``generate`` call in ``weights_at_generate``."""
+    ``record_weights`` keeps a copy of the weights at the first ``generate`` call after each wake-up of the
+    weights in ``weights_at_generate`` (one per rollout in the GRPO loop)."""
 
     vllm_api = _api()
 
@@ -118,13 +119,18 @@ class StandInLLM:
         self.record_weights = record_weights
         self.weights_at_generate: list[dict[str, torch.Tensor]] = []
         self.weights_awake = self.kv_awake = True
-        self.loads = self.requests = self.sleeps = 0
+        self.loads = self.requests = self.sleeps = self.weight_wakes = 0
+        self._recorded_wake = -1
         self.events: list[str] = []
         runner = types.SimpleNamespace(model=_EngineModel(self))
         self.llm_engine = types.SimpleNamespace(
             model_executor=types.SimpleNamespace(driver_worker=types.SimpleNamespace(model_runner=runner)))
         eos = getattr(self.model.generation_config, "eos_token_id", None) or getattr(self.model.config,
                                                                                      "eos_token_id", None)
+        import inspect
+
+        # transformers >= 5.2x names the KV cache argument ``cache`` (``past_key_values`` before)
+        self._cache_arg = "cache" if "cache" in inspect.signature(self.model.forward).parameters else "past_key_values"
         self.eos_ids = {eos} if isinstance(eos, int) else set(eos or [])
 
     # ------------------------------------------------------------------ sleep mode
@@ -145,6 +151,7 @@ class StandInLLM:
         unknown = set(tags) - {"weights", "kv_cache"}
         if unknown:
             raise ValueError(f"unknown wake_up tags {sorted(unknown)}")
+        self.weight_wakes += int("weights" in tags and not self.weights_awake)
         self.weights_awake = self.weights_awake or "weights" in tags
         self.kv_awake = self.kv_awake or "kv_cache" in tags
         self.events.append("wake:" + "+".join(tags))
@@ -166,7 +173,8 @@ class StandInLLM:
         params = list(params) if isinstance(params, (list, tuple)) else [params] * len(prompts)
         if len(params) != len(prompts):
             raise ValueError(f"expected one SamplingParams per prompt ({len(prompts)}), got {len(params)}")
-        if self.record_weights:
+        if self.record_weights and self._recorded_wake != self.weight_wakes:
+            self._recorded_wake = self.weight_wakes
             self.weights_at_generate.append({n: p.detach().clone() for n, p in self.model.named_parameters()})
         self.events.append("generate")
         out = []
@@ -184,8 +192,8 @@ class StandInLLM:
         logprobs: list[dict[int, Logprob]] = []
         past, finish = None, "length"
         for _ in range(sp.max_tokens):
-            result = self.model(input_ids=ids, past_key_values=past, use_cache=True)
-            past = result.past_key_values
+            result = self.model(input_ids=ids, use_cache=True, **{self._cache_arg: past})
+            past = getattr(result, "cache", None) if self._cache_arg == "cache" else result.past_key_values
             logp = sampling_logprobs(result.logits[:, -1].float(), sp.temperature, sp.top_p)[0]
             if sp.temperature > 0:
                 token = int(torch.multinomial(logp.exp().cpu(), 1, generator=gen))
@@ -213,6 +221,10 @@ def standin_factory(dtype: torch.dtype = torch.float32, record_weights: bool = F
     :func:`trainers.rollout_engine.make_vllm` leaves a real engine."""
 
     def factory(model_dir: Any, *, seed: int = 0, model: Any = None, **_: Any) -> StandInLLM:
+        from trainers import lora
+
+        if model is not None and lora.is_lora(model):
+            model = lora.merged(model)  # a dense model, as the engine loads the starting folder
         llm = StandInLLM(model if model is not None else model_dir, tokenizer, dtype=dtype, seed=seed,
                          record_weights=record_weights)
         llm.sleep(level=2)

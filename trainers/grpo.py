@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 import torch
 
-from trainers import grpo_state, lora, memory, precision
+from trainers import grpo_state, lora, memory, mismatch, precision, rollout_engine
 from trainers.grpo_data import EqualGroups, TaskPool, build_batch, is_error, prepare_step
 from trainers.interrupt import StopRequest, TrainingInterrupted
 from trainers.progress import StepBar, enabled
@@ -138,6 +138,17 @@ class GRPOConfig:
     chat_template: Literal["auto", "on", "off"] = "auto"
     """Render prompts and observations with the tokenizer's chat template (``auto``: when it has one; ``on``:
     required) or the ChatML fallback (``off``); rollouts always train on exactly the sampled ids."""
+    rollout_engine: rollout_engine.RolloutEngine = "hf"
+    """``hf``: rollouts sample with transformers ``generate`` on the training model; ``vllm``: with a colocated
+    vLLM engine (one GPU; it sleeps during the update and gets the trained weights, LoRA merged, before each
+    rollout), whose log-probabilities the loss uses as the old policy's (see trainers/rollout_engine.py)."""
+    tis_cap: float = 0.0
+    """Truncated importance sampling (0: off): train against the trainer's own log-probabilities, each token
+    weighted by min(p_trainer / p_sampler, tis_cap), correcting the sampler/trainer mismatch (trainers/mismatch.py)."""
+    vllm_gpu_memory_utilization: float = 0.3
+    """Share of the GPU's memory the vLLM engine may take (weights and KV cache) while awake."""
+    vllm_max_model_len: int = 32768
+    """Longest sequence (prompt and continuation) the vLLM engine serves."""
 
     def __post_init__(self) -> None:
         positive = ("steps", "batch_size", "group_size", "micro_batch_size", "pool_size", "max_new_tokens",
@@ -146,6 +157,13 @@ class GRPOConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if self.rollout_engine not in ("hf", "vllm"):
+            raise ValueError(f"rollout_engine must be one of ['hf', 'vllm'], got {self.rollout_engine!r}")
+        if not (self.tis_cap == 0 or self.tis_cap >= 1):
+            raise ValueError(f"tis_cap must be 0 (off) or >= 1, got {self.tis_cap}")
+        if not (0 < self.vllm_gpu_memory_utilization < 1) or self.vllm_max_model_len < 1:
+            raise ValueError(f"expected 0 < vllm_gpu_memory_utilization < 1 and vllm_max_model_len >= 1, got "
+                             f"{self.vllm_gpu_memory_utilization} and {self.vllm_max_model_len}")
         for name in ("warmup_steps", "retire_window", "num_envs", "save_every", "micro_batch_tokens", "lora_r"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
@@ -193,7 +211,8 @@ class GRPOTrainer:
     ``tasks`` the task dicts the pool draws from. Call :meth:`train`."""
 
     def __init__(self, config: GRPOConfig, model: Any, tokenizer: Any, tasks: list[dict], *,
-                 task_filter: Any = None, env_kwargs: dict | None = None):
+                 task_filter: Any = None, env_kwargs: dict | None = None,
+                 engine_factory: rollout_engine.EngineFactory | None = None):
         self.config = config
         self.dist = grpo_state.DistInfo.from_env()
         if config.tasks_per_step % self.dist.world_size:
@@ -208,6 +227,12 @@ class GRPOTrainer:
         if config.lora_r:
             self.model = lora.wrap(self.model, config.lora_r, config.lora_alpha, config.lora_targets)
         self.ddp_model = self.dist.wrap(self.model)
+        self.engine = (rollout_engine.build(engine_factory, self.model, seed=config.seed,
+                                            world_size=self.dist.world_size,
+                                            gpu_memory_utilization=config.vllm_gpu_memory_utilization,
+                                            max_model_len=config.vllm_max_model_len)
+                       if config.rollout_engine == "vllm" else None)
+        self._mismatch_max = 0.0
         self.optimizer = torch.optim.AdamW([p for p in self.model.parameters() if p.requires_grad],
                                            lr=config.learning_rate,
                                            weight_decay=config.weight_decay)
@@ -305,6 +330,8 @@ class GRPOTrainer:
         metrics.update({"data/retired": retired, "data/active_tasks": len(self.pool.active),
                         "data/fresh_used": self.pool.next_fresh, "time/rollout_s": t1 - t0,
                         "time/update_s": t2 - t1, "optim/lr": self.scheduler.get_last_lr()[0]})
+        if self.engine is not None:
+            metrics.update(self.engine.metrics())
         return metrics
 
     def collect(self, tasks: list[dict]) -> list[Any]:
@@ -322,12 +349,20 @@ class GRPOTrainer:
                                     schedule="lockstep" if cfg.lockstep_rollouts else "async",
                                     seed=(cfg.seed * 1_000_003 + self.step * 9_973 + self.dist.rank) % 2**31,
                                     use_chat_template=template_switch(cfg.chat_template))
+        show = enabled(cfg.progress) and self.dist.is_main
+        if self.engine is not None:  # wake, push the current weights, sample, sleep for the update
+            self.engine.prepare(self.model)
+            try:
+                return collect(self.engine.policy(self.tokenizer), tasks, rollout_cfg, group_size=cfg.group_size,
+                               progress=show, progress_leave=False)
+            finally:
+                self.engine.sleep()
         policy = TransformersPolicy(self.model, self.tokenizer, device=self.device)
         self.model.eval()
         try:
             with precision.autocast(self.device, cfg.dtype):
-                return collect(policy, tasks, rollout_cfg, group_size=cfg.group_size,
-                               progress=enabled(cfg.progress) and self.dist.is_main, progress_leave=False)
+                return collect(policy, tasks, rollout_cfg, group_size=cfg.group_size, progress=show,
+                               progress_leave=False)
         finally:
             self.model.train()
 
@@ -345,7 +380,9 @@ class GRPOTrainer:
         normalizer = global_tokens / self.dist.world_size  # DDP averages gradients over ranks
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)
-        sums = {"loss": 0.0, "kl": 0.0, "entropy": 0.0, "ratio": 0.0, "clip_low": 0.0, "clip_high": 0.0}
+        sums = {"loss": 0.0, "kl": 0.0, "entropy": 0.0, "ratio": 0.0, "clip_low": 0.0, "clip_high": 0.0,
+                "mm_abs": 0.0, "mm_k3": 0.0, "tis_weight": 0.0, "tis_capped": 0.0}
+        self._mismatch_max = 0.0
         chunks = memory.batch_slices(batch, cfg.micro_batch_size, cfg.micro_batch_tokens)
         for k, rows in enumerate(chunks):
             with self.dist.no_sync(self.ddp_model, last=k == len(chunks) - 1):
@@ -374,6 +411,7 @@ class GRPOTrainer:
                "policy/clip_frac_high": stats["clip_high"] / n, "grad/norm": grad_norm,
                "train/tokens": int(global_tokens), "train/skipped": int(not finite or no_signal),
                "train/no_signal": int(no_signal), "train/empty": 0}
+        out.update(self._mismatch_metrics(stats, n))
         if cfg.kl_beta > 0:
             out["policy/kl"] = stats["kl"] / n
             out["loss/total"] = stats["loss"] + cfg.kl_beta * stats["kl"] / n
@@ -389,7 +427,12 @@ class GRPOTrainer:
         targets = mb.input_ids[:, ft + 1:]
         mask, old = mb.loss_mask[:, ft:], mb.old_logprobs[:, ft:]
         logp = token_logprobs(logits, targets, cfg.temperature)
-        loss = policy_loss(logp, old, mb.advantages, mask, cfg.clip_low, cfg.clip_high, normalizer=normalizer)
+        if cfg.tis_cap > 0:  # old policy: the trainer's own log-probabilities; tokens weighted by the capped ratio
+            loss = mismatch.tis_policy_loss(logp, old, mb.advantages, mask, cfg.tis_cap, cfg.clip_low, cfg.clip_high,
+                                            normalizer=normalizer)
+        else:  # old policy: the sampler's log-probabilities
+            loss = policy_loss(logp, old, mb.advantages, mask, cfg.clip_low, cfg.clip_high, normalizer=normalizer)
+        self._record_mismatch(logp, old, mask, sums)
         total = loss
         if self.ref_model is not None:
             with torch.no_grad(), precision.autocast(self.device, cfg.dtype):
@@ -410,6 +453,25 @@ class GRPOTrainer:
             sums["ratio"] += float(masked_sum(ratio, mask))
             sums["clip_low"] += float(((ratio < 1 - cfg.clip_low) & (adv < 0) & keepm).sum())
             sums["clip_high"] += float(((ratio > 1 + cfg.clip_high) & (adv > 0) & keepm).sum())
+
+    def _record_mismatch(self, logp: torch.Tensor, sampler: torch.Tensor, mask: torch.Tensor, sums: dict) -> None:
+        """Sampler/trainer log-probability mismatch of this micro-batch (before the optimizer step: same weights)."""
+        found = mismatch.mismatch_sums(logp, sampler, mask)
+        sums["mm_abs"] += found["abs"]
+        sums["mm_k3"] += found["k3"]
+        self._mismatch_max = max(self._mismatch_max, found["max"])
+        if self.config.tis_cap > 0:
+            w = mismatch.tis_weights(logp, sampler, self.config.tis_cap)
+            sums["tis_weight"] += float(masked_sum(w, mask))
+            sums["tis_capped"] += float(((w >= self.config.tis_cap) & mask.bool()).sum())
+
+    def _mismatch_metrics(self, stats: dict, n: float) -> dict:
+        worst = max(self.dist.all_gather_object(self._mismatch_max))
+        out = {"mismatch/abs_mean": stats["mm_abs"] / n, "mismatch/abs_max": worst, "mismatch/kl_k3": stats["mm_k3"] / n}
+        if self.config.tis_cap > 0:
+            out.update({"mismatch/tis_weight_mean": stats["tis_weight"] / n,
+                        "mismatch/tis_capped_frac": stats["tis_capped"] / n})
+        return out
 
     def _scheduler_step(self) -> None:
         # The schedule follows training steps, skipped ones included; torch warns when a step had no optimizer step.
@@ -480,6 +542,8 @@ def _dummy_batch(pad_id: int, device: torch.device) -> Any:
 
 def run(config: GRPOConfig) -> dict:
     """``websailor grpo``: load the model, tokenizer and tasks, train, return the last step's metrics."""
+    if config.rollout_engine == "vllm":
+        rollout_engine.require_vllm_gpu()  # one line saying what to install, before loading anything
     # fp32 master weights whatever the compute dtype (a bf16 load would round an fp32 checkpoint first)
     model, tokenizer = grpo_state.load_model(config.model, config.tokenizer, "float32")
     tasks = grpo_state.load_tasks(config.tasks)

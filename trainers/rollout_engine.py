@@ -29,6 +29,8 @@ from typing import Any, Callable, Iterator, Literal
 
 import torch
 
+from trainers import lora
+
 RolloutEngine = Literal["hf", "vllm"]
 EngineFactory = Callable[..., Any]
 """``factory(model_dir, *, seed, gpu_memory_utilization, max_model_len) -> vllm.LLM``-like object."""
@@ -49,11 +51,14 @@ def require_vllm_gpu() -> Any:
 
 
 def make_vllm(model_dir: str, *, seed: int = 0, gpu_memory_utilization: float = 0.3, max_model_len: int = 32768,
-              dtype: str = "bfloat16", **engine_kwargs: Any) -> Any:
+              dtype: str = "bfloat16", model: Any = None, **engine_kwargs: Any) -> Any:
     """A colocated ``vllm.LLM`` for ``model_dir``: sleep mode on, log-probabilities of the processed
     (temperature-scaled) distribution, the engine core in this process (so its model's ``load_weights``
-    is reachable), asleep on return (the first :meth:`ColocatedEngine.prepare` pushes the weights)."""
+    is reachable), asleep on return (the first :meth:`ColocatedEngine.prepare` pushes the weights).
+    ``model`` (the trainer's) is not read: the engine loads ``model_dir`` and gets the weights pushed."""
     vllm = require_vllm_gpu()
+    if not model_dir:
+        raise ValueError("the vLLM engine needs the starting model's folder (model.name_or_path is empty)")
     # In-process engine core and worker (TRL's colocate mode): the weights are pushed by a direct call.
     os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
     for key, value in (("RANK", "0"), ("LOCAL_RANK", "0"), ("WORLD_SIZE", "1"), ("MASTER_ADDR", "127.0.0.1"),
@@ -65,6 +70,20 @@ def make_vllm(model_dir: str, *, seed: int = 0, gpu_memory_utilization: float = 
                    **engine_kwargs)
     llm.sleep(level=2)
     return llm
+
+
+def build(factory: EngineFactory | None, model: Any, *, seed: int, world_size: int = 1,
+          gpu_memory_utilization: float = 0.3, max_model_len: int = 32768) -> "ColocatedEngine":
+    """A :class:`ColocatedEngine` over ``factory(model_dir, seed=..., model=model, ...)`` (default
+    :func:`make_vllm`; ``model_dir`` is the starting model's folder, ``model.name_or_path``)."""
+    if world_size > 1:
+        raise ValueError(f"--rollout-engine vllm runs in one process for now (got {world_size} processes): "
+                         "use --rollout-engine hf under torchrun")
+    inner = lora.savable(model) if lora.is_lora(model) else model
+    model_dir = getattr(inner, "name_or_path", None) or getattr(getattr(inner, "config", None), "_name_or_path", "")
+    llm = (factory or make_vllm)(model_dir, seed=seed, model=model, gpu_memory_utilization=gpu_memory_utilization,
+                                 max_model_len=max_model_len)
+    return ColocatedEngine(llm)
 
 
 def engine_model(llm: Any) -> Any:
@@ -91,8 +110,6 @@ def weights_to_sync(model: Any) -> Iterator[tuple[str, torch.Tensor]]:
     builds its own). A peft LoRA model: each adapted module's base weight plus its live delta
     (``W + scale * B @ A``, computed here; ``W`` itself is not modified), the ``lora_*`` tensors
     skipped, the ``base_model.model.`` and ``.base_layer`` parts of the names removed."""
-    from trainers import lora
-
     if not lora.is_lora(model):
         for name, param in model.named_parameters():
             yield _hf_name(name), param.detach()
