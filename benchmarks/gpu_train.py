@@ -47,7 +47,7 @@ def qwen3_template() -> str:
     return (Path(trl.__file__).parent / "chat_templates" / "qwen3.jinja").read_text(encoding="utf-8")
 
 
-def build_tokenizer(kind: str, wiki_dir: Path) -> tuple[Any, str]:
+def build_tokenizer(kind: str, wiki_dir: Path, vocab_size: int = 4096) -> tuple[Any, str]:
     """A real BPE tokenizer with Qwen3's template; ``kind`` ``smollm2`` (setup's files), ``subword`` (trained
     here on the simulator's text and the turn protocol) or ``auto`` (smollm2 when present)."""
     if kind == "auto":
@@ -59,7 +59,7 @@ def build_tokenizer(kind: str, wiki_dir: Path) -> tuple[Any, str]:
     else:
         from trainers.subword import train_subword_tokenizer, wiki_corpus
 
-        tok = train_subword_tokenizer(wiki_corpus(wiki_dir), vocab_size=4096)
+        tok = train_subword_tokenizer(wiki_corpus(wiki_dir), vocab_size=vocab_size)
     tok.chat_template = qwen3_template()
     tok.eos_token = "<|im_end|>"
     if tok.pad_token is None:
@@ -214,6 +214,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--dry-run", action="store_true", help="CPU, stand-in engine, tiny model: checks the script")
     parser.add_argument("--size", choices=sorted(SIZES), default=None, help="default: qwen3-0.6b (tiny in --dry-run)")
     parser.add_argument("--tokenizer", choices=["auto", "smollm2", "subword"], default="auto")
+    parser.add_argument("--subword-vocab", type=int, default=4096, help="ids of the tokenizer trained here")
     parser.add_argument("--wiki-dir", default=None, help="a built simulator (default: build one here)")
     parser.add_argument("--tasks", default=None, help="task JSONL for --wiki-dir (default: the generated pages')")
     parser.add_argument("--pages", type=int, default=None, help="pages of the generated simulator (default 300; 30)")
@@ -246,7 +247,7 @@ def run(args: argparse.Namespace, work: Path) -> dict:
         tasks = [t.to_dict() for t in load_tasks(args.tasks)]
     else:
         wiki, tasks = build_simulator(work, args.pages)
-    tok, tok_kind = build_tokenizer(args.tokenizer, wiki)
+    tok, tok_kind = build_tokenizer(args.tokenizer, wiki, args.subword_vocab)
     dtype = torch.float32 if args.dry_run else torch.bfloat16
     model_dir = save_model(args.size, tok, work / "model", dtype)
     llm = make_llm(args, model_dir, tok)
