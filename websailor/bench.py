@@ -89,6 +89,16 @@ def _cuda(ctx: Context) -> str | None:
     return None
 
 
+def _vllm_cuda(ctx: Context) -> str | None:
+    if importlib.util.find_spec("vllm") is None:
+        return "vLLM is not installed (pip install 'websailor-gym[vllm]'): a GPU benchmark"
+    probe = subprocess.run([sys.executable, "-c", "import torch; print(torch.cuda.is_available())"],
+                           capture_output=True, text=True, timeout=300)
+    if probe.stdout.strip() != "True":
+        return "no CUDA device (torch.cuda.is_available() is False): a GPU benchmark"
+    return None
+
+
 def _gpu_backend() -> str:
     return "vllm" if importlib.util.find_spec("vllm") is not None else "transformers"
 
@@ -133,6 +143,9 @@ SPECS: dict[str, Spec] = {
                                    "--backend", _gpu_backend(), "--size", "tiny", "--episodes", "16",
                                    "--num-envs", "8", "--max-new-tokens", "64"],
                         _cuda, _derive_tasks(128)),
+    "gpu_train": Spec(lambda c: [],
+                      lambda c: ["--size", "tiny", "--episodes", "16", "--max-new-tokens", "64", "--long-tokens", "4096"],
+                      _vllm_cuda),
     "grpo_learning": Spec(lambda c: ["--out", str(c.work / "grpo_learning.png")],
                           lambda c: ["--steps", "2", "--out", str(c.work / "grpo_learning.png")]),
     "grpo_step": Spec(lambda c: [],

@@ -40,3 +40,14 @@ def test_dry_run_runs_the_same_path_on_cpu(capsys):
     assert result["bare_tokens_per_s"] > 0 and result["rollout_tokens_per_s"] > 0 and result["rollout_turns"] >= 2
     assert result["step_sync_mb"] > 0 and result["step_train_tokens"] > 0  # the step pushed weights and trained
     assert result["long_tokens"] == 64 and result["long_finite"]
+
+
+def test_websailor_bench_skips_it_without_vllm_on_a_gpu(tmp_path):
+    from websailor.cli import main
+
+    if _has_vllm_gpu():
+        pytest.skip("vLLM and a GPU are present: the benchmark would run")
+    out = tmp_path / "bench"
+    assert main(["bench", "--only", "gpu_train", "--out", str(out)]) == 0
+    [record] = json.loads((out / "bench.json").read_text())["benchmarks"]
+    assert record["name"] == "gpu_train" and record["status"] == "skipped" and "vLLM" in record["reason"]
