@@ -140,10 +140,19 @@ def _peak_reset(device: str) -> None:
 
 
 def _peak_gb(device: str) -> float:
+    """Peak of torch's allocator since the reset (vLLM's sleep-mode pool included or not, by version)."""
     if device != "cuda":
         return 0.0
     torch.cuda.synchronize()
     return torch.cuda.max_memory_allocated() / 2**30
+
+
+def _device_used_gb(device: str) -> float:
+    """Memory in use on the whole device now (every allocator, vLLM's included)."""
+    if device != "cuda":
+        return 0.0
+    free, total = torch.cuda.mem_get_info()
+    return (total - free) / 2**30
 
 
 def measure_rollout(trainer: Any, tasks: list[dict], args: argparse.Namespace) -> tuple[dict, dict]:
@@ -182,7 +191,8 @@ def measure_step(trainer: Any, device: str) -> dict:
     start = time.perf_counter()
     metrics = trainer.train_step()
     seconds = time.perf_counter() - start
-    return {"seconds": seconds, "peak_gb": _peak_gb(device), "sync_s": metrics.get("engine/sync_s", 0.0),
+    return {"seconds": seconds, "peak_gb": _peak_gb(device), "device_used_gb": _device_used_gb(device),
+            "sync_s": metrics.get("engine/sync_s", 0.0),
             "sync_mb": metrics.get("engine/sync_mb", 0.0), "rollout_s": metrics.get("time/rollout_s", 0.0),
             "update_s": metrics.get("time/update_s", 0.0), "train_tokens": metrics.get("train/tokens", 0),
             "mismatch_abs_mean": metrics.get("mismatch/abs_mean", 0.0),
@@ -265,6 +275,7 @@ def run(args: argparse.Namespace, work: Path) -> dict:
             "step_s": round(step["seconds"], 2), "step_sync_s": round(step["sync_s"], 3),
             "step_sync_mb": round(step["sync_mb"], 1), "step_rollout_s": round(step["rollout_s"], 2),
             "step_update_s": round(step["update_s"], 2), "step_peak_gb": round(step["peak_gb"], 2),
+            "device_used_gb_after_step": round(step["device_used_gb"], 2),
             "step_train_tokens": step["train_tokens"], "mismatch_abs_mean": round(step["mismatch_abs_mean"], 5),
             "mismatch_kl_k3": round(step["mismatch_kl_k3"], 6), "long_tokens": long["tokens"],
             "long_update_s": round(long["seconds"], 2), "long_peak_gb": round(long["peak_gb"], 2),
@@ -278,6 +289,7 @@ def print_table(r: dict) -> None:
             ("rollout / bare (target >= 0.8)", r["rollout_over_bare"]), ("GRPO step s", r["step_s"]),
             ("  weight sync s", r["step_sync_s"]), ("  rollout s", r["step_rollout_s"]),
             ("  update s", r["step_update_s"]), ("  peak GiB (torch)", r["step_peak_gb"]),
+            ("  device GiB in use after (all)", r["device_used_gb_after_step"]),
             ("  sampler/trainer mean |dlogp|", r["mismatch_abs_mean"]),
             (f"update at {r['long_tokens']} tokens s", r["long_update_s"]),
             ("  peak GiB (torch)", r["long_peak_gb"])]

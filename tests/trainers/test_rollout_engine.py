@@ -160,3 +160,15 @@ def test_config_refuses_bad_engine_settings():
         GRPOConfig(model="m", tasks="t", rollout_engine="sglang")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="tis_cap"):
         GRPOConfig(model="m", tasks="t", tis_cap=0.5)
+
+
+def test_sync_names_are_the_checkpoints_and_ddp_is_refused():
+    tok = toy_env.toy_tokenizer("byte")
+    model = toy_env.tiny_model(tok, hidden=32)
+    names = [n for n, _ in rollout_engine.weights_to_sync(model)]
+    assert names == [n for n, _ in model.named_parameters()]  # tied head once, as named_parameters gives it
+    wrapped = torch.nn.Module()
+    wrapped.module = model  # what DDP looks like
+    assert [n for n, _ in rollout_engine.weights_to_sync(wrapped)] == names
+    with pytest.raises(ValueError, match="one process"):
+        rollout_engine.build(standin_factory(), model, seed=0, world_size=2)
