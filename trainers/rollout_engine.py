@@ -68,6 +68,7 @@ def make_vllm(model_dir: str, *, seed: int = 0, gpu_memory_utilization: float = 
     llm = vllm.LLM(model=model_dir, enable_sleep_mode=True, logprobs_mode="processed_logprobs", seed=seed,
                    gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len, dtype=dtype,
                    **engine_kwargs)
+    engine_model(llm)  # reachable (in-process), or say so now rather than after the first update
     llm.sleep(level=2)
     return llm
 
