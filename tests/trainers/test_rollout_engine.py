@@ -172,3 +172,35 @@ def test_sync_names_are_the_checkpoints_and_ddp_is_refused():
     assert [n for n, _ in rollout_engine.weights_to_sync(wrapped)] == names
     with pytest.raises(ValueError, match="one process"):
         rollout_engine.build(standin_factory(), model, seed=0, world_size=2)
+
+
+def test_make_vllm_builds_a_colocated_in_process_engine_asleep(monkeypatch):
+    """Against a fake ``vllm`` module (vLLM cannot run here): the arguments TRL's colocate mode uses."""
+    import sys
+    import types
+
+    created: list[dict] = []
+
+    class LLM:
+        def __init__(self, **kwargs):
+            created.append(kwargs)
+            self.slept: list[int] = []
+            runner = types.SimpleNamespace(model=types.SimpleNamespace(load_weights=lambda w: set()))
+            self.llm_engine = types.SimpleNamespace(
+                model_executor=types.SimpleNamespace(driver_worker=types.SimpleNamespace(model_runner=runner)))
+
+        def sleep(self, level=1):
+            self.slept.append(level)
+
+    monkeypatch.setitem(sys.modules, "vllm", types.SimpleNamespace(LLM=LLM))
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    for key in ("VLLM_ENABLE_V1_MULTIPROCESSING", "RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+        monkeypatch.delenv(key, raising=False)  # make_vllm sets them; undone after the test
+    llm = rollout_engine.make_vllm("/models/m", seed=3, gpu_memory_utilization=0.4, max_model_len=4096, model=object())
+    [kwargs] = created
+    assert kwargs["model"] == "/models/m" and kwargs["enable_sleep_mode"] is True and kwargs["seed"] == 3
+    assert kwargs["logprobs_mode"] == "processed_logprobs" and kwargs["distributed_executor_backend"] == "external_launcher"
+    assert kwargs["gpu_memory_utilization"] == 0.4 and kwargs["max_model_len"] == 4096 and "model_kwargs" not in kwargs
+    assert llm.slept == [2] and __import__("os").environ["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0"
+    with pytest.raises(ValueError, match="folder"):
+        rollout_engine.make_vllm("", model=object())
