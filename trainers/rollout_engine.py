@@ -116,20 +116,18 @@ def weights_to_sync(model: Any) -> Iterator[tuple[str, torch.Tensor]]:
             yield _hf_name(name), param.detach()
         return
     inner = lora.savable(model)
-    deltas: dict[str, torch.Tensor] = {}
-    for mod_name, module in inner.named_modules():
-        get_delta = getattr(module, "get_delta_weight", None)
-        adapters = getattr(module, "active_adapters", None)
-        if callable(get_delta) and adapters and hasattr(module, "base_layer"):
-            with torch.no_grad():
-                delta = sum(get_delta(a) for a in adapters if a in getattr(module, "lora_A", {}))
-            deltas[f"{mod_name}.base_layer.weight"] = delta
+    adapted = {f"{mod_name}.base_layer.weight": module for mod_name, module in inner.named_modules()
+               if callable(getattr(module, "get_delta_weight", None)) and hasattr(module, "base_layer")}
     for name, param in inner.named_parameters():
         if ".lora_" in name:
             continue
         value = param.detach()
-        if name in deltas and isinstance(deltas[name], torch.Tensor):
-            value = value + deltas[name].to(value.dtype)
+        module = adapted.get(name)
+        if module is not None:  # one delta at a time: never all of them in memory at once
+            with torch.no_grad():
+                for adapter in module.active_adapters:
+                    if adapter in module.lora_A:
+                        value = value + module.get_delta_weight(adapter).to(value.dtype)
         yield _hf_name(name).replace(".base_layer", ""), value
 
 
