@@ -43,7 +43,8 @@ def qwen3_template() -> str:
     try:
         import trl
     except ImportError:
-        raise ValueError("gpu_train needs TRL's copy of Qwen3's chat template: pip install 'websailor-gym[trl]'") from None
+        raise ValueError("gpu_train needs TRL's copy of Qwen3's chat template: "
+                         "pip install 'websailor-gym[trl]'") from None
     return (Path(trl.__file__).parent / "chat_templates" / "qwen3.jinja").read_text(encoding="utf-8")
 
 

@@ -166,7 +166,8 @@ class StandInLLM:
     # ------------------------------------------------------------------ generation
 
     @torch.no_grad()
-    def generate(self, prompts: Sequence[dict], sampling_params: Any = None, use_tqdm: bool = False) -> list[RequestOutput]:
+    def generate(self, prompts: Sequence[dict], sampling_params: Any = None,
+                 use_tqdm: bool = False) -> list[RequestOutput]:
         if not (self.weights_awake and self.kv_awake):
             raise RuntimeError("generate() on a sleeping engine: call wake_up() first")
         params = sampling_params if sampling_params is not None else SamplingParams()

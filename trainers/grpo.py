@@ -467,7 +467,8 @@ class GRPOTrainer:
 
     def _mismatch_metrics(self, stats: dict, n: float) -> dict:
         worst = max(self.dist.all_gather_object(self._mismatch_max))
-        out = {"mismatch/abs_mean": stats["mm_abs"] / n, "mismatch/abs_max": worst, "mismatch/kl_k3": stats["mm_k3"] / n}
+        out = {"mismatch/abs_mean": stats["mm_abs"] / n, "mismatch/abs_max": worst,
+               "mismatch/kl_k3": stats["mm_k3"] / n}
         if self.config.tis_cap > 0:
             out.update({"mismatch/tis_weight_mean": stats["tis_weight"] / n,
                         "mismatch/tis_capped_frac": stats["tis_capped"] / n})

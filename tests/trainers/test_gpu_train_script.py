@@ -30,7 +30,8 @@ def test_without_vllm_on_a_gpu_it_says_so_in_one_line(capsys):
 
 
 def test_dry_run_runs_the_same_path_on_cpu(capsys):
-    rc = gpu_train.main(["--dry-run", "--tokenizer", "subword", "--subword-vocab", "400", "--pages", "12", "--episodes", "2",
+    rc = gpu_train.main(["--dry-run", "--tokenizer", "subword", "--subword-vocab", "400", "--pages", "12",
+                         "--episodes", "2",
                          "--max-new-tokens", "4", "--long-tokens", "64"])
     assert rc == 0
     lines = capsys.readouterr().out.strip().splitlines()

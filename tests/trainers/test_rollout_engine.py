@@ -120,7 +120,8 @@ def test_standin_follows_vllms_sleep_and_logprob_semantics():
     model = toy_env.tiny_model(tok, hidden=32)
     llm = StandInLLM(model, tok)
     prompt = tok.encode("Code for red?", add_special_tokens=False)
-    out = llm.generate([{"prompt_token_ids": prompt}], SamplingParams(max_tokens=6, temperature=0.7, logprobs=0, seed=3))
+    params = SamplingParams(max_tokens=6, temperature=0.7, logprobs=0, seed=3)
+    out = llm.generate([{"prompt_token_ids": prompt}], params)
     ids = out[0].outputs[0].token_ids
     lps = [next(iter(e.values())).logprob for e in out[0].outputs[0].logprobs]
     with torch.no_grad():
@@ -199,7 +200,8 @@ def test_make_vllm_builds_a_colocated_in_process_engine_asleep(monkeypatch):
     llm = rollout_engine.make_vllm("/models/m", seed=3, gpu_memory_utilization=0.4, max_model_len=4096, model=object())
     [kwargs] = created
     assert kwargs["model"] == "/models/m" and kwargs["enable_sleep_mode"] is True and kwargs["seed"] == 3
-    assert kwargs["logprobs_mode"] == "processed_logprobs" and kwargs["distributed_executor_backend"] == "external_launcher"
+    assert kwargs["logprobs_mode"] == "processed_logprobs"
+    assert kwargs["distributed_executor_backend"] == "external_launcher"
     assert kwargs["gpu_memory_utilization"] == 0.4 and kwargs["max_model_len"] == 4096 and "model_kwargs" not in kwargs
     assert llm.slept == [2] and __import__("os").environ["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0"
     with pytest.raises(ValueError, match="folder"):
