@@ -445,7 +445,9 @@ class GRPOTrainer:
         total.backward()
         with torch.no_grad():
             keepm = mask.bool()
-            ratio = torch.exp(torch.where(keepm, logp - old, torch.zeros_like(logp)))
+            # the ratio the loss clips: against the sampler's log-probabilities, or the trainer's own with TIS
+            base = logp.detach() if cfg.tis_cap > 0 else old
+            ratio = torch.exp(torch.where(keepm, logp - base, torch.zeros_like(logp)))
             adv = mb.advantages.unsqueeze(1)
             sums["loss"] += float(loss.detach())
             entropy = entropy_from_logits(logits.detach(), temperature=cfg.temperature)

@@ -94,6 +94,8 @@ def test_tis_trains_and_reports_its_weights(tmp_path):
     metrics = trainer.train_step()
     assert metrics["train/skipped"] == 0
     assert 0 < metrics["mismatch/tis_weight_mean"] <= 2.0 and 0 <= metrics["mismatch/tis_capped_frac"] <= 1
+    # the clipped ratio is against the trainer's own log-probabilities: 1, never clipped
+    assert metrics["policy/ratio_mean"] == pytest.approx(1.0) and metrics["policy/clip_frac_high"] == 0
     assert not all(torch.equal(before[n], p) for n, p in _engine_view(trainer).items())
 
 
