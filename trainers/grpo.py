@@ -411,7 +411,7 @@ class GRPOTrainer:
                "policy/clip_frac_high": stats["clip_high"] / n, "grad/norm": grad_norm,
                "train/tokens": int(global_tokens), "train/skipped": int(not finite or no_signal),
                "train/no_signal": int(no_signal), "train/empty": 0}
-        out.update(self._mismatch_metrics(stats, n))
+        out.update(mismatch.metrics(stats, n, max(self.dist.all_gather_object(self._mismatch_max)), cfg.tis_cap))
         if cfg.kl_beta > 0:
             out["policy/kl"] = stats["kl"] / n
             out["loss/total"] = stats["loss"] + cfg.kl_beta * stats["kl"] / n
@@ -432,7 +432,7 @@ class GRPOTrainer:
                                             normalizer=normalizer)
         else:  # old policy: the sampler's log-probabilities
             loss = policy_loss(logp, old, mb.advantages, mask, cfg.clip_low, cfg.clip_high, normalizer=normalizer)
-        self._record_mismatch(logp, old, mask, sums)
+        self._mismatch_max = max(self._mismatch_max, mismatch.accumulate(sums, logp, old, mask, cfg.tis_cap))
         total = loss
         if self.ref_model is not None:
             with torch.no_grad(), precision.autocast(self.device, cfg.dtype):
@@ -455,26 +455,6 @@ class GRPOTrainer:
             sums["ratio"] += float(masked_sum(ratio, mask))
             sums["clip_low"] += float(((ratio < 1 - cfg.clip_low) & (adv < 0) & keepm).sum())
             sums["clip_high"] += float(((ratio > 1 + cfg.clip_high) & (adv > 0) & keepm).sum())
-
-    def _record_mismatch(self, logp: torch.Tensor, sampler: torch.Tensor, mask: torch.Tensor, sums: dict) -> None:
-        """Sampler/trainer log-probability mismatch of this micro-batch (before the optimizer step: same weights)."""
-        found = mismatch.mismatch_sums(logp, sampler, mask)
-        sums["mm_abs"] += found["abs"]
-        sums["mm_k3"] += found["k3"]
-        self._mismatch_max = max(self._mismatch_max, found["max"])
-        if self.config.tis_cap > 0:
-            w = mismatch.tis_weights(logp, sampler, self.config.tis_cap)
-            sums["tis_weight"] += float(masked_sum(w, mask))
-            sums["tis_capped"] += float(((w >= self.config.tis_cap) & mask.bool()).sum())
-
-    def _mismatch_metrics(self, stats: dict, n: float) -> dict:
-        worst = max(self.dist.all_gather_object(self._mismatch_max))
-        out = {"mismatch/abs_mean": stats["mm_abs"] / n, "mismatch/abs_max": worst,
-               "mismatch/kl_k3": stats["mm_k3"] / n}
-        if self.config.tis_cap > 0:
-            out.update({"mismatch/tis_weight_mean": stats["tis_weight"] / n,
-                        "mismatch/tis_capped_frac": stats["tis_capped"] / n})
-        return out
 
     def _scheduler_step(self) -> None:
         # The schedule follows training steps, skipped ones included; torch warns when a step had no optimizer step.

@@ -77,3 +77,28 @@ def tis_policy_loss(logprobs: torch.Tensor, sampler_logprobs: torch.Tensor, adva
     if normalizer is None:
         normalizer = keep.sum().clamp(min=1)
     return total / normalizer
+
+
+def accumulate(sums: dict[str, float], trainer_logp: torch.Tensor, sampler_logp: torch.Tensor, mask: torch.Tensor,
+               tis_cap: float = 0.0) -> float:
+    """Add one micro-batch's :func:`mismatch_sums` to ``sums`` (keys ``mm_abs``, ``mm_k3``, and with
+    ``tis_cap > 0`` ``tis_weight``, the sum of :func:`tis_weights`, and ``tis_capped``, the tokens at the
+    cap); returns its largest ``|delta|`` (maxima do not add)."""
+    found = mismatch_sums(trainer_logp, sampler_logp, mask)
+    sums["mm_abs"] += found["abs"]
+    sums["mm_k3"] += found["k3"]
+    if tis_cap > 0:
+        w = tis_weights(trainer_logp, sampler_logp, tis_cap)
+        sums["tis_weight"] += float(masked_sum(w, mask))
+        sums["tis_capped"] += float(((w >= tis_cap) & mask.bool()).sum())
+    return found["max"]
+
+
+def metrics(sums: dict[str, float], tokens: float, worst: float, tis_cap: float = 0.0) -> dict[str, float]:
+    """The step's ``mismatch/*`` metrics from the summed ``sums`` over ``tokens`` trained tokens."""
+    n = max(tokens, 1.0)
+    out = {"mismatch/abs_mean": sums["mm_abs"] / n, "mismatch/abs_max": worst, "mismatch/kl_k3": sums["mm_k3"] / n}
+    if tis_cap > 0:
+        out.update({"mismatch/tis_weight_mean": sums["tis_weight"] / n,
+                    "mismatch/tis_capped_frac": sums["tis_capped"] / n})
+    return out
