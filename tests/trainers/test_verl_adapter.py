@@ -9,12 +9,12 @@ import pytest
 from envs.derived_tasks import derive_tasks
 from envs.protocol import format_turn
 from envs.tokens import end_of_turn_ids, encode
-from trainers.adapters.verl import WebSailorAgentLoop, play_episode, task_from_sample
+from trainers.adapters.verl import AGENT_NAME, WebSailorAgentLoop, output_fields, play_episode, task_from_sample
 from trainers.gold import make_env
 from trainers.tiny_lm import tiny_lm
 
 
-def _scripted(turns: list[str], tokenizer, *, cut_marker: bool = False):
+def _scripted(turns: list[str], tokenizer, *, cut_marker: bool = False, logprobs=lambda call, n: [-0.5] * n):
     calls: list[tuple[int, int]] = []
 
     async def generate(ids: list[int], max_tokens: int):
@@ -22,7 +22,7 @@ def _scripted(turns: list[str], tokenizer, *, cut_marker: bool = False):
         text = turns[min(len(calls) - 1, len(turns) - 1)]
         out = encode(text, tokenizer) + ([] if cut_marker else end_of_turn_ids(tokenizer)) + encode("junk", tokenizer)
         out = out[:max_tokens]
-        return out, [-0.5] * len(out)
+        return out, logprobs(len(calls), len(out))
 
     return generate, calls
 
@@ -61,6 +61,70 @@ def test_response_length_bounds_the_episode(setup):
     ep = asyncio.run(play_episode(env, task, generate, tok, response_length=300, max_new_tokens=4000))
     assert len(ep.response_ids) == 300 and ep.termination == "response_length"
     assert all(budget <= 300 for _, budget in calls)
+    out = output_fields(ep)  # cut by the budget: out of the loss through the mask verl's loss honours
+    assert not ep.in_loss and out["response_mask"] == [0] * 300 and out["extra_fields"]["in_loss"] is False
+    assert out["extra_fields"]["termination"] == "response_length" and out["response_ids"] == ep.response_ids
+    assert output_fields(ep, mask_excluded=False)["response_mask"] == ep.response_mask
+
+
+def test_answered_episode_stays_in_the_loss_with_real_logprobs(setup):
+    task, tok, env = setup
+    generate, _ = _scripted([format_turn("found", answer=task["answer"])], tok,
+                            logprobs=lambda call, n: [-0.25 - 0.01 * i for i in range(n)])
+    ep = asyncio.run(play_episode(env, task, generate, tok, response_length=2000, max_new_tokens=400))
+    out = output_fields(ep)
+    assert ep.in_loss and out["response_mask"] == ep.response_mask == [1] * len(ep.response_ids)
+    assert out["response_logprobs"] == [-0.25 - 0.01 * i for i in range(len(ep.response_ids))]
+    assert out["reward_score"] == 1.0 and out["extra_fields"] == {"termination": "answer", "in_loss": True}
+
+
+def test_missing_logprobs_are_none_never_zeros(setup):
+    task, tok, env = setup
+    turns = [format_turn("look", tool_call=("search", {"query": ["x"]})), format_turn("a", answer=task["answer"])]
+    generate, _ = _scripted(turns, tok, logprobs=lambda call, n: None)
+    ep = asyncio.run(play_episode(env, task, generate, tok, response_length=20000, max_new_tokens=4000))
+    assert ep.num_turns == 3 and ep.response_logprobs is None and output_fields(ep)["response_logprobs"] is None
+    for bad, match in ((lambda call, n: [-0.5] * n if call == 1 else None, "earlier turn but none"),
+                       (lambda call, n: None if call == 1 else [-0.5] * n, "none for an earlier one"),
+                       (lambda call, n: [-0.5] * 3, "returned 3 log-probs for")):
+        generate, _ = _scripted(turns, tok, logprobs=bad)
+        with pytest.raises(ValueError, match=match):
+            asyncio.run(play_episode(env, task, generate, tok, response_length=20000, max_new_tokens=4000))
+
+
+def test_answer_cut_by_max_new_tokens_is_truncated_not_answered(setup):
+    task, tok, env = setup
+    turn = format_turn("found", answer=task["answer"])
+    generate, _ = _scripted([turn], tok, cut_marker=True)
+    ep = asyncio.run(play_episode(env, task, generate, tok, response_length=2000,
+                                  max_new_tokens=len(encode(turn, tok))))
+    assert ep.last_turn_cut and ep.termination == "token_limit" and ep.reward == 0.0 and not ep.in_loss
+    assert set(output_fields(ep)["response_mask"]) == {0}
+
+
+def test_environment_error_ends_the_episode_out_of_the_loss(setup):
+    task, tok, _ = setup
+
+    class Broken:
+        unwrapped = None
+
+        def __init__(self, env):
+            self.env, Broken.unwrapped = env, env.unwrapped
+
+        def reset(self, **kw):
+            return self.env.reset(**kw)
+
+        def step(self, action):
+            raise OSError("index file vanished")
+
+    env = make_env(setup[2].unwrapped.tools[0].sim.path, [task])
+    try:
+        generate, _ = _scripted([format_turn("look", tool_call=("search", {"query": ["x"]}))], tok)
+        ep = asyncio.run(play_episode(Broken(env), task, generate, tok, response_length=2000, max_new_tokens=400))
+    finally:
+        env.close()
+    assert ep.termination == "env_error" and "index file vanished" in ep.error and not ep.in_loss
+    assert output_fields(ep)["extra_fields"]["error"].startswith("OSError")
 
 
 def test_turn_cut_off_before_its_marker_is_closed_with_mask_zero(setup):
