@@ -150,12 +150,15 @@ def test_agent_loop_says_what_to_install_without_verl():
     try:
         import verl  # noqa: F401
     except ImportError:
-        with pytest.raises(ImportError, match="pip install verl"):
+        with pytest.raises(ImportError, match="No module named .verl.*pip install verl"):
             WebSailorAgentLoop()
     else:
         from verl.experimental.agent_loop.agent_loop import AgentLoopBase, _agent_loop_registry
 
-        assert issubclass(WebSailorAgentLoop, AgentLoopBase) and "websailor_agent" in _agent_loop_registry
+        from tests.trainers.verl_standin import locate
+
+        assert issubclass(WebSailorAgentLoop, AgentLoopBase)
+        assert locate(_agent_loop_registry[AGENT_NAME]["_target_"]) is WebSailorAgentLoop
 
 
 def test_agent_loop_run_returns_verl_output(setup):
@@ -194,3 +197,55 @@ def test_agent_loop_run_returns_verl_output(setup):
     assert isinstance(out, AgentLoopOutput) and out.reward_score == 1.0 and out.num_turns == 3
     assert len(out.response_ids) == len(out.response_mask) == len(out.response_logprobs)
     assert 0 in out.response_mask and out.response_mask[0] == 1
+
+
+@pytest.fixture
+def verl_standin(monkeypatch):
+    """trainers.adapters.verl imported against a stand-in with verl's interface (tests/trainers/verl_standin.py),
+    then re-imported as it was."""
+    import importlib
+
+    import trainers.adapters.verl as adapter
+    from tests.trainers import verl_standin as standin
+
+    standin.install(monkeypatch)
+    yield standin, importlib.reload(adapter)
+    monkeypatch.undo()
+    importlib.reload(adapter)
+
+
+def test_registered_target_imports_to_the_class_and_runs(setup, verl_standin):
+    """verl's register records a dotted path that hydra.utils.instantiate imports: it must be the class."""
+    standin, adapter = verl_standin
+    target = standin._agent_loop_registry[AGENT_NAME]["_target_"]
+    assert target == "trainers.adapters.verl.WebSailorAgentLoop"
+    cls = standin.locate(target)
+    assert cls is adapter.WebSailorAgentLoop and issubclass(cls, standin.AgentLoopBase)
+
+    task, tok, env = setup
+    turns = [format_turn("look", tool_call=("search", {"query": [task["question"][:60]]})),
+             format_turn("found", answer=task["answer"])]
+    generate, _ = _scripted(turns, tok)
+    requests: list[dict] = []
+
+    class Servers:  # verl's AsyncLLMServerManager.generate
+        async def generate(self, request_id, *, prompt_ids, sampling_params, image_data=None, video_data=None):
+            requests.append({"id": request_id, **sampling_params})
+            ids, lps = await generate(prompt_ids, sampling_params["max_tokens"])
+            return standin.TokenOutput(token_ids=ids, log_probs=lps)
+
+    from types import SimpleNamespace
+
+    from trainers.gold import COMPACT_SYSTEM_PROMPT
+
+    config = SimpleNamespace(actor_rollout_ref=SimpleNamespace(rollout=SimpleNamespace(response_length=20000)))
+    loop = cls(trainer_config=standin.DictConfigWrap(config), server_manager=Servers(), tokenizer=tok,
+               processor=None, dataset_cls=None, dataset_config=standin.DictConfigWrap({}),
+               env_kwargs={"wiki_dir": str(env.unwrapped.tools[0].sim.path), "tools": ["search", "visit"],
+                           "system_prompt": COMPACT_SYSTEM_PROMPT})
+    out = asyncio.run(loop.run({"temperature": 1.0, "logprobs": True}, extra_info={"task": task}, raw_prompt=[]))
+    assert isinstance(out, standin.AgentLoopOutput) and out.reward_score == 1.0 and out.num_turns == 3
+    assert len(out.response_ids) == len(out.response_mask) == len(out.response_logprobs)
+    assert all(lp == -0.5 for lp, m in zip(out.response_logprobs, out.response_mask) if m)
+    assert out.extra_fields == {"termination": "answer", "in_loss": True} and out.metrics.generate_sequences > 0
+    assert len({r["id"] for r in requests}) == 1 and all(r["temperature"] == 1.0 for r in requests)
