@@ -10,6 +10,7 @@ pytest.importorskip("datasets")
 
 from envs.derived_tasks import derive_tasks  # noqa: E402
 from trainers.adapters.trl import EnvRollout, env_reward, make_grpo_trainer, rollout_outputs  # noqa: E402
+from trainers.adapters.trl_generation import vllm_installed  # noqa: E402
 from trainers.gold import COMPACT_SYSTEM_PROMPT  # noqa: E402
 from trainers.rollout import RolloutConfig, Trajectory  # noqa: E402
 from trainers.tiny_lm import tiny_lm  # noqa: E402
@@ -30,6 +31,17 @@ def test_rollout_outputs_keep_ids_masks_and_rewards():
     assert env_reward([], [], env_reward=out["env_reward"]) == [1.0, 0.0]
     with pytest.raises(ValueError, match=r"loss_mask \(2\)"):
         rollout_outputs([_traj(loss_mask=[1, 0])])
+
+
+def test_episodes_left_out_of_the_loss_get_a_zero_env_mask():
+    kept = [_traj(), _traj(termination="format_error", reward=0.0), _traj(termination="answer", last_turn_cut=False)]
+    cut = [_traj(termination=t, reward=0.0) for t in ("max_tool_calls", "context_limit", "time_limit", "token_limit",
+                                                        "judge_error", "env_error", "policy_error")]
+    cut.append(_traj(termination="format_error", last_turn_cut=True))
+    out = rollout_outputs(kept + cut)
+    assert out["env_mask"][:3] == [[1, 0, 1]] * 3 and out["env_mask"][3:] == [[0, 0, 0]] * len(cut)
+    assert out["in_loss"] == [True] * 3 + [False] * len(cut) and out["env_reward"][3] == 0.0
+    assert rollout_outputs(cut, mask_excluded=False)["env_mask"] == [[1, 0, 1]] * len(cut)
 
 
 def test_prompts_map_back_to_tasks():
@@ -62,7 +74,10 @@ def test_grpo_trainer_trains_on_the_wikisim_environment(default_wiki, tmp_path):
     args = trl.GRPOConfig(output_dir=str(tmp_path / "trl"), per_device_train_batch_size=4, num_generations=4,
                           max_steps=1, learning_rate=1e-2, logging_steps=1, report_to="none", save_strategy="no",
                           use_cpu=True, bf16=False, max_completion_length=4096, seed=0)
-    trainer = make_grpo_trainer(model, tokenizer, Recording(tasks, config), args, reward_funcs=[brevity])
+    # A random tiny model's episodes are all cut off (turns cut by max_new_tokens, budget spent): kept in the
+    # loss here (mask_excluded=False) so that the step has a gradient; the default is tested below.
+    trainer = make_grpo_trainer(model, tokenizer, Recording(tasks, config, mask_excluded=False), args,
+                                reward_funcs=[brevity])
     trainer.train()
     (out,) = seen
     assert len(out["completion_ids"]) == 4  # one episode per (repeated) prompt
@@ -73,3 +88,108 @@ def test_grpo_trainer_trains_on_the_wikisim_environment(default_wiki, tmp_path):
     assert any(not torch.equal(before[k], after[k]) for k in before)
     logged = [h for h in trainer.state.log_history if "loss" in h]
     assert logged and all(torch.isfinite(torch.tensor(h["loss"])) for h in logged)
+
+
+class StandInVLLMGeneration:
+    """TRL's ``VLLMGeneration`` interface (trl/generation/vllm_generation.py, TRL 1.16): ``sync_weights()``,
+    ``generate(prompts, images, num_generations, profiler)`` -> ``(prompt_ids, completion_ids, logprobs,
+    logprob_token_ids)`` with ``logprobs`` per token as a list (the sampled token's first, ``logprobs=0``),
+    and its sampling settings as attributes read at each call. The engine holds its own copy of the
+    weights, which only ``sync_weights`` updates; a CPU sampler stands in for vLLM."""
+
+    mode = "colocate"
+
+    def __init__(self, trainer_model, tokenizer, args):
+        import copy
+
+        self.source, self.tokenizer = trainer_model, tokenizer
+        self.model = copy.deepcopy(trainer_model)
+        with torch.no_grad():
+            for p in self.model.parameters():
+                p.zero_()  # stale weights: sampling before a sync would be visibly wrong
+        self.temperature, self.top_p = args.temperature, args.top_p
+        self.max_completion_length, self.generation_kwargs = args.max_completion_length, dict(args.generation_kwargs or {})
+        self.logprobs = 0
+        self.events: list[tuple] = []
+
+    def sync_weights(self):
+        self.model.load_state_dict(self.source.state_dict())
+        self.events.append(("sync",))
+
+    def generate(self, prompts, images, num_generations, profiler=None):
+        from trainers.policies import TransformersPolicy
+
+        assert images is None and num_generations == 1
+        gens = TransformersPolicy(self.model, self.tokenizer).generate(
+            prompts, max_new_tokens=self.max_completion_length, temperature=self.temperature, top_p=self.top_p,
+            stop_ids=self.generation_kwargs.get("stop_token_ids", []))
+        self.events.append(("generate", self.max_completion_length, [g.logprobs for g in gens]))
+        return (prompts, [g.token_ids for g in gens], [[[lp] for lp in g.logprobs] for g in gens],
+                [[[t] for t in g.token_ids] for g in gens])
+
+
+def _rollout_setup(default_wiki, max_tool_calls=2):
+    tasks = [t.to_dict() for t in derive_tasks(default_wiki, 2, seed=3)]
+    config = RolloutConfig(env_kwargs={"wiki_dir": str(default_wiki), "tasks": tasks, "tools": ["search"],
+                                       "system_prompt": COMPACT_SYSTEM_PROMPT, "max_tool_calls": max_tool_calls,
+                                       "current_date": "2025-01-01"},
+                           max_new_tokens=24, num_envs=4, tool_workers=2, max_total_tokens=4096)
+    return tasks, config
+
+
+def test_use_vllm_samples_through_the_trainers_vllm_generation(default_wiki, tmp_path, monkeypatch):
+    """With use_vllm the episodes are sampled by the trainer's vllm_generation (after TRL's weight sync),
+    with the rollout's per-turn budget, and its log-probs reach TRL; the trainer's model never generates."""
+    import trainers.adapters.trl_generation as generation
+
+    def no_hf(trainer):
+        raise AssertionError("sampled with transformers although use_vllm is set")
+
+    monkeypatch.setattr(generation, "transformers_policy", no_hf)
+    tasks, config = _rollout_setup(default_wiki)
+    seen: list[dict] = []
+
+    class Recording(EnvRollout):
+        def __call__(self, prompts, trainer):
+            seen.append(super().__call__(prompts, trainer))
+            return seen[-1]
+
+    model, tokenizer = tiny_lm(hidden=32, seed=0)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    args = trl.GRPOConfig(output_dir=str(tmp_path / "trl"), per_device_train_batch_size=4, num_generations=4,
+                          max_steps=1, learning_rate=1e-2, logging_steps=1, report_to="none", save_strategy="no",
+                          use_cpu=True, bf16=False, max_completion_length=4096, seed=0)
+    trainer = make_grpo_trainer(model, tokenizer, Recording(tasks, config), args,
+                                reward_funcs=[lambda completions, **kw: [-len(c[-1]["content"]) / 1e3 for c in completions]])
+    engine = StandInVLLMGeneration(trainer.model, tokenizer, args)
+    trainer.use_vllm, trainer.vllm_mode, trainer.vllm_generation, trainer._last_loaded_step = True, "colocate", engine, -1
+    trainer.train()
+    (out,) = seen
+    kinds = [e[0] for e in engine.events]
+    assert kinds[0] == "sync" and kinds.count("generate") >= 2  # weights synced first; one call per turn
+    assert all(e[1] <= 24 for e in engine.events if e[0] == "generate")  # the turn budget, not 4096
+    assert engine.max_completion_length == 4096 and "stop_token_ids" not in engine.generation_kwargs  # restored
+    returned = {lp for e in engine.events if e[0] == "generate" for lps in e[2] for lp in lps}
+    sampled = [lp for lps in out["logprobs"] for lp in lps if lp != 0.0]  # 0.0: environment ids
+    assert sampled and set(sampled) <= returned  # TRL got vLLM's log-probs, not recomputed ones
+    # The default masks cut-off episodes (all of a random model's) through env_mask, and TRL honours it:
+    # no gradient, the weights unchanged.
+    assert out["in_loss"] == [False] * 4 and all(set(m) == {0} for m in out["env_mask"])
+    after = trainer.model.state_dict()
+    assert all(torch.equal(before[k], after[k]) for k in before)
+
+
+def test_vllm_requested_but_missing_is_one_clear_error(tmp_path):
+    if vllm_installed():
+        pytest.skip("vLLM is installed here")
+    model, tokenizer = tiny_lm(hidden=32, seed=0)
+    args = trl.GRPOConfig(output_dir=str(tmp_path / "trl"), use_vllm=True, use_cpu=True, report_to="none",
+                          per_device_train_batch_size=2, num_generations=2)
+    with pytest.raises(ImportError, match=r"use_vllm=True\) needs vLLM.*pip install 'websailor-gym\[vllm\]'"):
+        make_grpo_trainer(model, tokenizer, EnvRollout([{"question": "Q?", "answer": "a"}], RolloutConfig()), args)
+
+    from types import SimpleNamespace
+
+    trainer = SimpleNamespace(use_vllm=True, args=args, processing_class=tokenizer)  # vLLM never came up
+    with pytest.raises(ImportError, match="needs vLLM"):
+        EnvRollout([{"question": "Q?", "answer": "a"}], RolloutConfig())([[{"role": "user", "content": "Q?"}]], trainer)
