@@ -193,3 +193,64 @@ def test_vllm_requested_but_missing_is_one_clear_error(tmp_path):
     trainer = SimpleNamespace(use_vllm=True, args=args, processing_class=tokenizer)  # vLLM never came up
     with pytest.raises(ImportError, match="needs vLLM"):
         EnvRollout([{"question": "Q?", "answer": "a"}], RolloutConfig())([[{"role": "user", "content": "Q?"}]], trainer)
+
+
+def test_vllm_calls_stay_in_lockstep_across_processes():
+    """Two processes (threads here) with different numbers of turns: every vLLM call is collective in
+    server mode, so both make the same calls with the same number of prompts, and the one that is done
+    first keeps answering until the other is done (accelerate's gather stood in for by a barrier)."""
+    import threading
+
+    from trainers.adapters.trl_generation import TRLVLLMPolicy
+
+    _, tokenizer = tiny_lm(hidden=32, seed=0)
+    barrier, lock = threading.Barrier(2, timeout=20), threading.Lock()
+    slots: list = [None, None]
+    calls: list[list[tuple[int, int]]] = [[], []]
+
+    def gather(rank, tensor):
+        slots[rank] = tensor
+        barrier.wait()
+        out = torch.cat([slots[0], slots[1]])
+        barrier.wait()
+        return out
+
+    class Engine:  # VLLMGeneration's interface; each call is collective, as in server mode
+        temperature, top_p, logprobs, generation_kwargs = 1.0, 1.0, 0, {}
+
+        def __init__(self, rank):
+            self.rank, self.max_completion_length = rank, 99
+
+        def generate(self, prompts, images, num_generations, profiler=None):
+            with lock:
+                calls[self.rank].append((len(prompts), self.max_completion_length))
+            barrier.wait()
+            ids = [[5 + i] * self.max_completion_length for i in range(len(prompts))]
+            return prompts, ids, [[[-0.5]] * len(x) for x in ids], None
+
+    errors: list[BaseException] = []
+
+    def run(rank, turns):
+        try:
+            play(rank, turns)
+        except BaseException as exc:  # noqa: BLE001  (reported below, from the test's thread)
+            errors.append(exc)
+
+    def play(rank, turns):
+        acc = type("Acc", (), {"num_processes": 2, "device": "cpu", "gather": lambda self, t: gather(rank, t)})()
+        trainer = type("T", (), {"vllm_generation": Engine(rank), "processing_class": tokenizer,
+                                 "accelerator": acc})()
+        policy = TRLVLLMPolicy(trainer)
+        for n, budget in turns:
+            gens = policy.generate([[1, 2, 3]] * n, max_new_tokens=budget)
+            assert len(gens) == n and all(len(g.token_ids) == budget == len(g.logprobs) for g in gens)
+        policy.finish()
+
+    threads = [threading.Thread(target=run, args=(0, [(2, 4), (1, 6), (1, 3)])),
+               threading.Thread(target=run, args=(1, [(3, 5)]))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert not any(t.is_alive() for t in threads) and not errors, errors
+    assert calls[0] == calls[1] == [(3, 5), (1, 6), (1, 3)]  # same calls; sizes and budgets the largest asked
