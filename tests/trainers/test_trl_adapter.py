@@ -108,7 +108,8 @@ class StandInVLLMGeneration:
             for p in self.model.parameters():
                 p.zero_()  # stale weights: sampling before a sync would be visibly wrong
         self.temperature, self.top_p = args.temperature, args.top_p
-        self.max_completion_length, self.generation_kwargs = args.max_completion_length, dict(args.generation_kwargs or {})
+        self.max_completion_length = args.max_completion_length
+        self.generation_kwargs = dict(args.generation_kwargs or {})
         self.logprobs = 0
         self.events: list[tuple] = []
 
@@ -159,10 +160,11 @@ def test_use_vllm_samples_through_the_trainers_vllm_generation(default_wiki, tmp
     args = trl.GRPOConfig(output_dir=str(tmp_path / "trl"), per_device_train_batch_size=4, num_generations=4,
                           max_steps=1, learning_rate=1e-2, logging_steps=1, report_to="none", save_strategy="no",
                           use_cpu=True, bf16=False, max_completion_length=4096, seed=0)
-    trainer = make_grpo_trainer(model, tokenizer, Recording(tasks, config), args,
-                                reward_funcs=[lambda completions, **kw: [-len(c[-1]["content"]) / 1e3 for c in completions]])
+    brevity = lambda completions, **kw: [-len(c[-1]["content"]) / 1e3 for c in completions]  # noqa: E731
+    trainer = make_grpo_trainer(model, tokenizer, Recording(tasks, config), args, reward_funcs=[brevity])
     engine = StandInVLLMGeneration(trainer.model, tokenizer, args)
-    trainer.use_vllm, trainer.vllm_mode, trainer.vllm_generation, trainer._last_loaded_step = True, "colocate", engine, -1
+    trainer.use_vllm, trainer.vllm_mode, trainer.vllm_generation = True, "colocate", engine
+    trainer._last_loaded_step = -1
     trainer.train()
     (out,) = seen
     kinds = [e[0] for e in engine.events]
