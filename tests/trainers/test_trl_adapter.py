@@ -195,6 +195,13 @@ def test_vllm_requested_but_missing_is_one_clear_error(tmp_path):
     trainer = SimpleNamespace(use_vllm=True, args=args, processing_class=tokenizer)  # vLLM never came up
     with pytest.raises(ImportError, match="needs vLLM"):
         EnvRollout([{"question": "Q?", "answer": "a"}], RolloutConfig())([[{"role": "user", "content": "Q?"}]], trainer)
+    engine = SimpleNamespace(llm=SimpleNamespace(llm_engine=SimpleNamespace(model_config=SimpleNamespace(
+        max_model_len=2048))))  # where TRL reads a colocated engine's context length
+    trainer = SimpleNamespace(use_vllm=True, args=args, processing_class=tokenizer, vllm_generation=engine,
+                              accelerator=SimpleNamespace(num_processes=1))
+    with pytest.raises(ValueError, match=r"max_total_tokens \(4096\) exceeds vLLM's max_model_len \(2048\)"):
+        EnvRollout([{"question": "Q?", "answer": "a"}], RolloutConfig(max_total_tokens=4096))(
+            [[{"role": "user", "content": "Q?"}]], trainer)
 
 
 def test_vllm_calls_stay_in_lockstep_across_processes():

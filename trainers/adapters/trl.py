@@ -147,7 +147,7 @@ class EnvRollout:
         if getattr(trainer, "use_vllm", False):
             if getattr(trainer, "vllm_generation", None) is None:
                 raise ImportError(VLLM_MISSING)
-            policy = TRLVLLMPolicy(trainer)  # TRL synced the weights into vLLM before calling us
+            policy = TRLVLLMPolicy(trainer, config.max_total_tokens)  # TRL synced the weights before calling us
             try:
                 trajectories = collect(policy, tasks, config, group_size=1, progress=self.progress)
             finally:

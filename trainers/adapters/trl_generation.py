@@ -44,10 +44,14 @@ class TRLVLLMPolicy:
     prompts, and :meth:`finish` keeps a process that is done answering the others' calls.
     """
 
-    def __init__(self, trainer: Any):
+    def __init__(self, trainer: Any, max_total_tokens: int | None = None):
         self.engine = getattr(trainer, "vllm_generation", None)
         if self.engine is None:
             raise ImportError(VLLM_MISSING)
+        limit = engine_max_len(self.engine)
+        if max_total_tokens is not None and limit is not None and max_total_tokens > limit:
+            raise ValueError(f"RolloutConfig.max_total_tokens ({max_total_tokens}) exceeds vLLM's max_model_len "
+                             f"({limit}): lower it, or raise GRPOConfig.vllm_max_model_length")
         self.tokenizer = trainer.processing_class
         self.accelerator = trainer.accelerator
         self.multi = int(getattr(self.accelerator, "num_processes", 1)) > 1
@@ -112,6 +116,16 @@ class TRLVLLMPolicy:
             if count == 0:
                 return
             self._engine_generate([self._filler or [0]] * count, budget, [])
+
+
+def engine_max_len(engine: Any) -> int | None:
+    """The longest prompt plus completion TRL's vLLM takes (colocate: the engine's ``max_model_len``, as
+    TRL's tool loop reads it; else ``GRPOConfig.vllm_max_model_length``); None when unknown."""
+    try:
+        return int(engine.llm.llm_engine.model_config.max_model_len)
+    except AttributeError:
+        value = getattr(engine, "max_model_length", None)
+        return int(value) if value else None
 
 
 @contextlib.contextmanager
