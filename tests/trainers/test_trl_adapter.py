@@ -42,6 +42,11 @@ def test_episodes_left_out_of_the_loss_get_a_zero_env_mask():
     assert out["env_mask"][:3] == [[1, 0, 1]] * 3 and out["env_mask"][3:] == [[0, 0, 0]] * len(cut)
     assert out["in_loss"] == [True] * 3 + [False] * len(cut) and out["env_reward"][3] == 0.0
     assert rollout_outputs(cut, mask_excluded=False)["env_mask"] == [[1, 0, 1]] * len(cut)
+    failed = _traj(prompt_ids=[], token_ids=[], loss_mask=[], logprobs=[], termination="env_error", reward=0.0)
+    out = rollout_outputs([_traj(), failed], filler_id=7)  # the reset raised: no prompt, no turn
+    assert out["prompt_ids"][1] == out["completion_ids"][1] == [7] and out["env_mask"][1] == [0] and out["in_loss"] == [True, False]
+    with pytest.raises(ValueError, match="no completion ids"):
+        rollout_outputs([failed])
 
 
 def test_prompts_map_back_to_tasks():

@@ -63,15 +63,20 @@ def in_loss(t: Trajectory) -> bool:
     return not (is_cut_off(t) or is_error(t))
 
 
-def rollout_outputs(trajectories: Sequence[Trajectory], *, mask_excluded: bool = True) -> dict[str, list]:
+def rollout_outputs(trajectories: Sequence[Trajectory], *, mask_excluded: bool = True,
+                    filler_id: int | None = None) -> dict[str, list]:
     """TRL's ``rollout_func`` result for finished trajectories (one completion each).
 
     With ``mask_excluded`` a trajectory left out of the loss (:func:`in_loss`) gets an all-zero
     ``env_mask``: TRL multiplies its loss mask by it, so the episode adds no gradient while its
     reward still counts in its group's mean (as TRL's own ``mask_truncated_completions`` does).
 
+    An episode that failed before its first turn (the environment raised at reset: no ids) gets the
+    one-id completion ``[filler_id]`` (the tokenizer's EOS; the prompt too when it has none), masked, so
+    the run goes on.
+
     Raises ``ValueError`` when a trajectory's fields disagree in length (TRL would pad them
-    silently and train on shifted masks: TRL #5144).
+    silently and train on shifted masks: TRL #5144), or has no ids and no ``filler_id`` is given.
     """
     out: dict[str, list] = {"prompt_ids": [], "completion_ids": [], "logprobs": [], "env_mask": [],
                             "env_reward": [], "is_correct": [], "num_tool_calls": [], "termination": [],
@@ -80,13 +85,16 @@ def rollout_outputs(trajectories: Sequence[Trajectory], *, mask_excluded: bool =
         if not (len(t.token_ids) == len(t.loss_mask) == len(t.logprobs)):
             raise ValueError(f"trajectory {t.index}: token_ids ({len(t.token_ids)}), loss_mask ({len(t.loss_mask)}) "
                              f"and logprobs ({len(t.logprobs)}) must have the same length")
-        if not t.token_ids:
-            raise ValueError(f"trajectory {t.index}: no completion ids (the episode produced no turn)")
         keep = in_loss(t) or not mask_excluded
-        out["prompt_ids"].append(list(t.prompt_ids))
-        out["completion_ids"].append(list(t.token_ids))
-        out["logprobs"].append([float(x) for x in t.logprobs])
-        out["env_mask"].append([int(m) for m in t.loss_mask] if keep else [0] * len(t.loss_mask))
+        ids, mask, logprobs = list(t.token_ids), [int(m) for m in t.loss_mask], [float(x) for x in t.logprobs]
+        if not ids:
+            if filler_id is None:
+                raise ValueError(f"trajectory {t.index}: no completion ids (the episode produced no turn)")
+            ids, mask, logprobs, keep = [int(filler_id)], [0], [0.0], False
+        out["prompt_ids"].append(list(t.prompt_ids) or [int(filler_id or 0)])  # a reset that raised: no prompt
+        out["completion_ids"].append(ids)
+        out["logprobs"].append(logprobs)
+        out["env_mask"].append(mask if keep else [0] * len(mask))
         out["env_reward"].append(float(t.reward))
         out["is_correct"].append(bool(t.is_correct))
         out["num_tool_calls"].append(int(t.num_tool_calls))
@@ -155,7 +163,10 @@ class EnvRollout:
         else:
             with transformers_policy(trainer) as policy:
                 trajectories = collect(policy, tasks, config, group_size=1, progress=self.progress)
-        return rollout_outputs(trajectories, mask_excluded=self.mask_excluded)
+        tok = trainer.processing_class
+        filler = next((i for i in (getattr(tok, "eos_token_id", None), getattr(tok, "pad_token_id", None))
+                       if isinstance(i, int)), None)
+        return rollout_outputs(trajectories, mask_excluded=self.mask_excluded, filler_id=filler)
 
 
 def env_reward(prompts: list, completions: list, env_reward: list[float], **kwargs: Any) -> list[float]:
