@@ -9,7 +9,8 @@ trl = pytest.importorskip("trl")
 pytest.importorskip("datasets")
 
 from envs.derived_tasks import derive_tasks  # noqa: E402
-from trainers.adapters.trl import EnvRollout, env_reward, make_grpo_trainer, rollout_outputs  # noqa: E402
+from trainers.adapters.trl import (EnvRollout, call_seed, env_reward, make_grpo_trainer,  # noqa: E402
+                                   rollout_outputs)
 from trainers.adapters.trl_generation import vllm_installed  # noqa: E402
 from trainers.gold import COMPACT_SYSTEM_PROMPT  # noqa: E402
 from trainers.rollout import RolloutConfig, Trajectory  # noqa: E402
@@ -47,6 +48,11 @@ def test_episodes_left_out_of_the_loss_get_a_zero_env_mask():
     assert out["prompt_ids"][1] == out["completion_ids"][1] == [7] and out["env_mask"][1] == [0] and out["in_loss"] == [True, False]
     with pytest.raises(ValueError, match="no completion ids"):
         rollout_outputs([failed])
+
+
+def test_each_process_step_and_call_samples_with_its_own_seed():
+    seeds = {call_seed(0, rank, step, call) for rank in range(4) for step in range(50) for call in range(1, 4)}
+    assert len(seeds) == 4 * 50 * 3 and call_seed(0, 1, 2, 3) == call_seed(0, 1, 2, 3) != call_seed(1, 1, 2, 3)
 
 
 def test_prompts_map_back_to_tasks():

@@ -63,6 +63,18 @@ def in_loss(t: Trajectory) -> bool:
     return not (is_cut_off(t) or is_error(t))
 
 
+def call_seed(seed: int, process_index: int, global_step: int, call: int) -> int:
+    """The rollout seed of one ``rollout_func`` call: episodes are seeded from it and their task
+    (:func:`trainers.rollout.episode_seed`), so it must differ between processes (TRL spreads a
+    prompt's ``num_generations`` copies over them: the same seed would sample the same episodes
+    twice), between steps and between calls."""
+    import hashlib
+    import json
+
+    key = json.dumps([int(seed), int(process_index), int(global_step), int(call)]).encode()
+    return int.from_bytes(hashlib.sha256(key).digest()[:8], "big") >> 1
+
+
 def rollout_outputs(trajectories: Sequence[Trajectory], *, mask_excluded: bool = True,
                     filler_id: int | None = None) -> dict[str, list]:
     """TRL's ``rollout_func`` result for finished trajectories (one completion each).
@@ -149,8 +161,12 @@ class EnvRollout:
                 raise ValueError(f"no task has the question {question[:100]!r}")
             tasks.append(dict(self._by_question[question]))
         args = trainer.args
+        step = int(getattr(getattr(trainer, "state", None), "global_step", 0) or 0)
+        rank = int(getattr(getattr(trainer, "accelerator", None), "process_index", 0) or 0)
+        self._calls = getattr(self, "_calls", 0) + 1
         config = replace(self.config, temperature=float(getattr(args, "temperature", self.config.temperature)),
-                         top_p=float(getattr(args, "top_p", self.config.top_p)))
+                         top_p=float(getattr(args, "top_p", self.config.top_p)),
+                         seed=call_seed(self.config.seed, rank, step, self._calls))
         # TRL's sampler already repeats each prompt num_generations times: one episode per prompt.
         if getattr(trainer, "use_vllm", False):
             if getattr(trainer, "vllm_generation", None) is None:
