@@ -45,7 +45,8 @@ def test_episodes_left_out_of_the_loss_get_a_zero_env_mask():
     assert rollout_outputs(cut, mask_excluded=False)["env_mask"] == [[1, 0, 1]] * len(cut)
     failed = _traj(prompt_ids=[], token_ids=[], loss_mask=[], logprobs=[], termination="env_error", reward=0.0)
     out = rollout_outputs([_traj(), failed], filler_id=7)  # the reset raised: no prompt, no turn
-    assert out["prompt_ids"][1] == out["completion_ids"][1] == [7] and out["env_mask"][1] == [0] and out["in_loss"] == [True, False]
+    assert out["prompt_ids"][1] == out["completion_ids"][1] == [7]
+    assert out["env_mask"][1] == [0] and out["in_loss"] == [True, False]
     with pytest.raises(ValueError, match="no completion ids"):
         rollout_outputs([failed])
 
@@ -215,13 +216,16 @@ def test_vllm_requested_but_missing_is_one_clear_error(tmp_path):
             [[{"role": "user", "content": "Q?"}]], trainer)
 
 
-def test_vllm_calls_stay_in_lockstep_across_processes():
+@pytest.mark.parametrize("engine_kind", ["vllm", "transformers"])
+def test_generation_calls_stay_in_lockstep_across_processes(engine_kind):
     """Two processes (threads here) with different numbers of turns: every vLLM call is collective in
-    server mode, so both make the same calls with the same number of prompts, and the one that is done
-    first keeps answering until the other is done (accelerate's gather stood in for by a barrier)."""
+    server mode (transformers' generate under ZeRO-3/FSDP too), so both make the same calls with the same
+    number of prompts, and the one that is done first keeps answering until the other is done
+    (accelerate's gather stood in for by a barrier)."""
     import threading
 
-    from trainers.adapters.trl_generation import TRLVLLMPolicy
+    from trainers.adapters.trl_generation import TRLTransformersPolicy, TRLVLLMPolicy
+    from trainers.policies import Generation
 
     _, tokenizer = tiny_lm(hidden=32, seed=0)
     barrier, lock = threading.Barrier(2, timeout=20), threading.Lock()
@@ -250,6 +254,16 @@ def test_vllm_calls_stay_in_lockstep_across_processes():
 
     errors: list[BaseException] = []
 
+    class HF:  # TransformersPolicy's interface; collective calls, as generate with synced_gpus
+        def __init__(self, rank):
+            self.rank, self.tokenizer = rank, tokenizer
+
+        def generate(self, prompts, *, max_new_tokens, temperature=1.0, top_p=1.0, stop_ids=(), generators=None):
+            with lock:
+                calls[self.rank].append((len(prompts), max_new_tokens))
+            barrier.wait()
+            return [Generation([5] * max_new_tokens, [-0.5] * max_new_tokens, "", "length") for _ in prompts]
+
     def run(rank, turns):
         try:
             play(rank, turns)
@@ -260,7 +274,7 @@ def test_vllm_calls_stay_in_lockstep_across_processes():
         acc = type("Acc", (), {"num_processes": 2, "device": "cpu", "gather": lambda self, t: gather(rank, t)})()
         trainer = type("T", (), {"vllm_generation": Engine(rank), "processing_class": tokenizer,
                                  "accelerator": acc})()
-        policy = TRLVLLMPolicy(trainer)
+        policy = TRLVLLMPolicy(trainer) if engine_kind == "vllm" else TRLTransformersPolicy(HF(rank), acc)
         for n, budget in turns:
             gens = policy.generate([[1, 2, 3]] * n, max_new_tokens=budget)
             assert len(gens) == n and all(len(g.token_ids) == budget == len(g.logprobs) for g in gens)
@@ -273,4 +287,6 @@ def test_vllm_calls_stay_in_lockstep_across_processes():
     for t in threads:
         t.join(30)
     assert not any(t.is_alive() for t in threads) and not errors, errors
-    assert calls[0] == calls[1] == [(3, 5), (1, 6), (1, 3)]  # same calls; sizes and budgets the largest asked
+    assert [c[0] for c in calls[0]] == [c[0] for c in calls[1]] == [3, 1, 1]  # same calls, same prompt counts
+    if engine_kind == "vllm":  # one request for all: the largest budget asked, each cut to its own
+        assert calls[0] == calls[1] == [(3, 5), (1, 6), (1, 3)]

@@ -178,7 +178,10 @@ class EnvRollout:
                 policy.finish()
         else:
             with transformers_policy(trainer) as policy:
-                trajectories = collect(policy, tasks, config, group_size=1, progress=self.progress)
+                try:
+                    trajectories = collect(policy, tasks, config, group_size=1, progress=self.progress)
+                finally:
+                    policy.finish()
         tok = trainer.processing_class
         filler = next((i for i in (getattr(tok, "eos_token_id", None), getattr(tok, "pad_token_id", None))
                        if isinstance(i, int)), None)

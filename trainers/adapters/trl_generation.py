@@ -9,6 +9,9 @@
   ``unwrap_model_for_generation`` (DeepSpeed ZeRO-3 parameters gathered, gradient checkpointing off)
   and its FSDP1 ``summon_full_params``, as TRL's own transformers path does.
 
+With several processes both keep their generation calls paired (:class:`Lockstep`): a multi-turn
+rollout makes a different number of calls on each process, and those calls are collective.
+
 Both are :class:`trainers.policies.Policy` objects, so :func:`trainers.rollout.collect` plays the
 episodes the same way in either case.
 """
@@ -33,15 +36,45 @@ def vllm_installed() -> bool:
     return importlib.util.find_spec("vllm") is not None
 
 
+class Lockstep:
+    """Keeps the processes' generation calls paired. Under vLLM server mode or tensor parallelism, and
+    under ZeRO-3/FSDP for transformers (``synced_gpus``), every generation call is collective: each
+    process must make the same calls, with the same number of prompts. Before each call the processes
+    agree on the largest prompt count and budget (:meth:`agree`; the caller pads its batch with
+    :attr:`filler` prompts), and a process that is done keeps answering (:meth:`drain`) until all are."""
+
+    def __init__(self, accelerator: Any):
+        self.accelerator = accelerator
+        self.multi = int(getattr(accelerator, "num_processes", 1) or 1) > 1
+        self.filler: list[int] = [0]
+
+    def agree(self, prompts: list[list[int]], budget: int) -> tuple[int, int]:
+        """The largest prompt count and budget over the processes (a collective call when several)."""
+        if prompts and prompts[0]:
+            self.filler = list(prompts[0][:1])
+        if not self.multi:
+            return len(prompts), budget
+        mine = torch.tensor([[len(prompts), budget]], dtype=torch.long, device=self.accelerator.device)
+        every = self.accelerator.gather(mine).reshape(-1, 2)
+        return int(every[:, 0].max()), int(every[:, 1].max())
+
+    def drain(self, call: Any) -> None:
+        """With several processes: ``call(filler_prompts, budget)`` for each call the others still make."""
+        while self.multi:
+            count, budget = self.agree([], 1)
+            if count == 0:
+                return
+            call([list(self.filler)] * count, budget)
+
+
 class TRLVLLMPolicy:
     """Token policy over a ``GRPOTrainer``'s ``vllm_generation`` (see the module docstring).
 
     Each call generates one completion per prompt with TRL's sampling settings (``temperature``,
     ``top_p``, ... of the ``GRPOConfig``; asking for others is an error), ``max_new_tokens`` as the
     call's budget and one-token stop sequences as vLLM ``stop_token_ids``; the ids are then cut at the
-    first stop sequence. With several processes every call is collective (vLLM server mode gathers
-    the prompts; tensor parallelism too), so the processes call in lockstep, with the same number of
-    prompts, and :meth:`finish` keeps a process that is done answering the others' calls.
+    first stop sequence. With several processes the calls are kept paired (:class:`Lockstep`); call
+    :meth:`finish` when done.
     """
 
     def __init__(self, trainer: Any, max_total_tokens: int | None = None):
@@ -53,9 +86,7 @@ class TRLVLLMPolicy:
             raise ValueError(f"RolloutConfig.max_total_tokens ({max_total_tokens}) exceeds vLLM's max_model_len "
                              f"({limit}): lower it, or raise GRPOConfig.vllm_max_model_length")
         self.tokenizer = trainer.processing_class
-        self.accelerator = trainer.accelerator
-        self.multi = int(getattr(self.accelerator, "num_processes", 1)) > 1
-        self._filler: list[int] | None = None
+        self.lockstep = Lockstep(trainer.accelerator)
 
     def generate(self, prompts: list[list[int]], *, max_new_tokens: int, temperature: float = 1.0,
                  top_p: float = 1.0, stop_ids: Sequence[Sequence[int] | int] = ()) -> list[Generation]:
@@ -67,11 +98,8 @@ class TRLVLLMPolicy:
                                  "(GRPOConfig); set them equal")
         stops = normalize_stops(stop_ids)
         batch = [list(p) for p in prompts]
-        self._filler = self._filler or (batch[0][:1] if batch and batch[0] else None)
-        budget = max_new_tokens
-        if self.multi:
-            count, budget = self._agree(len(batch), max_new_tokens)
-            batch += [self._filler or [0]] * (count - len(batch))
+        count, budget = self.lockstep.agree(batch, max_new_tokens)
+        batch += [list(self.lockstep.filler)] * (count - len(batch))
         completion_ids, logprobs = self._engine_generate(batch, budget, stops)
         out = []
         for i in range(len(prompts)):
@@ -101,21 +129,33 @@ class TRLVLLMPolicy:
             raise RuntimeError("TRL's vLLM generation returned no log-probs (its VLLMGeneration.logprobs is None)")
         return completion_ids, logprobs
 
-    def _agree(self, count: int, budget: int) -> tuple[int, int]:
-        """The largest prompt count and budget over the processes (a collective call)."""
-        mine = torch.tensor([[count, budget]], dtype=torch.long, device=self.accelerator.device)
-        every = self.accelerator.gather(mine).reshape(-1, 2)
-        return int(every[:, 0].max()), int(every[:, 1].max())
+    def finish(self) -> None:
+        """With several processes: answer the others' generation calls until every process is done."""
+        self.lockstep.drain(lambda batch, budget: self._engine_generate(batch, budget, []))
+
+
+class TRLTransformersPolicy:
+    """:class:`TransformersPolicy` whose calls stay paired across processes (:class:`Lockstep`):
+    under ZeRO-3 or FSDP, transformers' ``generate`` is collective (``synced_gpus``)."""
+
+    def __init__(self, inner: TransformersPolicy, accelerator: Any):
+        self.inner, self.tokenizer = inner, inner.tokenizer
+        self.lockstep = Lockstep(accelerator)
+
+    def generate(self, prompts: list[list[int]], *, max_new_tokens: int, temperature: float = 1.0,
+                 top_p: float = 1.0, stop_ids: Sequence[Sequence[int] | int] = (),
+                 generators: Sequence[torch.Generator] | None = None) -> list[Generation]:
+        count, _ = self.lockstep.agree([list(p) for p in prompts], max_new_tokens)
+        pad = count - len(prompts)
+        batch = [list(p) for p in prompts] + [list(self.lockstep.filler)] * pad
+        gens = None if generators is None else [*generators, *(torch.Generator().manual_seed(0) for _ in range(pad))]
+        out = self.inner.generate(batch, max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p,
+                                  stop_ids=stop_ids, generators=gens)
+        return out[:len(prompts)]
 
     def finish(self) -> None:
         """With several processes: answer the others' generation calls until every process is done."""
-        if not self.multi:
-            return
-        while True:
-            count, budget = self._agree(0, 1)
-            if count == 0:
-                return
-            self._engine_generate([self._filler or [0]] * count, budget, [])
+        self.lockstep.drain(lambda batch, budget: self.inner.generate(batch, max_new_tokens=budget))
 
 
 def engine_max_len(engine: Any) -> int | None:
@@ -129,8 +169,8 @@ def engine_max_len(engine: Any) -> int | None:
 
 
 @contextlib.contextmanager
-def transformers_policy(trainer: Any) -> Iterator[TransformersPolicy]:
-    """A :class:`TransformersPolicy` on the trainer's model, unwrapped as TRL unwraps it to generate:
+def transformers_policy(trainer: Any) -> Iterator[TRLTransformersPolicy]:
+    """A :class:`TRLTransformersPolicy` on the trainer's model, unwrapped as TRL unwraps it to generate:
     ``trl.models.unwrap_model_for_generation`` (ZeRO-3 gather per ``ds3_gather_for_generation``,
     gradient checkpointing off meanwhile) and, under FSDP1, ``summon_full_params`` (TRL's
     ``DistributedBackend``; a no-op elsewhere)."""
@@ -144,4 +184,5 @@ def transformers_policy(trainer: Any) -> Iterator[TransformersPolicy]:
                                      gather_deepspeed3_params=getattr(args, "ds3_gather_for_generation", True),
                                      gradient_checkpointing_kwargs=getattr(args, "gradient_checkpointing_kwargs",
                                                                            None)) as unwrapped, full:
-        yield TransformersPolicy(unwrapped, trainer.processing_class, device=trainer.accelerator.device)
+        yield TRLTransformersPolicy(TransformersPolicy(unwrapped, trainer.processing_class,
+                                                       device=trainer.accelerator.device), trainer.accelerator)
