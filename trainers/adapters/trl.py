@@ -5,15 +5,18 @@ environment's *methods* as tools and lets the trainer parse tool calls through t
 tokenizer's chat template and response schema; our environments speak the ReAct text
 protocol (``<think>``, ``<tool_call>``, ``<answer>``) and a byte-level test tokenizer has no
 template, so this adapter uses the other hook, ``rollout_func``: it plays whole episodes
-in ``gym.make``'s environment with :func:`trainers.rollout.collect` on the trainer's current
-model and hands TRL, per rollout, the ids it needs:
+in ``gym.make``'s environment with :func:`trainers.rollout.collect`, sampling through the
+trainer's own generation path (its vLLM engine with ``use_vllm=True``, colocate or server; else its
+model unwrapped as TRL unwraps it for ZeRO-3/FSDP: :mod:`trainers.adapters.trl_generation`), and
+hands TRL, per rollout, the ids it needs:
 
 - ``prompt_ids``: the first prompt (system message, question, generation prompt);
 - ``completion_ids``: everything after it, the sampled ids and the environment's
   observations, exactly as the model saw them (nothing decoded and re-encoded);
 - ``logprobs``: sampling log-probabilities (0.0 on environment ids);
 - ``env_mask``: 1 on sampled ids, 0 on environment ids; TRL multiplies its loss mask by it
-  (its "tool mask"), so tool responses carry no gradient;
+  (its "tool mask"), so tool responses carry no gradient; all 0 for an episode left out of the
+  loss (cut off by a limit, an answer cut by the token limit, or no verdict: :func:`in_loss`);
 - ``env_reward``: the episode's reward, passed on to reward functions; :func:`env_reward`
   is the reward function that returns it.
 
@@ -51,28 +54,64 @@ def _question(prompt: Any) -> str:
     raise ValueError(f"expected a prompt string or a list of messages with a user message, got {str(prompt)[:100]!r}")
 
 
-def rollout_outputs(trajectories: Sequence[Trajectory]) -> dict[str, list]:
+def in_loss(t: Trajectory) -> bool:
+    """Whether a trajectory feeds the loss, as in ``websailor grpo``: not cut off by a limit
+    (:func:`trainers.grpo_data.is_cut_off`: the tool-call budget, the context, the clock, an answer
+    cut by the token limit) and not without a verdict (:func:`~trainers.grpo_data.is_error`)."""
+    from trainers.grpo_data import is_cut_off, is_error
+
+    return not (is_cut_off(t) or is_error(t))
+
+
+def call_seed(seed: int, process_index: int, global_step: int, call: int) -> int:
+    """The rollout seed of one ``rollout_func`` call: episodes are seeded from it and their task
+    (:func:`trainers.rollout.episode_seed`), so it must differ between processes (TRL spreads a
+    prompt's ``num_generations`` copies over them: the same seed would sample the same episodes
+    twice), between steps and between calls."""
+    import hashlib
+    import json
+
+    key = json.dumps([int(seed), int(process_index), int(global_step), int(call)]).encode()
+    return int.from_bytes(hashlib.sha256(key).digest()[:8], "big") >> 1
+
+
+def rollout_outputs(trajectories: Sequence[Trajectory], *, mask_excluded: bool = True,
+                    filler_id: int | None = None) -> dict[str, list]:
     """TRL's ``rollout_func`` result for finished trajectories (one completion each).
 
+    With ``mask_excluded`` a trajectory left out of the loss (:func:`in_loss`) gets an all-zero
+    ``env_mask``: TRL multiplies its loss mask by it, so the episode adds no gradient while its
+    reward still counts in its group's mean (as TRL's own ``mask_truncated_completions`` does).
+
+    An episode that failed before its first turn (the environment raised at reset: no ids) gets the
+    one-id completion ``[filler_id]`` (the tokenizer's EOS; the prompt too when it has none), masked, so
+    the run goes on.
+
     Raises ``ValueError`` when a trajectory's fields disagree in length (TRL would pad them
-    silently and train on shifted masks: TRL #5144).
+    silently and train on shifted masks: TRL #5144), or has no ids and no ``filler_id`` is given.
     """
     out: dict[str, list] = {"prompt_ids": [], "completion_ids": [], "logprobs": [], "env_mask": [],
-                            "env_reward": [], "is_correct": [], "num_tool_calls": [], "termination": []}
+                            "env_reward": [], "is_correct": [], "num_tool_calls": [], "termination": [],
+                            "in_loss": []}
     for t in trajectories:
         if not (len(t.token_ids) == len(t.loss_mask) == len(t.logprobs)):
             raise ValueError(f"trajectory {t.index}: token_ids ({len(t.token_ids)}), loss_mask ({len(t.loss_mask)}) "
                              f"and logprobs ({len(t.logprobs)}) must have the same length")
-        if not t.token_ids:
-            raise ValueError(f"trajectory {t.index}: no completion ids (the episode produced no turn)")
-        out["prompt_ids"].append(list(t.prompt_ids))
-        out["completion_ids"].append(list(t.token_ids))
-        out["logprobs"].append([float(x) for x in t.logprobs])
-        out["env_mask"].append([int(m) for m in t.loss_mask])
+        keep = in_loss(t) or not mask_excluded
+        ids, mask, logprobs = list(t.token_ids), [int(m) for m in t.loss_mask], [float(x) for x in t.logprobs]
+        if not ids:
+            if filler_id is None:
+                raise ValueError(f"trajectory {t.index}: no completion ids (the episode produced no turn)")
+            ids, mask, logprobs, keep = [int(filler_id)], [0], [0.0], False
+        out["prompt_ids"].append(list(t.prompt_ids) or [int(filler_id or 0)])  # a reset that raised: no prompt
+        out["completion_ids"].append(ids)
+        out["logprobs"].append(logprobs)
+        out["env_mask"].append(mask if keep else [0] * len(mask))
         out["env_reward"].append(float(t.reward))
         out["is_correct"].append(bool(t.is_correct))
         out["num_tool_calls"].append(int(t.num_tool_calls))
         out["termination"].append(str(t.termination))
+        out["in_loss"].append(keep)
     return out
 
 
@@ -89,6 +128,8 @@ class EnvRollout:
     tasks: Sequence[Mapping[str, Any]]
     config: RolloutConfig
     progress: bool = False
+    mask_excluded: bool = True
+    """Zero the ``env_mask`` of episodes left out of the loss (:func:`rollout_outputs`)."""
 
     def __post_init__(self) -> None:
         self._by_question: dict[str, Mapping[str, Any]] = {}
@@ -111,7 +152,7 @@ class EnvRollout:
     def __call__(self, prompts: list, trainer: Any) -> dict[str, list]:
         from dataclasses import replace
 
-        from trainers.policies import TransformersPolicy
+        from trainers.adapters.trl_generation import VLLM_MISSING, TRLVLLMPolicy, transformers_policy
 
         tasks = []
         for prompt in prompts:
@@ -119,11 +160,32 @@ class EnvRollout:
             if question not in self._by_question:
                 raise ValueError(f"no task has the question {question[:100]!r}")
             tasks.append(dict(self._by_question[question]))
-        model = trainer.accelerator.unwrap_model(trainer.model)
-        policy = TransformersPolicy(model, trainer.processing_class, device=trainer.accelerator.device)
-        config = replace(self.config, temperature=float(getattr(trainer.args, "temperature", self.config.temperature)))
+        args = trainer.args
+        step = int(getattr(getattr(trainer, "state", None), "global_step", 0) or 0)
+        rank = int(getattr(getattr(trainer, "accelerator", None), "process_index", 0) or 0)
+        self._calls = getattr(self, "_calls", 0) + 1
+        config = replace(self.config, temperature=float(getattr(args, "temperature", self.config.temperature)),
+                         top_p=float(getattr(args, "top_p", self.config.top_p)),
+                         seed=call_seed(self.config.seed, rank, step, self._calls))
         # TRL's sampler already repeats each prompt num_generations times: one episode per prompt.
-        return rollout_outputs(collect(policy, tasks, config, group_size=1, progress=self.progress))
+        if getattr(trainer, "use_vllm", False):
+            if getattr(trainer, "vllm_generation", None) is None:
+                raise ImportError(VLLM_MISSING)
+            policy = TRLVLLMPolicy(trainer, config.max_total_tokens)  # TRL synced the weights before calling us
+            try:
+                trajectories = collect(policy, tasks, config, group_size=1, progress=self.progress)
+            finally:
+                policy.finish()
+        else:
+            with transformers_policy(trainer) as policy:
+                try:
+                    trajectories = collect(policy, tasks, config, group_size=1, progress=self.progress)
+                finally:
+                    policy.finish()
+        tok = trainer.processing_class
+        filler = next((i for i in (getattr(tok, "eos_token_id", None), getattr(tok, "pad_token_id", None))
+                       if isinstance(i, int)), None)
+        return rollout_outputs(trajectories, mask_excluded=self.mask_excluded, filler_id=filler)
 
 
 def env_reward(prompts: list, completions: list, env_reward: list[float], **kwargs: Any) -> list[float]:
@@ -137,6 +199,10 @@ def make_grpo_trainer(model: Any, tokenizer: Any, rollout: EnvRollout, args: Any
     _require_trl()
     from trl import GRPOTrainer
 
+    from trainers.adapters.trl_generation import VLLM_MISSING, vllm_installed
+
+    if getattr(args, "use_vllm", False) and not vllm_installed():
+        raise ImportError(VLLM_MISSING)
     tokenizer.padding_side = "left"
     return GRPOTrainer(model=model, processing_class=tokenizer, reward_funcs=[env_reward, *reward_funcs],
                        train_dataset=rollout.dataset(), rollout_func=rollout, args=args, **kwargs)
