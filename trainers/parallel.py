@@ -97,10 +97,11 @@ def grad_sync(wrapped: torch.nn.Module, dist: Any, last: bool) -> contextlib.Abs
     return dist.no_sync(wrapped, last)
 
 
-def pass_count(model: torch.nn.Module, dist: Any, local: int) -> int:
+def pass_count(model: torch.nn.Module, dist: Any, local: int, always: bool = False) -> int:
     """Forward/backward passes this rank runs in a step: its own under DDP (one gradient all-reduce at
-    the end), the largest over the ranks under FSDP (each pass gathers every layer on every rank)."""
-    if not (dist.active and is_sharded(model)):
+    the end), the largest over the ranks under FSDP (each pass gathers every layer on every rank) or
+    when ``always`` (a rank with nothing to train must still join DDP's all-reduce)."""
+    if not (dist is not None and dist.active and (always or is_sharded(model))):
         return local
     t = torch.tensor([local], dtype=torch.int64)
     torch.distributed.all_reduce(t, op=torch.distributed.ReduceOp.MAX)

@@ -51,8 +51,10 @@ def model_dir(tmp_path_factory) -> Path:
 
     from tests.trainers import toy_env
 
+    torch.set_num_threads(1)
     tok = ByT5Tokenizer()
     model = toy_env.tiny_model(tok)
+    toy_env.cold_start(model, tok, tasks=toy_env.TASKS[:4], think=False)  # answers in format: rewards vary
     out = tmp_path_factory.mktemp("fsdp") / "model"
     model.save_pretrained(out)
     tok.save_pretrained(out)
@@ -102,3 +104,101 @@ def test_decoder_layers_are_the_no_split_modules(model_dir):
     assert [type(m).__name__ for m in layers] == ["Qwen2DecoderLayer"] * model.config.num_hidden_layers
     with pytest.raises(ValueError, match="use --parallel ddp"):
         parallel.decoder_layers(torch.nn.Linear(2, 2))
+
+
+# ---------------------------------------------------------------- the README's command lines
+
+GRPO_LINE = ("grpo {model} {tasks} --env-id tests.trainers.toy_env:websailor-test/Toy-v0 --batch-size 8 "
+             "--group-size 2 --dtype bfloat16 --gradient-checkpointing --micro-batch-tokens 2048 --device cpu "
+             "--steps 2 --parallel fsdp --output-dir {out} --max-new-tokens 48 --tensorboard off")
+"""The README's GRPO line (torchrun ... -m websailor.cli, then this), on the toy environment."""
+
+
+def test_readme_torchrun_grpo_fsdp_line(model_dir, tmp_path):
+    from tests.trainers import toy_env
+    from trainers.grpo_state import iter_metrics, load_checkpoint
+
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text("".join(json.dumps(t) + "\n" for t in toy_env.TASKS[:4]))
+    out = tmp_path / "grpo"
+    torchrun("-m", "websailor.cli", *GRPO_LINE.format(model=model_dir, tasks=tasks, out=out).split())
+    rows = list(iter_metrics(out / "metrics.jsonl"))
+    assert [r["step"] for r in rows] == [1, 2] and rows[0]["rollout/trajectories"] == 8
+    assert any(r["train/skipped"] == 0 for r in rows), rows  # at least one update with signal ran under FSDP
+    from transformers import AutoModelForCausalLM
+
+    alone = AutoModelForCausalLM.from_pretrained(out / "model")  # the final model loads in one process
+    load_checkpoint(out / "checkpoint-2", alone)  # and so does the checkpoint
+    assert_close(weights(out / "checkpoint-2"), weights(out / "model"))
+    assert not torch.equal(weights(out / "model")["model.norm.weight"], weights(model_dir)["model.norm.weight"])
+
+
+def _sft_args(data: Path, model: Path, out: Path, *extra: str) -> list[str]:
+    return ["sft", "train", "--data", str(data), "--model", str(model), "--output-dir", str(out), "--max-steps", "2",
+            "--batch-size", "6", "--micro-batch-size", "2", "--lr", "1e-3", "--min-lr", "1e-3", "--warmup-ratio", "0",
+            "--save-every", "1", "--tensorboard", "off", *extra]
+
+
+class _Stop(Exception):
+    pass
+
+
+@pytest.fixture(scope="module")
+def sft_ref(tmp_path_factory) -> dict:
+    """7 trajectories (batches of 6 then 1: a rank with nothing in step 2), a tiny model, and one process's
+    2-step run, plus its checkpoint after step 1."""
+    from tests.trainers.test_sft import _record, _write
+    from trainers.sft import SFTConfig, train
+    from trainers.tiny_lm import save_tiny_lm
+    from websailor.cli import main
+
+    torch.set_num_threads(1)
+    root = tmp_path_factory.mktemp("sft")
+    data = Path(_write(root / "data.jsonl", [_record(i, calls=1 + i % 2) for i in range(7)]))
+    model = Path(save_tiny_lm(root / "tiny", hidden=32))
+    assert main(_sft_args(data, model, root / "ref")) in (0, None)
+
+    def stop(metrics):
+        if metrics["step"] == 1:
+            raise _Stop
+
+    with pytest.raises(_Stop):
+        train(SFTConfig(data=[str(data)], model=str(model), output_dir=str(root / "half"), max_steps=2, batch_size=6,
+                        micro_batch_size=2, lr=1e-3, min_lr=1e-3, warmup_ratio=0, save_every=1, tensorboard="off"),
+              on_step=stop)
+    return {"data": data, "model": model, "ref": root / "ref", "half": root / "half" / "checkpoint.pt"}
+
+
+@pytest.mark.parametrize("mode", ["fsdp", "ddp"])
+def test_readme_torchrun_sft_line_matches_one_process(sft_ref, tmp_path, mode):
+    from trainers.checkpoint_io import load_state
+
+    out = tmp_path / mode
+    torchrun("-m", "websailor.cli", *_sft_args(sft_ref["data"], sft_ref["model"], out, "--parallel", mode))
+    assert_close(weights(out / "model"), weights(sft_ref["ref"] / "model"))
+    got = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    want = [json.loads(line) for line in (sft_ref["ref"] / "metrics.jsonl").read_text().splitlines()]
+    for g, w in zip(got, want, strict=True):
+        for key in ("loss/sft", "train/grad_norm", "train/tokens"):
+            assert g[key] == pytest.approx(w[key], rel=1e-4), key
+    # the checkpoint holds full state dicts in the single-process format
+    ckpt, ref = load_state(out / "checkpoint.pt"), load_state(sft_ref["ref"] / "checkpoint.pt")
+    assert_close(ckpt["model"], ref["model"])
+    assert sorted(ckpt["optimizer"]["state"]) == sorted(ref["optimizer"]["state"])
+    for k, row in ref["optimizer"]["state"].items():
+        assert_close(ckpt["optimizer"]["state"][k], row)
+
+
+def test_readme_accelerate_line_resumes_a_single_process_checkpoint_under_fsdp(sft_ref, tmp_path):
+    """``accelerate launch --multi_gpu --num_processes 2`` (torchrun underneath; gloo on CPU) continues the
+    step-1 checkpoint of a single process under FSDP and ends where one process ends."""
+    out = tmp_path / "acc"
+    out.mkdir()
+    shutil.copy(sft_ref["half"], out / "checkpoint.pt")
+    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
+           "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
+           "-m", "websailor.cli", *_sft_args(sft_ref["data"], sft_ref["model"], out, "--parallel", "fsdp")]
+    proc = subprocess.run(cmd, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert json.loads((out / "summary.json").read_text())["resumed_from"] == 1
+    assert_close(weights(out / "model"), weights(sft_ref["ref"] / "model"))
