@@ -32,6 +32,7 @@ from typing import Any, Literal
 import torch
 
 from trainers import grpo_state, lora, memory, parallel, precision
+from trainers.parallel import Parallel
 from trainers.grpo_data import EqualGroups, TaskPool, build_batch, is_error, prepare_step
 from trainers.interrupt import StopRequest, TrainingInterrupted
 from trainers.progress import StepBar, enabled
@@ -130,7 +131,7 @@ class GRPOConfig:
     dtype: Literal["float32", "bfloat16"] = "float32"
     """Compute dtype: ``bfloat16`` runs rollouts and forward passes under bf16 autocast while the weights,
     gradients and AdamW state stay fp32 (master weights; a bf16 checkpoint is upcast), see trainers/precision.py."""
-    parallel: parallel.Parallel = "ddp"
+    parallel: Parallel = "ddp"
     """Several processes (torchrun): ``ddp`` keeps a replica per rank; ``fsdp`` (FSDP2) shards weights, gradients
     and AdamW state per decoder layer (not with LoRA). One process: ignored. See trainers/parallel.py."""
     tensorboard: Literal["auto", "on", "off"] = "auto"
@@ -180,6 +181,7 @@ class GRPOConfig:
             raise ValueError(f"env_kwargs must be a JSON object, got {self.env_kwargs!r} ({exc.msg})") from None
         if not isinstance(kwargs, dict):
             raise ValueError(f"env_kwargs must be a JSON object, got {type(kwargs).__name__}")
+        parallel.check_supported(self.parallel, lora=self.lora_r > 0)
         if self.task_filter is not None and ":" not in self.task_filter:
             raise ValueError(f"task_filter must look like 'module:function', got {self.task_filter!r}")
 
@@ -199,7 +201,6 @@ class GRPOTrainer:
     def __init__(self, config: GRPOConfig, model: Any, tokenizer: Any, tasks: list[dict], *,
                  task_filter: Any = None, env_kwargs: dict | None = None):
         self.config = config
-        parallel.check_supported(config.parallel, lora=config.lora_r > 0)
         self.dist = grpo_state.DistInfo.from_env()
         if config.tasks_per_step % self.dist.world_size:
             raise ValueError(f"batch_size / group_size ({config.tasks_per_step}) must be divisible by the number "

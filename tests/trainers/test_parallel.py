@@ -96,6 +96,30 @@ def test_fsdp_with_lora_is_one_line_error():
         parallel.check_supported("zero3", lora=False)
 
 
+def test_cli_fsdp_with_lora_is_one_line_error(capsys, tmp_path):
+    from websailor.cli import main
+
+    assert main(["grpo", str(tmp_path / "m"), str(tmp_path / "t.jsonl"), "--parallel", "fsdp", "--lora-r", "4"]) != 0
+    assert main(["sft", "train", "--data", str(tmp_path / "d.jsonl"), "--model", "m", "--output-dir", str(tmp_path),
+                 "--parallel", "fsdp", "--lora"]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and all("LoRA with --parallel fsdp is not supported" in line for line in err), err
+
+
+def test_sft_bfloat16_keeps_fp32_master_weights(sft_ref, tmp_path):
+    from trainers.sft import SFTConfig, train
+    from trainers.tiny_lm import load_lm
+
+    model, tok = load_lm(sft_ref["model"])
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    result = train(SFTConfig(data=[str(sft_ref["data"])], model=str(sft_ref["model"]), output_dir=str(tmp_path),
+                             max_steps=1, batch_size=6, micro_batch_size=3, lr=1e-3, tensorboard="off",
+                             dtype="bfloat16"), model=model, tokenizer=tok)
+    assert result.final_loss is not None and result.skipped_steps == 0
+    assert all(p.dtype == torch.float32 for p in model.parameters())
+    assert not torch.equal(model.state_dict()["model.norm.weight"], before["model.norm.weight"])
+
+
 def test_decoder_layers_are_the_no_split_modules(model_dir):
     from transformers import AutoModelForCausalLM
 
