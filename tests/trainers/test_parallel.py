@@ -219,9 +219,7 @@ def test_readme_accelerate_line_resumes_a_single_process_checkpoint_under_fsdp(s
     out = tmp_path / "acc"
     out.mkdir()
     shutil.copy(sft_ref["half"], out / "checkpoint.pt")
-    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
-           "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
-           "-m", "websailor.cli", *_sft_args(sft_ref["data"], sft_ref["model"], out, "--parallel", "fsdp")]
+    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2", "-m", "websailor.cli", *_sft_args(sft_ref["data"], sft_ref["model"], out, "--parallel", "fsdp")]
     proc = subprocess.run(cmd, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=240)
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert json.loads((out / "summary.json").read_text())["resumed_from"] == 1
