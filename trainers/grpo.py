@@ -12,8 +12,8 @@ Each step, strictly on-policy:
 5. the pool retires tasks that are always or never solved and draws fresh ones;
 6. metrics to ``metrics.jsonl`` (and TensorBoard), a checkpoint every ``save_every`` steps.
 
-Runs unchanged under ``torchrun`` (DDP; gloo on CPU, NCCL on GPU): every rank rolls out its
-share of the groups, the token-mean is over the whole global batch, rank 0 writes.
+Runs unchanged under ``torchrun`` (gloo on CPU, NCCL on GPU; DDP or FSDP2, :mod:`trainers.parallel`):
+every rank rolls out its share of the groups, the token-mean is over the whole global batch, rank 0 writes.
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ from typing import Any, Literal
 
 import torch
 
-from trainers import grpo_state, lora, memory, mismatch, precision, rollout_engine
+from trainers import grpo_state, lora, memory, mismatch, parallel, precision, rollout_engine
+from trainers.parallel import Parallel
 from trainers.grpo_data import EqualGroups, TaskPool, build_batch, is_error, prepare_step
 from trainers.interrupt import StopRequest, TrainingInterrupted
 from trainers.progress import StepBar, enabled
@@ -130,6 +131,9 @@ class GRPOConfig:
     dtype: Literal["float32", "bfloat16"] = "float32"
     """Compute dtype: ``bfloat16`` runs rollouts and forward passes under bf16 autocast while the weights,
     gradients and AdamW state stay fp32 (master weights; a bf16 checkpoint is upcast), see trainers/precision.py."""
+    parallel: Parallel = "ddp"
+    """Several processes (torchrun): ``ddp`` keeps a replica per rank; ``fsdp`` (FSDP2) shards weights, gradients
+    and AdamW state per decoder layer (not with LoRA). One process: ignored. See trainers/parallel.py."""
     tensorboard: Literal["auto", "on", "off"] = "auto"
     """TensorBoard event files next to ``metrics.jsonl``: ``auto`` when tensorboard is installed."""
     progress: bool | None = None
@@ -185,7 +189,8 @@ class GRPOConfig:
                              "(lower the temperature instead)")
         for name, choices in (("advantage", ("loo", "mean")), ("equal_groups", ("keep", "dupo", "drop")),
                               ("dtype", ("float32", "bfloat16")), ("tensorboard", ("auto", "on", "off")),
-                              ("device", ("auto", "cpu", "cuda")), ("chat_template", ("auto", "on", "off"))):
+                              ("device", ("auto", "cpu", "cuda")), ("chat_template", ("auto", "on", "off")),
+                              ("parallel", parallel.PARALLEL_MODES)):
             if getattr(self, name) not in choices:
                 raise ValueError(f"{name} must be one of {list(choices)}, got {getattr(self, name)!r}")
         try:
@@ -194,6 +199,7 @@ class GRPOConfig:
             raise ValueError(f"env_kwargs must be a JSON object, got {self.env_kwargs!r} ({exc.msg})") from None
         if not isinstance(kwargs, dict):
             raise ValueError(f"env_kwargs must be a JSON object, got {type(kwargs).__name__}")
+        parallel.check_supported(self.parallel, lora=self.lora_r > 0)
         if self.task_filter is not None and ":" not in self.task_filter:
             raise ValueError(f"task_filter must look like 'module:function', got {self.task_filter!r}")
 
@@ -226,7 +232,7 @@ class GRPOTrainer:
         self.ref_model = grpo_state.frozen_copy(model) if config.kl_beta > 0 else None
         if config.lora_r:
             self.model = lora.wrap(self.model, config.lora_r, config.lora_alpha, config.lora_targets)
-        self.ddp_model = self.dist.wrap(self.model)
+        self.ddp_model = parallel.wrap(self.model, self.dist, config.parallel, config.dtype)
         self.engine = (rollout_engine.build(engine_factory, self.model, seed=config.seed,
                                             world_size=self.dist.world_size,
                                             gpu_memory_utilization=config.vllm_gpu_memory_utilization,
@@ -280,8 +286,9 @@ class GRPOTrainer:
                     self._stop(saved, stop.signum)
         self.save()
         self.dist.barrier()
+        weights = parallel.model_state(self.model, self.dist) if parallel.is_sharded(self.model) else None
         if self.dist.is_main:
-            grpo_state.save_model(lora.merged(self.model), self.tokenizer, self.out / "model")
+            grpo_state.save_model(lora.merged(self.model), self.tokenizer, self.out / "model", weights)
         if self.logger is not None:
             self.logger.close()
         return history
@@ -360,7 +367,7 @@ class GRPOTrainer:
         policy = TransformersPolicy(self.model, self.tokenizer, device=self.device)
         self.model.eval()
         try:
-            with precision.autocast(self.device, cfg.dtype):
+            with parallel.gathered(self.model), precision.autocast(self.device, cfg.dtype):
                 return collect(policy, tasks, rollout_cfg, group_size=cfg.group_size, progress=show,
                                progress_leave=False)
         finally:
@@ -384,9 +391,11 @@ class GRPOTrainer:
                 "mm_abs": 0.0, "mm_k3": 0.0, "tis_weight": 0.0, "tis_capped": 0.0}
         self._mismatch_max = 0.0
         chunks = memory.batch_slices(batch, cfg.micro_batch_size, cfg.micro_batch_tokens)
-        for k, rows in enumerate(chunks):
-            with self.dist.no_sync(self.ddp_model, last=k == len(chunks) - 1):
-                self._micro_step(batch.slice(rows), normalizer, sums)
+        passes = parallel.pass_count(self.model, self.dist, len(chunks))  # FSDP: the same on every rank
+        for k in range(passes):
+            mb = batch.slice(chunks[k]) if k < len(chunks) else _dummy_batch(self.pad_id, self.device)
+            with parallel.grad_sync(self.ddp_model, self.dist, last=k == passes - 1):
+                self._micro_step(mb, normalizer, sums)
         grad_norm = self._grad_norm()
         stats = self.dist.all_reduce_dict(sums)
         # each rank's loss is its token sum over (global tokens / world size): the sum over ranks is world_size x the loss
@@ -467,20 +476,24 @@ class GRPOTrainer:
         if not params:
             return 0.0
         max_norm = self.config.max_grad_norm if self.config.max_grad_norm > 0 else float("inf")
-        return float(torch.nn.utils.clip_grad_norm_(params, max_norm))
+        return parallel.clip_grad_norm(params, max_norm)
 
     # ------------------------------------------------------------------ checkpoints
 
     def save(self) -> None:
-        """Write ``checkpoint-<step>`` (model, optimizer, scheduler, pool, counters) atomically; rank 0 only."""
+        """Write ``checkpoint-<step>`` (model, optimizer, scheduler, pool, counters) atomically; rank 0 writes
+        (full state dicts under FSDP, gathered by every rank), the others wait."""
+        sharded = parallel.is_sharded(self.model)
+        weights = parallel.model_state(self.model, self.dist) if sharded else None
+        optimizer = parallel.optimizer_state(self.model, self.optimizer, self.dist)
         if self.dist.is_main:
             state = {"step": self.step, "bad_in_row": self.bad_in_row, "pool": self.pool.state_dict(),
-                     "optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(),
+                     "optimizer": optimizer, "scheduler": self.scheduler.state_dict(),
                      "config": asdict(self.config)}
             if self.ref_model is not None:
                 state["ref_model"] = self.ref_model.state_dict()
             grpo_state.save_checkpoint(self.out, self.step, lora.savable(self.model), self.tokenizer, state,
-                                       self.config.keep_checkpoints)
+                                       self.config.keep_checkpoints, weights)
         self.dist.barrier()
 
     def load_latest(self) -> bool:
@@ -488,10 +501,10 @@ class GRPOTrainer:
         found = grpo_state.latest_checkpoint(self.out)
         if found is None:
             return False
-        state = grpo_state.load_checkpoint(found, lora.savable(self.model))
+        state = grpo_state.load_checkpoint(found, lora.savable(self.model), loader=parallel.load_model_state)
         self.step, self.bad_in_row = int(state["step"]), int(state["bad_in_row"])
         self.pool.load_state_dict(state["pool"])
-        self.optimizer.load_state_dict(state["optimizer"])
+        parallel.load_optimizer_state(self.model, self.optimizer, state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
         if self.ref_model is not None and "ref_model" in state:
             self.ref_model.load_state_dict(state["ref_model"])

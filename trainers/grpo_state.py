@@ -210,24 +210,27 @@ class MetricsLogger:
 # ---------------------------------------------------------------------- files
 
 
-def save_model(model: torch.nn.Module, tokenizer: Any, path: Path) -> None:
-    """``save_pretrained`` of model and tokenizer into ``path`` through ``path.tmp`` (no half-written model)."""
+def save_model(model: torch.nn.Module, tokenizer: Any, path: Path, weights: dict | None = None) -> None:
+    """``save_pretrained`` of model and tokenizer into ``path`` through ``path.tmp`` (no half-written model);
+    ``weights``: the full state dict to write instead of the model's own (a sharded model's)."""
     tmp = path.with_name(path.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
-    model.save_pretrained(tmp)
+    model.save_pretrained(tmp, **({"state_dict": weights} if weights is not None else {}))
     if tokenizer is not None and hasattr(tokenizer, "save_pretrained"):
         tokenizer.save_pretrained(tmp)
     shutil.rmtree(path, ignore_errors=True)
     tmp.rename(path)
 
 
-def save_checkpoint(out: Path, step: int, model: torch.nn.Module, tokenizer: Any, state: dict, keep: int) -> Path:
-    """``out/checkpoint-<step>``: the model (``save_pretrained``) and ``trainer_state.pt``; older ones pruned."""
+def save_checkpoint(out: Path, step: int, model: torch.nn.Module, tokenizer: Any, state: dict, keep: int,
+                    weights: dict | None = None) -> Path:
+    """``out/checkpoint-<step>``: the model (``save_pretrained``; ``weights`` instead of its own state dict
+    when given: a sharded model's full one) and ``trainer_state.pt``; older ones pruned."""
     path = out / f"{CHECKPOINT_PREFIX}{step}"
     tmp = out / f"{CHECKPOINT_PREFIX}{step}.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    model.save_pretrained(tmp)
+    model.save_pretrained(tmp, **({"state_dict": weights} if weights is not None else {}))
     if tokenizer is not None and hasattr(tokenizer, "save_pretrained"):
         tokenizer.save_pretrained(tmp)
     torch.save(state, tmp / STATE_FILE)  # tensors and plain data only: loaded with weights_only=True
@@ -254,8 +257,9 @@ def latest_checkpoint(out: Path) -> Path | None:
     return found[-1] if found else None
 
 
-def load_checkpoint(path: Path, model: torch.nn.Module) -> dict:
-    """Load the weights of ``path`` into ``model`` and return its trainer state."""
+def load_checkpoint(path: Path, model: torch.nn.Module, loader: Callable | None = None) -> dict:
+    """Load the weights of ``path`` into ``model`` and return its trainer state; ``loader(model, weights)``
+    replaces ``model.load_state_dict(weights, strict=False)`` (a sharded model's loader)."""
     from safetensors.torch import load_file
 
     from trainers.checkpoint_io import CheckpointError, load_state
@@ -273,7 +277,8 @@ def load_checkpoint(path: Path, model: torch.nn.Module) -> dict:
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
             raise CheckpointError(f"{f}: not a readable weights file ({first}); {todo}") from None
     try:
-        missing, unexpected = model.load_state_dict(weights, strict=False)
+        missing, unexpected = (loader(model, weights) if loader is not None
+                               else model.load_state_dict(weights, strict=False))
     except RuntimeError as exc:  # shapes of another model
         first = (str(exc).strip().splitlines() or [""])[-1].strip()[:200]
         raise CheckpointError(f"{path}: checkpoint does not match the model ({first}); {todo}") from None

@@ -20,6 +20,9 @@ schedule, the loss, checkpoints, then :func:`train`.
 - Metrics: ``output_dir/metrics.jsonl`` (``step``, ``loss/sft``, ``train/lr``, ``train/tokens``,
   ...) and TensorBoard event files when ``tensorboard`` is installed.
 - Output: ``output_dir/model`` (``save_pretrained``: LoRA adapters merged) and ``summary.json``.
+- Several processes (``torchrun``, ``accelerate launch``): each rank trains on its share of every
+  step's batch under DDP or FSDP2 (``parallel``, :mod:`trainers.parallel`); the loss is still the
+  mean over the whole batch's loss tokens, so the step equals one process's; rank 0 writes.
 """
 
 from __future__ import annotations
@@ -38,6 +41,8 @@ from typing import Any, Callable, Literal
 import numpy as np
 import torch
 
+from trainers import parallel, precision
+from trainers.parallel import Parallel
 from trainers.checkpoint_io import load_state, rng_state, save_state, set_rng_state
 from trainers.interrupt import StopRequest, TrainingInterrupted
 from trainers.progress import StepBar
@@ -111,7 +116,13 @@ class SFTConfig:
     progress: bool | None = None
     """Progress bar (steps, loss, tokens/s, ETA) on stderr; default: when stderr is a terminal."""
     device: str = "cpu"
-    """Torch device."""
+    """Torch device (under torchrun, ``cuda`` is each rank's local GPU)."""
+    dtype: precision.ComputeDtype = "float32"
+    """Compute dtype: ``bfloat16`` runs forward passes under bf16 autocast with fp32 master weights, gradients and
+    AdamW state (trainers/precision.py)."""
+    parallel: Parallel = "ddp"
+    """Several processes (torchrun): ``ddp`` keeps a replica per rank; ``fsdp`` (FSDP2) shards weights, gradients
+    and AdamW state per decoder layer (not with LoRA). One process: ignored."""
     chat_template: Literal["auto", "on", "off"] = "auto"
     """Tokenize with the tokenizer's chat template (``auto``: when it has one; ``on``: required) or the ChatML
     fallback (``off``), as ``websailor grpo`` and ``websailor eval`` do."""
@@ -144,6 +155,9 @@ class SFTConfig:
             raise ValueError(f"loss_on must be 'assistant' or 'all', got {self.loss_on!r}")
         if self.tensorboard not in ("auto", "on", "off"):
             raise ValueError(f"tensorboard must be 'auto', 'on' or 'off', got {self.tensorboard!r}")
+        if self.dtype not in ("float32", "bfloat16"):
+            raise ValueError(f"dtype must be 'float32' or 'bfloat16', got {self.dtype!r}")
+        parallel.check_supported(self.parallel, lora=self.lora)
         self.filters()  # validates the filter fields
 
     def filters(self) -> FilterConfig:
@@ -245,15 +259,16 @@ def _optimizer(model: Any, config: SFTConfig) -> torch.optim.Optimizer:
     return torch.optim.AdamW([g for g in groups if g["params"]], lr=config.lr)
 
 
-def _save_model(model: Any, tokenizer: Any, path: Path) -> None:
-    """``save_pretrained`` into ``path.tmp``, then swap it in (LoRA adapters merged first)."""
+def _save_model(model: Any, tokenizer: Any, path: Path, weights: dict | None = None) -> None:
+    """``save_pretrained`` into ``path.tmp``, then swap it in (LoRA adapters merged first); ``weights``: the
+    full state dict of a sharded model."""
     if hasattr(model, "merge_and_unload"):
         import copy
 
         model = copy.deepcopy(model).merge_and_unload()
     tmp = path.with_name(path.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
-    model.save_pretrained(tmp)
+    model.save_pretrained(tmp, **({"state_dict": weights} if weights is not None else {}))
     tokenizer.save_pretrained(tmp)
     shutil.rmtree(path, ignore_errors=True)
     os.replace(tmp, path)
@@ -298,8 +313,11 @@ def train(config: SFTConfig, *, model: Any = None, tokenizer: Any = None,
     ``on_step(metrics)`` is called after each logged step (tests interrupt a run from it).
     """
     from envs.tokens import template_switch
+    from trainers.grpo_state import DistInfo
     from trainers.tiny_lm import load_lm
 
+    dist = DistInfo.from_env()
+    device = dist.device(config.device) if dist.active else torch.device(config.device)
     out = Path(config.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     if model is None or tokenizer is None:
@@ -317,10 +335,12 @@ def train(config: SFTConfig, *, model: Any = None, tokenizer: Any = None,
     torch.manual_seed(config.seed)
     random.seed(config.seed)
     np.random.seed(config.seed)
+    model = precision.master_weights(model, config.dtype)
     if config.lora:
         model = _wrap_lora(model, config)
-    model.to(config.device)
+    model.to(device)
     model.train()
+    wrapped = parallel.wrap(model, dist, config.parallel, config.dtype)
     optimizer = _optimizer(model, config)
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda s: lr_factor(s, warmup, total, config.min_lr / config.lr))
@@ -329,44 +349,53 @@ def train(config: SFTConfig, *, model: Any = None, tokenizer: Any = None,
     start, counters = _maybe_resume(out / "checkpoint.pt", config, meta, model, optimizer, scheduler)
 
     def checkpoint(step: int) -> None:
-        save_checkpoint(out / "checkpoint.pt", {
-            **meta, "step": step, "counters": dict(counters), "model": model.state_dict(),
-            "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "rng": rng_state(),
-            "config": asdict(config)})
+        weights = parallel.model_state(model, dist)  # full state dicts: collectives under FSDP
+        optim = parallel.optimizer_state(model, optimizer, dist)
+        if dist.is_main:
+            save_checkpoint(out / "checkpoint.pt", {
+                **meta, "step": step, "counters": dict(counters), "model": weights, "optimizer": optim,
+                "scheduler": scheduler.state_dict(), "rng": rng_state(), "config": asdict(config)})
+        dist.barrier()
 
     def one_step(step: int) -> dict[str, Any]:
         metrics = _train_step(model, optimizer, scheduler, examples, step, config, pad_id=_pad_id(tokenizer),
-                              counters=counters)
+                              counters=counters, wrapped=wrapped, dist=dist, device=device)
         metrics["train/epoch"] = (step + 1) / per_epoch
         return metrics
 
-    history, rate = _run_steps(config, out, start, total, one_step, checkpoint, counters, on_step)
-    _save_model(model, tokenizer, out / "model")
+    history, rate = _run_steps(config, out, start, total, one_step, checkpoint, counters, on_step, dist)
+    weights = parallel.model_state(model, dist) if parallel.is_sharded(model) else None
+    if dist.is_main:
+        _save_model(model, tokenizer, out / "model", weights)
+    dist.barrier()
     final = next((h["loss/sft"] for h in reversed(history) if h.get("loss/sft") is not None), None)
     result = SFTResult(steps=total, final_loss=final, filter_report=report.to_dict(), model_dir=str(out / "model"),
                        skipped_steps=counters["skipped"], history=history, resumed_from=start,
                        tokens_per_second=rate)
-    _write_json(out / "summary.json", {"steps": total, "final_loss": final, "filters": report.to_dict(),
-                                       "examples": len(examples), "skipped_steps": counters["skipped"],
-                                       "resumed_from": start, "model_dir": result.model_dir})
+    if dist.is_main:
+        _write_json(out / "summary.json", {"steps": total, "final_loss": final, "filters": report.to_dict(),
+                                           "examples": len(examples), "skipped_steps": counters["skipped"],
+                                           "resumed_from": start, "model_dir": result.model_dir})
     return result
 
 
 def _run_steps(config: SFTConfig, out: Path, start: int, total: int, one_step: Callable[[int], dict[str, Any]],
                checkpoint: Callable[[int], None], counters: dict[str, int],
-               on_step: Callable[[dict[str, Any]], None] | None) -> tuple[list[dict[str, Any]], float]:
+               on_step: Callable[[dict[str, Any]], None] | None, dist: Any = None) -> tuple[list[dict[str, Any]], float]:
     """Steps ``start..total-1`` with metrics, checkpoints (every ``save_every``, at the end, and on
     SIGINT/SIGTERM, then :class:`TrainingInterrupted`) and the progress bar; returns the metrics and
-    the tokens per second of this call."""
-    log = MetricsLog(out, start, config.tensorboard)
-    bar = StepBar(total, start, "SFT", config.progress)
+    the tokens per second of this call. Under several processes rank 0 logs and every rank stops together."""
+    main = dist is None or dist.is_main
+    log = MetricsLog(out, start, config.tensorboard) if main else None
+    bar = StepBar(total, start, "SFT", config.progress if main else False)
     history: list[dict[str, Any]] = []
     try:
         with StopRequest("SFT") as stop:
             for step in range(start, total):
                 tokens_before = counters["tokens"]
                 metrics = one_step(step)
-                log.log(metrics)
+                if log is not None:
+                    log.log(metrics)
                 history.append(metrics)
                 bar.step(metrics, counters["tokens"] - tokens_before)
                 if counters["nonfinite_in_row"] >= config.max_nonfinite:
@@ -377,7 +406,8 @@ def _run_steps(config: SFTConfig, out: Path, start: int, total: int, one_step: C
                     checkpoint(step + 1)
                 if on_step is not None:
                     on_step(metrics)
-                if stop.requested and step + 1 < total:
+                requested = stop.requested if dist is None else dist.all_reduce_sum(float(stop.requested)) > 0
+                if requested and step + 1 < total:
                     if not saved:
                         checkpoint(step + 1)
                     raise TrainingInterrupted(
@@ -385,7 +415,8 @@ def _run_steps(config: SFTConfig, out: Path, start: int, total: int, one_step: C
                         "run the same command again to continue (--resume is the default)", stop.signum)
     finally:
         bar.close()
-        log.close()
+        if log is not None:
+            log.close()
     return history, bar.tokens_per_second
 
 
@@ -404,8 +435,8 @@ def _maybe_resume(path: Path, config: SFTConfig, meta: dict[str, Any], model: An
         if state.get(key) != value:
             raise ValueError(f"{path}: the checkpoint was written with {key}={state.get(key)!r}, this run has "
                              f"{value!r}; use another output_dir or --no-resume")
-    model.load_state_dict(state["model"])
-    optimizer.load_state_dict(state["optimizer"])
+    parallel.load_model_state(model, state["model"], strict=True)
+    parallel.load_optimizer_state(model, optimizer, state["optimizer"])
     scheduler.load_state_dict(state["scheduler"])
     set_rng_state(state["rng"])
     counters.update(state["counters"])
@@ -413,20 +444,39 @@ def _maybe_resume(path: Path, config: SFTConfig, meta: dict[str, Any], model: An
 
 
 def _train_step(model: Any, optimizer: Any, scheduler: Any, examples: list, step: int, config: SFTConfig, *,
-                pad_id: int, counters: dict[str, int]) -> dict[str, Any]:
-    """One optimizer step over ``batch_size`` examples in micro-batches; skips a non-finite loss."""
+                pad_id: int, counters: dict[str, int], wrapped: Any = None, dist: Any = None,
+                device: torch.device | None = None) -> dict[str, Any]:
+    """One optimizer step over ``batch_size`` examples in micro-batches; skips a non-finite loss.
+
+    Under several processes rank ``r`` of ``W`` takes examples ``r, r+W, ...`` of the step's batch and
+    every rank runs the same number of passes (a rank with fewer runs zero-loss ones)."""
     started = time.perf_counter()
+    wrapped = model if wrapped is None else wrapped
+    device = torch.device(config.device) if device is None else device
+    rank, world = (dist.rank, dist.world_size) if dist is not None and dist.active else (0, 1)
     batch = [examples[i] for i in step_batch(step, len(examples), config.batch_size, config.seed)]
     loss_tokens = sum(int(ex.loss_mask[1:].sum()) for ex in batch)
+    mine = batch[rank::world]
     lr = optimizer.param_groups[0]["lr"]
     optimizer.zero_grad(set_to_none=True)
+    local = math.ceil(len(mine) / config.micro_batch_size)
+    passes = parallel.pass_count(wrapped, dist, local, always=True) if world > 1 else local
     total = 0.0
-    for i in range(0, len(batch), config.micro_batch_size):
-        ids, attn, mask = (t.to(config.device) for t in collate(batch[i:i + config.micro_batch_size], pad_id))
-        logits = model(input_ids=ids, attention_mask=attn).logits
-        loss = masked_token_loss_sum(logits, ids, mask) / max(1, loss_tokens)
-        loss.backward()
+    for k in range(passes):
+        part = mine[k * config.micro_batch_size:(k + 1) * config.micro_batch_size]
+        if part:
+            ids, attn, mask = (t.to(device) for t in collate(part, pad_id))
+        else:  # nothing left on this rank: a pass that adds no gradient keeps the ranks in step
+            ids = torch.full((1, 2), pad_id, dtype=torch.long, device=device)
+            attn, mask = torch.ones_like(ids), torch.zeros_like(ids)
+        with parallel.grad_sync(wrapped, dist, last=k == passes - 1), precision.autocast(device, config.dtype):
+            logits = wrapped(input_ids=ids, attention_mask=attn).logits
+            # DDP and FSDP average gradients over the ranks: scaled by W, the step is the batch's token mean
+            loss = masked_token_loss_sum(logits, ids, mask) * world / max(1, loss_tokens)
+            loss.backward()
         total += float(loss.detach())
+    if world > 1:
+        total = dist.all_reduce_sum(total) / world
     counters["tokens"] += sum(ex.input_ids.numel() for ex in batch)
     metrics: dict[str, Any] = {"step": step + 1, "train/lr": lr, "train/tokens": counters["tokens"],
                                "train/loss_tokens": loss_tokens}
@@ -438,9 +488,9 @@ def _train_step(model: Any, optimizer: Any, scheduler: Any, examples: list, step
     else:
         counters["nonfinite_in_row"] = 0
         params = [p for p in model.parameters() if p.requires_grad]
-        norm = torch.nn.utils.clip_grad_norm_(params, config.max_grad_norm if config.max_grad_norm > 0 else math.inf)
+        norm = parallel.clip_grad_norm(params, config.max_grad_norm if config.max_grad_norm > 0 else math.inf)
         optimizer.step()
-        metrics.update({"loss/sft": total, "train/grad_norm": float(norm), "train/skipped": 0})
+        metrics.update({"loss/sft": total, "train/grad_norm": norm, "train/skipped": 0})
     with warnings.catch_warnings():  # a skipped step keeps the schedule on time, without optimizer.step()
         warnings.simplefilter("ignore", UserWarning)
         scheduler.step()
@@ -467,6 +517,13 @@ def sft_summary_line(result: SFTResult) -> str:
 def run_sft(config: SFTConfig) -> dict[str, Any]:
     """CLI entry: train, print a short summary and, last, one line of JSON."""
     result = train(config)
+    from trainers.grpo_state import DistInfo
+
+    dist = DistInfo.from_env()
+    if dist.active:
+        dist.destroy()
+        if not dist.is_main:
+            return {}
     summary = {"steps": result.steps, "final_loss": result.final_loss, "skipped_steps": result.skipped_steps,
                "resumed_from": result.resumed_from, "tokens_per_second": round(result.tokens_per_second, 1),
                "filters": result.filter_report, "model_dir": result.model_dir}

@@ -159,6 +159,8 @@ SPECS: dict[str, Spec] = {
     "links": Spec(lambda c: [], lambda c: []),
     "live_faults": Spec(lambda c: [], lambda c: ["--calls", "120"],
                         _missing("trafilatura", extra="live")),
+    "parallel_memory": Spec(lambda c: [], lambda c: ["--layers", "2", "--hidden", "64", "--vocab", "1000",
+                                                     "--tokens", "64", "--steps", "2"]),
     "rollout_async": Spec(lambda c: [], lambda c: ["--episodes", "24", "--num-envs", "8"]),
     "sandbox": Spec(lambda c: [], lambda c: ["--runs", "5", "--callers", "2", "--per-caller", "3", "--rounds", "1"],
                     _bwrap),
