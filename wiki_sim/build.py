@@ -12,6 +12,7 @@ between the two renames).
 from __future__ import annotations
 
 import datetime as _dt
+import errno
 import json
 import os
 import platform
@@ -31,12 +32,15 @@ from wiki_sim.records import Page
 from wiki_sim.sim import BUILD_FILE, BUILD_FORMAT
 from wiki_sim.store import STORE_FILE, StoreWriter
 
+DEFAULT_MEMORY_MB = 1024
+"""A build's default memory budget (``websailor wiki build --memory-mb``)."""
 _LEFTOVER = re.compile(r"^\.(?P<name>.+)\.(?P<kind>building|old)-(?P<pid>\d+)-[^/]*$")
 
 
 def build(kind: str, path: str | Path | None = None, out: str | Path = "data/wiki", *, workers: int = 2,
           page_timeout: float = 10.0, progress: bool = True, cache_dir: str | Path | None = None,
-          reuse: bool = False, engine: str = "whoosh", fields: Any = None) -> dict[str, Any]:
+          reuse: bool = False, engine: str = "whoosh", fields: Any = None,
+          memory_mb: int = DEFAULT_MEMORY_MB) -> dict[str, Any]:
     """Build a simulator from a corpus into ``out`` atomically; return its build.json content.
 
     ``reuse``: if ``out`` already holds a complete simulator built from the same source
@@ -44,6 +48,8 @@ def build(kind: str, path: str | Path | None = None, out: str | Path = "data/wik
     keep it and return its build.json (with ``"reused": true``).
     ``engine``: the search index, ``whoosh`` (default) or ``tantivy`` (recorded in build.json).
     ``fields``: for ``jsonl``, a :class:`~wiki_sim.ingest.jsonl.JsonlFields` naming the fields.
+    ``memory_mb``: the build's memory budget (index writers, forward index): running out of
+    it, or of disk, raises a one-line :class:`WikiSimError` and leaves ``out`` as it was.
     """
     from wiki_sim.ingest import open_source
 
@@ -68,17 +74,36 @@ def build(kind: str, path: str | Path | None = None, out: str | Path = "data/wik
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.building-{os.getpid()}-", dir=out.parent))
     try:
         os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes it private; the simulator is not
-        info = _build_into(tmp, source, fingerprint, workers, progress, engine)
+        info = _build_into(tmp, source, fingerprint, workers, progress, engine, memory_mb * 2 ** 20)
         _write_json(tmp / BUILD_FILE, info)
         swap_into_place(tmp, out)
-    except BaseException:
+    except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
+        message = resource_error(exc, out, memory_mb)
+        if message:
+            raise WikiSimError(message) from None
         raise
     return info
 
 
+def resource_error(exc: BaseException, out: Path, memory_mb: int) -> str | None:
+    """The one-line message for a build that ran out of memory or disk, else ``None``."""
+    kept = f"the simulator at {out} is unchanged" if (out / BUILD_FILE).is_file() else f"nothing was written to {out}"
+    text = str(exc)
+    if isinstance(exc, MemoryError) or "out of memory" in text:
+        return (f"the build ran out of memory (budget --memory-mb {memory_mb}); {kept}. Free memory, or lower "
+                "--memory-mb (smaller index segments) or --workers")
+    full = (isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)) \
+        or (isinstance(exc, sqlite3.OperationalError) and "disk is full" in text) \
+        or "no space left on device" in text.lower()
+    if full:
+        return (f"the build ran out of disk space in {out.parent}; {kept}. Free space there or build with --out on "
+                "a larger disk (a build needs about 2x the finished simulator while it runs)")
+    return None
+
+
 def _build_into(tmp: Path, source: Any, fingerprint: dict[str, Any], workers: int, progress: bool,
-                engine: str = "whoosh") -> dict[str, Any]:
+                engine: str = "whoosh", memory_bytes: int = DEFAULT_MEMORY_MB * 2 ** 20) -> dict[str, Any]:
     start = time.perf_counter()
     writer = StoreWriter(tmp / STORE_FILE)
     try:
@@ -97,9 +122,10 @@ def _build_into(tmp: Path, source: Any, fingerprint: dict[str, Any], workers: in
     stored = time.perf_counter()
     if counts["pages"] == 0:
         raise WikiSimError(f"the corpus {source.meta.get('path', '')} has no pages")
-    index = build_engine_index(engine, tmp / STORE_FILE, tmp, workers=workers, progress=progress)
+    index = build_engine_index(engine, tmp / STORE_FILE, tmp, workers=workers, progress=progress,
+                               memory_bytes=memory_bytes)
     indexed = time.perf_counter()
-    forward = build_forward_index(tmp / STORE_FILE, tmp / FORWARD_DIR)
+    forward = build_forward_index(tmp / STORE_FILE, tmp / FORWARD_DIR, memory_bytes=memory_bytes // 4)
     done = time.perf_counter()
     skipped_titles = stats.pop("skipped_titles", [])
     return {
@@ -114,6 +140,7 @@ def _build_into(tmp: Path, source: Any, fingerprint: dict[str, Any], workers: in
         "source_stats": stats,
         "index": _index_info(engine),
         "workers": workers,
+        "memory_mb": memory_bytes // 2 ** 20,
         "versions": versions(),
         "built_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "durations_s": {
