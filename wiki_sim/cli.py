@@ -72,8 +72,8 @@ class BuildConfig:
             raise ValueError(f"--source {self.source} needs a PATH to the corpus file")
         if not isinstance(self.workers, int) or self.workers < 1:
             raise ValueError(f"--workers must be an integer >= 1, got {self.workers!r}")
-        if not isinstance(self.memory_mb, int) or isinstance(self.memory_mb, bool) or self.memory_mb < 64:
-            raise ValueError(f"--memory-mb must be an integer >= 64, got {self.memory_mb!r}")
+        if not isinstance(self.memory_mb, int) or isinstance(self.memory_mb, bool) or self.memory_mb < 256:
+            raise ValueError(f"--memory-mb must be an integer >= 256, got {self.memory_mb!r}")
         if not self.page_timeout > 0:
             raise ValueError(f"--page-timeout must be > 0 seconds, got {self.page_timeout!r}")
         if not self.out:

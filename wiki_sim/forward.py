@@ -137,8 +137,7 @@ class ForwardIndex:
         self._ids = open_array(directory / "ids.i32")
         self._offsets = open_array(directory / "offsets.i64")
         self.vocab = StringTable(directory, "vocab")
-        self.titles = StringTable(directory, "titles")
-        if len(self.titles) != len(self._offsets) - 1 or int(self._offsets[-1]) != len(self._ids):
+        if len(self._offsets) == 0 or int(self._offsets[-1]) != len(self._ids):
             raise ValueError(f"the forward index at {directory} is inconsistent; rebuild the simulator")
 
     def __len__(self) -> int:

@@ -139,7 +139,7 @@ WRITER_BASE_BYTES = 80 * 2 ** 20
 POOL_OVERHEAD = 1.5
 DEFAULT_MEMORY_BYTES = 1024 * 2 ** 20
 """The whole build's default memory budget (``websailor wiki build --memory-mb``)."""
-MIN_POOL_BYTES = 4 * 2 ** 20
+MIN_POOL_BYTES = 64 * 1024
 LENGTHS_FILE = "lengths.i32"
 
 
