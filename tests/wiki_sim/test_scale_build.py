@@ -140,9 +140,17 @@ def _fail_on_ids(*args, **kwargs):
     raise OSError(errno.ENOSPC, "No space left on device")
 
 
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    return build_jsonl(tmp_path_factory.mktemp("atomic"), pages(20), workers=1)
+
+
 @pytest.mark.parametrize("failure", ["disk", "memory", "writer-disk"])
-def test_out_of_disk_or_memory_says_so_and_keeps_the_previous_simulator(tmp_path, monkeypatch, failure):
-    out = build_jsonl(tmp_path, pages(20))
+def test_out_of_disk_or_memory_says_so_and_keeps_the_previous_simulator(small, tmp_path, monkeypatch, failure):
+    import shutil
+
+    out = tmp_path / "wiki"
+    shutil.copytree(small, out)
     before = json.loads((out / "build.json").read_text())
     corpus = write_jsonl(tmp_path / "bigger.jsonl", pages(30))
     if failure == "disk":
@@ -156,24 +164,23 @@ def test_out_of_disk_or_memory_says_so_and_keeps_the_previous_simulator(tmp_path
             raise WikiSimError("index writer failed: no space left on device")
         monkeypatch.setattr("wiki_sim.build.build_engine_index", writer_full)
     with pytest.raises(WikiSimError) as err:
-        build("jsonl", corpus, out, progress=False, memory_mb=64)
+        build("jsonl", corpus, out, progress=False, memory_mb=300, workers=1)
     message = str(err.value)
     assert "\n" not in message and f"the simulator at {out} is unchanged" in message
-    assert ("disk space" in message) if failure != "memory" else ("out of memory" in message and "64" in message)
+    assert ("disk space" in message) if failure != "memory" else ("out of memory" in message and "300" in message)
     assert json.loads((out / "build.json").read_text()) == before
     assert not [p for p in tmp_path.iterdir() if ".building-" in p.name]
     with WikiSim(out, search_processes=0) as sim:
         assert sim.stats()["pages"] == 22 and sim.search("glockenspiel")[0][0].title == "Glockenspiel"
 
 
-def test_cli_memory_budget_is_validated_and_recorded(tmp_path):
+def test_cli_memory_budget_is_validated_and_recorded(wiki, tmp_path):
     from wiki_sim.cli import BuildConfig
 
     with pytest.raises(ValueError, match="--memory-mb must be an integer >= 256"):
         BuildConfig(out=str(tmp_path / "w"), memory_mb=10)
-    corpus = write_jsonl(tmp_path / "c.jsonl", pages(10))
-    info = build("jsonl", corpus, tmp_path / "w", progress=False, memory_mb=96)
-    assert info["memory_mb"] == 96 and info["counts"]["pages"] == 12
+    assert BuildConfig(out=str(tmp_path / "w"), memory_mb=300).memory_mb == 300
+    assert json.loads((wiki / "build.json").read_text())["memory_mb"] == 1024
 
 
 def test_an_old_format_simulator_is_refused_with_the_rebuild_command(wiki, tmp_path):
