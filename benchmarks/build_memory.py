@@ -126,7 +126,9 @@ def run_build(code: Path, corpus: Path, out: Path, engine: str, memory_mb: int |
     if proc.returncode != 0:
         raise RuntimeError(f"build failed ({proc.returncode}): {output.strip()[-500:]}")
     final = _dir_size(out)
-    return {"build_s": round(seconds, 1), "peak_rss_mb": round(peak["rss"] / 2 ** 20),
+    counts = json.loads((out / "build.json").read_text(encoding="utf-8")).get("counts", {})
+    return {"build_s": round(seconds, 1), "segments": counts.get("index_segments"),
+            "peak_rss_mb": round(peak["rss"] / 2 ** 20),
             "final_mb": round(final / 2 ** 20, 1), "peak_disk_mb": round(max(peak["disk"], final) / 2 ** 20, 1),
             "temp_ratio": round(max(0, peak["disk"] - final) / final, 2)}
 
