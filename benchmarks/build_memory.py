@@ -7,7 +7,8 @@ For each corpus and engine, ``websailor wiki build`` runs in a child process whi
 sampler reads, every 0.2 s, the resident memory of the build's whole process tree (its
 index writer processes included) and the size of its temporary build directory:
 
-- ``build_s``, ``peak_rss_mb``: wall time and the largest summed RSS of the tree;
+- ``build_s``, ``peak_rss_mb``: wall time and the largest summed RSS of the tree (and per
+  phase of the build: parse and store, finalize the store, index, forward index);
 - ``final_mb``, ``peak_disk_mb``, ``temp_ratio``: the finished simulator's size, the largest
   size of the build directory while it ran and ``(peak - final) / final`` (what the build
   wrote beyond its result, relative to it);
@@ -95,6 +96,22 @@ def _dir_size(path: Path) -> int:
     return total
 
 
+def _phase_peaks(series: list[tuple[float, int]], info: dict[str, Any], seconds: float) -> dict[str, int]:
+    """Peak tree RSS (MB) in each phase of the build, placed by build.json's durations (the
+    phases end ``seconds - total`` after the start: the time spent before, importing)."""
+    d = info.get("durations_s", {})
+    at = seconds - d.get("total", 0)
+    ends = {}
+    for phase in ("parse_and_store", "finalize_store", "index", "forward_index"):
+        at += d.get(phase, 0)
+        ends[phase] = at
+    peaks: dict[str, int] = {}
+    for t, rss in series:
+        phase = next((p for p, end in ends.items() if t <= end), "forward_index")
+        peaks[phase] = max(peaks.get(phase, 0), round(rss / 2 ** 20))
+    return peaks
+
+
 def _supports_memory_mb(code: Path) -> bool:
     return "memory_mb" in (code / "wiki_sim" / "cli.py").read_text(encoding="utf-8")
 
@@ -110,9 +127,13 @@ def run_build(code: Path, corpus: Path, out: Path, engine: str, memory_mb: int |
     peak = {"rss": 0, "disk": 0}
     done = threading.Event()
 
+    series: list[tuple[float, int]] = []
+
     def sample() -> None:
         while not done.is_set():
-            peak["rss"] = max(peak["rss"], _tree_rss(proc.pid))
+            rss = _tree_rss(proc.pid)
+            series.append((time.perf_counter() - start, rss))
+            peak["rss"] = max(peak["rss"], rss)
             for entry in out.parent.glob(f".{out.name}.building-*"):
                 peak["disk"] = max(peak["disk"], _dir_size(entry))
             time.sleep(0.2)
@@ -126,9 +147,9 @@ def run_build(code: Path, corpus: Path, out: Path, engine: str, memory_mb: int |
     if proc.returncode != 0:
         raise RuntimeError(f"build failed ({proc.returncode}): {output.strip()[-500:]}")
     final = _dir_size(out)
-    counts = json.loads((out / "build.json").read_text(encoding="utf-8")).get("counts", {})
-    return {"build_s": round(seconds, 1), "segments": counts.get("index_segments"),
-            "peak_rss_mb": round(peak["rss"] / 2 ** 20),
+    info = json.loads((out / "build.json").read_text(encoding="utf-8"))
+    return {"build_s": round(seconds, 1), "segments": info.get("counts", {}).get("index_segments"),
+            "peak_rss_mb": round(peak["rss"] / 2 ** 20), "peak_rss_mb_by_phase": _phase_peaks(series, info, seconds),
             "final_mb": round(final / 2 ** 20, 1), "peak_disk_mb": round(max(peak["disk"], final) / 2 ** 20, 1),
             "temp_ratio": round(max(0, peak["disk"] - final) / final, 2)}
 
