@@ -27,20 +27,20 @@ from typing import Any
 from wiki_sim.errors import WikiSimError
 from wiki_sim.forward import FORWARD_DIR, build_forward_index
 from wiki_sim.engines import build_engine_index, check_engine, index_dir_name
-from wiki_sim.index import ALIASES_BOOST, INDEX_DIR, TITLE_BOOST
+from wiki_sim.index import ALIASES_BOOST, INDEX_DIR, TITLE_BOOST, check_budget, resident_bytes
 from wiki_sim.records import Page
 from wiki_sim.sim import BUILD_FILE, BUILD_FORMAT
 from wiki_sim.store import STORE_FILE, StoreWriter
 
 DEFAULT_MEMORY_MB = 1024
-"""A build's default memory budget (``websailor wiki build --memory-mb``)."""
+"""A build's default memory budget, above what the building process holds when it starts."""
 _LEFTOVER = re.compile(r"^\.(?P<name>.+)\.(?P<kind>building|old)-(?P<pid>\d+)-[^/]*$")
 
 
 def build(kind: str, path: str | Path | None = None, out: str | Path = "data/wiki", *, workers: int = 2,
           page_timeout: float = 10.0, progress: bool = True, cache_dir: str | Path | None = None,
           reuse: bool = False, engine: str = "whoosh", fields: Any = None,
-          memory_mb: int = DEFAULT_MEMORY_MB) -> dict[str, Any]:
+          memory_mb: int | None = None) -> dict[str, Any]:
     """Build a simulator from a corpus into ``out`` atomically; return its build.json content.
 
     ``reuse``: if ``out`` already holds a complete simulator built from the same source
@@ -48,7 +48,9 @@ def build(kind: str, path: str | Path | None = None, out: str | Path = "data/wik
     keep it and return its build.json (with ``"reused": true``).
     ``engine``: the search index, ``whoosh`` (default) or ``tantivy`` (recorded in build.json).
     ``fields``: for ``jsonl``, a :class:`~wiki_sim.ingest.jsonl.JsonlFields` naming the fields.
-    ``memory_mb``: the build's memory budget (index writers, forward index): running out of
+    ``memory_mb``: the memory budget of the build's whole process tree (this process and its
+    index writers); ``None``: :data:`DEFAULT_MEMORY_MB` above what this process holds when
+    the build starts (a build called from a large process is not refused). Running out of
     it, or of disk, raises a one-line :class:`WikiSimError` and leaves ``out`` as it was.
     """
     from wiki_sim.ingest import open_source
@@ -74,7 +76,9 @@ def build(kind: str, path: str | Path | None = None, out: str | Path = "data/wik
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.building-{os.getpid()}-", dir=out.parent))
     try:
         os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes it private; the simulator is not
-        info = _build_into(tmp, source, fingerprint, workers, progress, engine, memory_mb * 2 ** 20)
+        budget = memory_mb * 2 ** 20 if memory_mb is not None else resident_bytes() + DEFAULT_MEMORY_MB * 2 ** 20
+        memory_mb = budget // 2 ** 20
+        info = _build_into(tmp, source, fingerprint, workers, progress, engine, budget)
         _write_json(tmp / BUILD_FILE, info)
         swap_into_place(tmp, out)
     except BaseException as exc:
@@ -90,6 +94,8 @@ def resource_error(exc: BaseException, out: Path, memory_mb: int) -> str | None:
     """The one-line message for a build that ran out of memory or disk, else ``None``."""
     kept = f"the simulator at {out} is unchanged" if (out / BUILD_FILE).is_file() else f"nothing was written to {out}"
     text = str(exc)
+    if "out of memory budget" in text:
+        return f"the build ran {text}; {kept}"
     if isinstance(exc, MemoryError) or "out of memory" in text:
         return (f"the build ran out of memory (budget --memory-mb {memory_mb}); {kept}. Free memory, or lower "
                 "--memory-mb (smaller index segments) or --workers")
@@ -125,7 +131,8 @@ def _build_into(tmp: Path, source: Any, fingerprint: dict[str, Any], workers: in
     index = build_engine_index(engine, tmp / STORE_FILE, tmp, workers=workers, progress=progress,
                                memory_bytes=memory_bytes)
     indexed = time.perf_counter()
-    forward = build_forward_index(tmp / STORE_FILE, tmp / FORWARD_DIR, memory_bytes=memory_bytes // 4)
+    left = check_budget(memory_bytes, 32 * 2 ** 20, "the forward index")
+    forward = build_forward_index(tmp / STORE_FILE, tmp / FORWARD_DIR, memory_bytes=left // 2)
     done = time.perf_counter()
     skipped_titles = stats.pop("skipped_titles", [])
     return {

@@ -39,9 +39,10 @@ class BuildConfig:
     """Simulator directory to create or replace (built beside it, swapped in when complete)."""
     workers: int = 2
     """Parser and index writer processes."""
-    memory_mb: int = 1024
-    """Memory budget of the build in MB (index writers and forward index; peak RAM does not grow with the
-    corpus); exceeding it, or the disk, fails the build in one line and leaves the simulator at --out as it was."""
+    memory_mb: int | None = None
+    """Memory budget of the whole build in MB (this process and its index writers; default: 1024 above what
+    the command holds at start). Peak RAM does not grow with the index; a budget too small, or a full disk,
+    fails the build in one line and leaves the simulator at --out as it was."""
     page_timeout: float = 10.0
     """Seconds one page may take to parse before it is skipped (and counted in build.json)."""
     reuse: bool = False
@@ -72,7 +73,8 @@ class BuildConfig:
             raise ValueError(f"--source {self.source} needs a PATH to the corpus file")
         if not isinstance(self.workers, int) or self.workers < 1:
             raise ValueError(f"--workers must be an integer >= 1, got {self.workers!r}")
-        if not isinstance(self.memory_mb, int) or isinstance(self.memory_mb, bool) or self.memory_mb < 256:
+        if self.memory_mb is not None and (not isinstance(self.memory_mb, int) or isinstance(self.memory_mb, bool)
+                                           or self.memory_mb < 256):
             raise ValueError(f"--memory-mb must be an integer >= 256, got {self.memory_mb!r}")
         if not self.page_timeout > 0:
             raise ValueError(f"--page-timeout must be > 0 seconds, got {self.page_timeout!r}")

@@ -65,10 +65,11 @@ MIN_HEAP_PER_THREAD = 16 * 2 ** 20
 MAX_HEAP_PER_THREAD = 4000 * 2 ** 20
 
 
-def heap_bytes(memory_bytes: int, threads: int) -> int:
-    """tantivy's indexing heap (all threads) within a build budget of ``memory_bytes``."""
+def heap_bytes(memory_bytes: int, threads: int, held_bytes: int = BUILD_BASE_BYTES) -> int:
+    """tantivy's indexing heap (all threads) within a build budget of ``memory_bytes``, the
+    build process already holding ``held_bytes``."""
     threads = max(1, threads)
-    heap = memory_bytes - BUILD_BASE_BYTES
+    heap = memory_bytes - held_bytes - 32 * 2 ** 20
     return max(MIN_HEAP_PER_THREAD * threads, min(heap, MAX_HEAP_PER_THREAD * threads))
 
 
@@ -86,7 +87,10 @@ def build_tantivy_index(store_path: str | Path, index_dir: str | Path, *, thread
     start = time.perf_counter()
     index_dir.mkdir(parents=True, exist_ok=False)
     index = _open(tantivy, index_dir, _schema(tantivy))
-    writer = index.writer(heap_size=heap_bytes(memory_bytes, threads), num_threads=max(1, threads))
+    from wiki_sim.index import check_budget, resident_bytes
+
+    check_budget(memory_bytes, MIN_HEAP_PER_THREAD * max(1, threads) + 32 * 2 ** 20, "indexing")
+    writer = index.writer(heap_size=heap_bytes(memory_bytes, threads, resident_bytes()), num_threads=max(1, threads))
     total = sum(1 for _ in _ids(store_path))
     pid = 0
     with tqdm(total=total, desc="index", unit="page", disable=not progress, mininterval=0.5) as bar:

@@ -164,7 +164,7 @@ def test_out_of_disk_or_memory_says_so_and_keeps_the_previous_simulator(small, t
             raise WikiSimError("index writer failed: no space left on device")
         monkeypatch.setattr("wiki_sim.build.build_engine_index", writer_full)
     with pytest.raises(WikiSimError) as err:
-        build("jsonl", corpus, out, progress=False, memory_mb=300, workers=1)
+        build("jsonl", corpus, out, progress=False, memory_mb=None if failure != "memory" else 300, workers=1)
     message = str(err.value)
     assert "\n" not in message and f"the simulator at {out} is unchanged" in message
     assert ("disk space" in message) if failure != "memory" else ("out of memory" in message and "300" in message)
@@ -180,7 +180,22 @@ def test_cli_memory_budget_is_validated_and_recorded(wiki, tmp_path):
     with pytest.raises(ValueError, match="--memory-mb must be an integer >= 256"):
         BuildConfig(out=str(tmp_path / "w"), memory_mb=10)
     assert BuildConfig(out=str(tmp_path / "w"), memory_mb=300).memory_mb == 300
-    assert json.loads((wiki / "build.json").read_text())["memory_mb"] == 1024
+    assert json.loads((wiki / "build.json").read_text())["memory_mb"] >= 1024  # 1024 above the caller's own
+
+
+def test_a_budget_smaller_than_the_build_needs_says_so(small, tmp_path):
+    import shutil
+
+    out = tmp_path / "wiki"
+    shutil.copytree(small, out)
+    corpus = write_jsonl(tmp_path / "c.jsonl", pages(12))
+    with pytest.raises(WikiSimError) as err:
+        build("jsonl", corpus, out, progress=False, memory_mb=40, workers=1)
+    message = str(err.value)
+    assert "\n" not in message and "out of memory budget" in message and "--memory-mb 40 is too small" in message
+    assert f"the simulator at {out} is unchanged" in message and "give at least" in message
+    with WikiSim(out, search_processes=0) as sim:
+        assert sim.stats()["pages"] == 22
 
 
 def test_an_old_format_simulator_is_refused_with_the_rebuild_command(wiki, tmp_path):
