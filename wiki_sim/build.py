@@ -27,7 +27,8 @@ from typing import Any
 from wiki_sim.errors import WikiSimError
 from wiki_sim.forward import FORWARD_DIR, build_forward_index
 from wiki_sim.engines import build_engine_index, check_engine, index_dir_name
-from wiki_sim.index import ALIASES_BOOST, INDEX_DIR, TITLE_BOOST, check_budget, resident_bytes
+from wiki_sim.budget import check_budget, resident_bytes
+from wiki_sim.index import ALIASES_BOOST, INDEX_DIR, TITLE_BOOST
 from wiki_sim.records import Page
 from wiki_sim.sim import BUILD_FILE, BUILD_FORMAT
 from wiki_sim.store import STORE_FILE, StoreWriter

@@ -49,6 +49,7 @@ from whoosh.reading import TermNotFound
 from whoosh.writing import SegmentWriter
 
 from wiki_sim.analysis import WikiText, analyze
+from wiki_sim.budget import check_budget, resident_bytes
 from wiki_sim.errors import WikiSimError
 
 INDEX_DIR = "index"
@@ -143,31 +144,11 @@ MIN_POOL_BYTES = 64 * 1024
 LENGTHS_FILE = "lengths.i32"
 
 
-def resident_bytes() -> int:
-    """This process's resident memory now (0 where /proc is missing)."""
-    try:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return 0
-
-
 def pool_bytes(memory_bytes: int, procs: int, parent_bytes: int = WRITER_BASE_BYTES) -> int:
     """Postings one of ``procs`` writers may buffer (Whoosh's estimate) within ``memory_bytes``,
     the build process itself holding ``parent_bytes``."""
     share = (memory_bytes - parent_bytes - procs * WRITER_BASE_BYTES) / max(1, procs) / POOL_OVERHEAD
     return max(MIN_POOL_BYTES, int(share))
-
-
-def check_budget(memory_bytes: int, need_bytes: int, what: str) -> int:
-    """The part of ``memory_bytes`` left beside this process's resident memory; a
-    :class:`WikiSimError` (out of memory budget) if less than ``need_bytes`` is left."""
-    held = resident_bytes()
-    if memory_bytes - held < need_bytes:
-        raise WikiSimError(f"out of memory budget: the build process holds {held >> 20} MB before {what}, which "
-                           f"needs {need_bytes >> 20} MB more; --memory-mb {memory_bytes >> 20} is too small, "
-                           f"give at least {(held + need_bytes) // 2 ** 20 + 1}")
-    return memory_bytes - held
 
 
 def _write_slice(index_dir: str, store_path: str, lo: int, hi: int, pool_limit: int, counter: Any,

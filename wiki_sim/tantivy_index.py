@@ -87,7 +87,7 @@ def build_tantivy_index(store_path: str | Path, index_dir: str | Path, *, thread
     start = time.perf_counter()
     index_dir.mkdir(parents=True, exist_ok=False)
     index = _open(tantivy, index_dir, _schema(tantivy))
-    from wiki_sim.index import check_budget, resident_bytes
+    from wiki_sim.budget import check_budget, resident_bytes
 
     check_budget(memory_bytes, MIN_HEAP_PER_THREAD * max(1, threads) + 32 * 2 ** 20, "indexing")
     writer = index.writer(heap_size=heap_bytes(memory_bytes, threads, resident_bytes()), num_threads=max(1, threads))
