@@ -12,6 +12,7 @@ between the two renames).
 from __future__ import annotations
 
 import datetime as _dt
+import errno
 import json
 import os
 import platform
@@ -26,17 +27,21 @@ from typing import Any
 from wiki_sim.errors import WikiSimError
 from wiki_sim.forward import FORWARD_DIR, build_forward_index
 from wiki_sim.engines import build_engine_index, check_engine, index_dir_name
+from wiki_sim.budget import check_budget, resident_bytes
 from wiki_sim.index import ALIASES_BOOST, INDEX_DIR, TITLE_BOOST
 from wiki_sim.records import Page
 from wiki_sim.sim import BUILD_FILE, BUILD_FORMAT
 from wiki_sim.store import STORE_FILE, StoreWriter
 
+DEFAULT_MEMORY_MB = 1024
+"""A build's default memory budget, above what the building process holds when it starts."""
 _LEFTOVER = re.compile(r"^\.(?P<name>.+)\.(?P<kind>building|old)-(?P<pid>\d+)-[^/]*$")
 
 
 def build(kind: str, path: str | Path | None = None, out: str | Path = "data/wiki", *, workers: int = 2,
           page_timeout: float = 10.0, progress: bool = True, cache_dir: str | Path | None = None,
-          reuse: bool = False, engine: str = "whoosh", fields: Any = None) -> dict[str, Any]:
+          reuse: bool = False, engine: str = "whoosh", fields: Any = None,
+          memory_mb: int | None = None) -> dict[str, Any]:
     """Build a simulator from a corpus into ``out`` atomically; return its build.json content.
 
     ``reuse``: if ``out`` already holds a complete simulator built from the same source
@@ -44,6 +49,10 @@ def build(kind: str, path: str | Path | None = None, out: str | Path = "data/wik
     keep it and return its build.json (with ``"reused": true``).
     ``engine``: the search index, ``whoosh`` (default) or ``tantivy`` (recorded in build.json).
     ``fields``: for ``jsonl``, a :class:`~wiki_sim.ingest.jsonl.JsonlFields` naming the fields.
+    ``memory_mb``: the memory budget of the build's whole process tree (this process and its
+    index writers); ``None``: :data:`DEFAULT_MEMORY_MB` above what this process holds when
+    the build starts (a build called from a large process is not refused). Running out of
+    it, or of disk, raises a one-line :class:`WikiSimError` and leaves ``out`` as it was.
     """
     from wiki_sim.ingest import open_source
 
@@ -68,17 +77,40 @@ def build(kind: str, path: str | Path | None = None, out: str | Path = "data/wik
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.building-{os.getpid()}-", dir=out.parent))
     try:
         os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes it private; the simulator is not
-        info = _build_into(tmp, source, fingerprint, workers, progress, engine)
+        budget = memory_mb * 2 ** 20 if memory_mb is not None else resident_bytes() + DEFAULT_MEMORY_MB * 2 ** 20
+        memory_mb = budget // 2 ** 20
+        info = _build_into(tmp, source, fingerprint, workers, progress, engine, budget)
         _write_json(tmp / BUILD_FILE, info)
         swap_into_place(tmp, out)
-    except BaseException:
+    except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
+        message = resource_error(exc, out, memory_mb)
+        if message:
+            raise WikiSimError(message) from None
         raise
     return info
 
 
+def resource_error(exc: BaseException, out: Path, memory_mb: int) -> str | None:
+    """The one-line message for a build that ran out of memory or disk, else ``None``."""
+    kept = f"the simulator at {out} is unchanged" if (out / BUILD_FILE).is_file() else f"nothing was written to {out}"
+    text = str(exc)
+    if "out of memory budget" in text:
+        return f"the build ran {text}; {kept}"
+    if isinstance(exc, MemoryError) or "out of memory" in text:
+        return (f"the build ran out of memory (budget --memory-mb {memory_mb}); {kept}. Free memory, or lower "
+                "--memory-mb (smaller index segments) or --workers")
+    full = (isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)) \
+        or (isinstance(exc, sqlite3.OperationalError) and "disk is full" in text) \
+        or "no space left on device" in text.lower()
+    if full:
+        return (f"the build ran out of disk space in {out.parent}; {kept}. Free space there or build with --out on "
+                "a larger disk (a build needs about 2x the finished simulator while it runs)")
+    return None
+
+
 def _build_into(tmp: Path, source: Any, fingerprint: dict[str, Any], workers: int, progress: bool,
-                engine: str = "whoosh") -> dict[str, Any]:
+                engine: str = "whoosh", memory_bytes: int = DEFAULT_MEMORY_MB * 2 ** 20) -> dict[str, Any]:
     start = time.perf_counter()
     writer = StoreWriter(tmp / STORE_FILE)
     try:
@@ -97,9 +129,11 @@ def _build_into(tmp: Path, source: Any, fingerprint: dict[str, Any], workers: in
     stored = time.perf_counter()
     if counts["pages"] == 0:
         raise WikiSimError(f"the corpus {source.meta.get('path', '')} has no pages")
-    index = build_engine_index(engine, tmp / STORE_FILE, tmp, workers=workers, progress=progress)
+    index = build_engine_index(engine, tmp / STORE_FILE, tmp, workers=workers, progress=progress,
+                               memory_bytes=memory_bytes)
     indexed = time.perf_counter()
-    forward = build_forward_index(tmp / STORE_FILE, tmp / FORWARD_DIR)
+    left = check_budget(memory_bytes, 32 * 2 ** 20, "the forward index")
+    forward = build_forward_index(tmp / STORE_FILE, tmp / FORWARD_DIR, memory_bytes=left // 2)
     done = time.perf_counter()
     skipped_titles = stats.pop("skipped_titles", [])
     return {
@@ -114,6 +148,7 @@ def _build_into(tmp: Path, source: Any, fingerprint: dict[str, Any], workers: in
         "source_stats": stats,
         "index": _index_info(engine),
         "workers": workers,
+        "memory_mb": memory_bytes // 2 ** 20,
         "versions": versions(),
         "built_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "durations_s": {

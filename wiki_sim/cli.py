@@ -39,6 +39,10 @@ class BuildConfig:
     """Simulator directory to create or replace (built beside it, swapped in when complete)."""
     workers: int = 2
     """Parser and index writer processes."""
+    memory_mb: int | None = None
+    """Memory budget of the whole build in MB (this process and its index writers; default: 1024 above what
+    the command holds at start). Peak RAM does not grow with the index; a budget too small, or a full disk,
+    fails the build in one line and leaves the simulator at --out as it was."""
     page_timeout: float = 10.0
     """Seconds one page may take to parse before it is skipped (and counted in build.json)."""
     reuse: bool = False
@@ -69,6 +73,9 @@ class BuildConfig:
             raise ValueError(f"--source {self.source} needs a PATH to the corpus file")
         if not isinstance(self.workers, int) or self.workers < 1:
             raise ValueError(f"--workers must be an integer >= 1, got {self.workers!r}")
+        if self.memory_mb is not None and (not isinstance(self.memory_mb, int) or isinstance(self.memory_mb, bool)
+                                           or self.memory_mb < 256):
+            raise ValueError(f"--memory-mb must be an integer >= 256, got {self.memory_mb!r}")
         if not self.page_timeout > 0:
             raise ValueError(f"--page-timeout must be > 0 seconds, got {self.page_timeout!r}")
         if not self.out:
@@ -92,7 +99,7 @@ def run_build(config: BuildConfig) -> int:
                              id=config.id_field)
     info = build(config.source, config.path, config.out, workers=config.workers, page_timeout=config.page_timeout,
                  progress=config.progress, cache_dir=config.cache_dir, reuse=config.reuse, engine=config.engine,
-                 fields=fields)
+                 fields=fields, memory_mb=config.memory_mb)
     c = info["counts"]
     if info.get("reused"):
         print(f"{config.out}: up to date ({c['pages']} pages from the same source); not rebuilt")

@@ -29,32 +29,41 @@ def index_dir_name(engine: str) -> str:
     return TANTIVY_DIR if engine == "tantivy" else INDEX_DIR
 
 
-def build_engine_index(engine: str, store_path: Path, out_dir: Path, *, workers: int, progress: bool) -> dict[str, Any]:
-    """Index the store with ``engine`` into ``out_dir``/<its index directory>."""
+def build_engine_index(engine: str, store_path: Path, out_dir: Path, *, workers: int, progress: bool,
+                       memory_bytes: int | None = None) -> dict[str, Any]:
+    """Index the store with ``engine`` into ``out_dir``/<its index directory>, its writers
+    holding about ``memory_bytes`` in all (``None``: the engine's default)."""
     check_engine(engine)
+    budget = {} if memory_bytes is None else {"memory_bytes": memory_bytes}
     if engine == "tantivy":
         from wiki_sim.tantivy_index import build_tantivy_index
 
-        return build_tantivy_index(store_path, out_dir / index_dir_name(engine), threads=workers, progress=progress)
+        return build_tantivy_index(store_path, out_dir / index_dir_name(engine), threads=workers, progress=progress,
+                                   **budget)
     from wiki_sim.index import build_index
 
-    return build_index(store_path, out_dir / index_dir_name(engine), procs=workers, progress=progress)
+    return build_index(store_path, out_dir / index_dir_name(engine), procs=workers, progress=progress, **budget)
 
 
-def open_engine(path: Path, build_info: dict[str, Any]) -> tuple[str, Any]:
-    """(engine name, searcher) for the simulator directory ``path`` as its build recorded."""
+def open_engine(path: Path, build_info: dict[str, Any], term_cache_bytes: int | None = None) -> tuple[str, Any]:
+    """(engine name, searcher) for the simulator directory ``path`` as its build recorded;
+    the searcher reads titles from the shared title table and caches at most
+    ``term_cache_bytes`` of per-term data (``None``: its default)."""
+    from wiki_sim.forward import FORWARD_DIR, open_titles
     from wiki_sim.store import STORE_FILE
 
     index_info = build_info.get("index")
     engine = index_info.get("engine", "whoosh") if isinstance(index_info, dict) else "whoosh"
     check_engine(engine)
+    titles = open_titles(path / FORWARD_DIR)
+    cache = {} if term_cache_bytes is None else {"max_cache_bytes": term_cache_bytes}
     if engine == "tantivy":
         from wiki_sim.tantivy_index import TantivySearcher
 
-        return engine, TantivySearcher(path / index_dir_name(engine), path / STORE_FILE)
+        return engine, TantivySearcher(path / index_dir_name(engine), path / STORE_FILE, titles=titles)
     from wiki_sim.index import IndexSearcher
 
-    return engine, IndexSearcher(path / index_dir_name(engine))
+    return engine, IndexSearcher(path / index_dir_name(engine), titles=titles, **cache)
 
 
 def open_forward_index(path: Path, documents: int) -> Any | None:
@@ -62,7 +71,7 @@ def open_forward_index(path: Path, documents: int) -> Any | None:
     the index: the search then computes page terms from the text as it goes)."""
     from wiki_sim.forward import FORWARD_DIR, ForwardIndex
 
-    if not (path / FORWARD_DIR / "offsets.npy").is_file():
+    if not (path / FORWARD_DIR / "offsets.i64").is_file():
         return None
     try:
         forward = ForwardIndex(path / FORWARD_DIR)

@@ -4,25 +4,39 @@ Built with the simulator (``terms/`` beside the store, for either engine): page 
 store's page order (the engines' document order) is ``ids[offsets[i]:offsets[i + 1]]``:
 its title's terms, a 0 (the separator), then the terms of the first
 :data:`FORWARD_CHARS` characters of its text (stopwords dropped, Porter stems, the
-analyzer of the index). ``vocab.json`` lists the terms by id. The arrays are
-memory-mapped, so opening costs nothing and pages are read on demand.
+analyzer of the index). Term ids are ranks in the sorted vocabulary (``vocab``, a string
+table; id 0 is the empty separator). ``titles`` is the page titles in the same order, for
+both engines. Every file is a memory-mapped table (:mod:`wiki_sim.tables`): opening costs
+nothing, and every process on a machine shares one copy through the page cache.
+
+Built in bounded memory: pages are analyzed in chunks of at most ``memory_bytes`` worth of
+term ids, each chunk written with its own sorted vocabulary; the chunk vocabularies are then
+merged into one (a streaming k-way merge) and each chunk's ids remapped to the merged ids.
+Temporary disk: about the size of the final ``ids`` file.
 """
 
 from __future__ import annotations
 
-import json
+import heapq
+import shutil
 import sqlite3
 import threading
 from collections import OrderedDict
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 
 from wiki_sim.analysis import analyze
+from wiki_sim.tables import ArrayWriter, StringTable, StringTableWriter, open_array
 
 FORWARD_DIR = "terms"
 # Characters of a page whose terms are kept (long articles: their beginning).
 FORWARD_CHARS = 20_000
+# Memory a forward-index build may use for one chunk, by default.
+DEFAULT_MEMORY_BYTES = 128 * 2 ** 20
+# Bytes of build memory per buffered term position (an int32 id plus list overhead).
+_BYTES_PER_POSITION = 16
 
 
 def page_terms(title: str, text: str) -> list[str]:
@@ -30,54 +44,123 @@ def page_terms(title: str, text: str) -> list[str]:
     return analyze(title) + [""] + analyze(text[:FORWARD_CHARS])
 
 
-def build_forward_index(store_path: str | Path, out_dir: str | Path) -> dict[str, int]:
-    """Write the forward index of every page of a finalized store into ``out_dir``."""
+def _write_chunk(tmp: Path, k: int, vocab: dict[str, int], ids: list[np.ndarray]) -> None:
+    """Write a chunk's ids renumbered to ranks in its sorted vocabulary, and that vocabulary."""
+    terms = sorted(vocab, key=lambda t: t.encode("utf-8", "surrogatepass"))
+    rank = np.empty(len(vocab), dtype=np.int32)
+    rank[[vocab[t] for t in terms]] = np.arange(len(terms), dtype=np.int32)
+    (rank[np.concatenate(ids)] if ids else np.zeros(0, np.int32)).astype("<i4").tofile(tmp / f"{k}.ids")
+    with open(tmp / f"{k}.vocab", "w", encoding="utf-8", errors="surrogatepass", newline="\n") as f:
+        for t in terms:
+            f.write(t + "\n")
+
+
+def _chunk_terms(tmp: Path, k: int) -> Iterator[tuple[bytes, int, int]]:
+    with open(tmp / f"{k}.vocab", "rb") as f:
+        for rank, line in enumerate(f):
+            yield line[:-1], k, rank
+
+
+def _merge_vocabularies(tmp: Path, chunks: int, out_dir: Path) -> int:
+    """Merge the chunks' sorted vocabularies into ``vocab``; write each chunk's map
+    (chunk rank -> merged id) as ``K.map``; return the vocabulary size."""
+    sizes = [sum(1 for _ in open(tmp / f"{k}.vocab", "rb")) for k in range(chunks)]
+    maps = [np.lib.format.open_memmap(tmp / f"{k}.map", mode="w+", dtype=np.int32, shape=(sizes[k],))
+            for k in range(chunks)]
+    writer = StringTableWriter(out_dir, "vocab")
+    last: bytes | None = None
+    n = -1
+    for term, k, rank in heapq.merge(*(_chunk_terms(tmp, k) for k in range(chunks))):
+        if term != last:
+            writer.append(term.decode("utf-8", "surrogatepass"))
+            last, n = term, n + 1
+        maps[k][rank] = n
+    writer.close()
+    for m in maps:
+        m.flush()
+    del maps
+    return n + 1
+
+
+def build_forward_index(store_path: str | Path, out_dir: str | Path,
+                        memory_bytes: int = DEFAULT_MEMORY_BYTES) -> dict[str, int]:
+    """Write the forward index and title table of every page of a finalized store into
+    ``out_dir``, holding at most about ``memory_bytes`` of term ids at a time."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=False)
+    tmp = out_dir / ".chunks"
+    tmp.mkdir()
+    max_positions = max(4096, memory_bytes // _BYTES_PER_POSITION)
+    titles = StringTableWriter(out_dir, "titles")
+    offsets = ArrayWriter(out_dir / "offsets.i64")
+    offsets.append(0)
+    chunks, positions, total = 0, 0, 0
     vocab: dict[str, int] = {"": 0}
-    chunks: list[np.ndarray] = []
-    offsets = [0]
+    ids: list[np.ndarray] = []
     conn = sqlite3.connect(f"file:{Path(store_path)}?mode=ro", uri=True)
     try:
         for title, text in conn.execute("SELECT title, substr(text, 1, ?) FROM pages ORDER BY id", (FORWARD_CHARS,)):
-            ids = [vocab.setdefault(t, len(vocab)) for t in page_terms(title, text or "")]
-            chunks.append(np.array(ids, dtype=np.int32))
-            offsets.append(offsets[-1] + len(ids))
+            page = np.array([vocab.setdefault(t, len(vocab)) for t in page_terms(title, text or "")], dtype=np.int32)
+            ids.append(page)
+            positions += len(page)
+            total += len(page)
+            offsets.append(total)
+            titles.append(title)
+            if positions >= max_positions:
+                _write_chunk(tmp, chunks, vocab, ids)
+                chunks, positions, vocab, ids = chunks + 1, 0, {"": 0}, []
     finally:
         conn.close()
-    np.save(out_dir / "ids.npy", np.concatenate(chunks) if chunks else np.zeros(0, np.int32))
-    np.save(out_dir / "offsets.npy", np.array(offsets, dtype=np.int64))
-    terms = [""] * len(vocab)
-    for term, i in vocab.items():
-        terms[i] = term
-    (out_dir / "vocab.json").write_text(json.dumps(terms, ensure_ascii=False), encoding="utf-8")
-    return {"pages": len(offsets) - 1, "terms": len(vocab), "positions": offsets[-1]}
+    if ids or chunks == 0:
+        _write_chunk(tmp, chunks, vocab, ids)
+        chunks += 1
+    del vocab, ids
+    titles.close()
+    offsets.close()
+    terms = _merge_vocabularies(tmp, chunks, out_dir)
+    out = ArrayWriter(out_dir / "ids.i32")
+    for k in range(chunks):
+        mapping = np.load(tmp / f"{k}.map", mmap_mode="r")
+        local = np.fromfile(tmp / f"{k}.ids", dtype="<i4")
+        out.extend(mapping[local])
+        (tmp / f"{k}.ids").unlink()
+    out.close()
+    shutil.rmtree(tmp)
+    return {"pages": offsets.count - 1, "terms": terms, "positions": total, "chunks": chunks}
 
 
 class ForwardIndex:
-    """A built forward index, memory-mapped."""
+    """A built forward index, memory-mapped (see the module docstring)."""
 
     def __init__(self, directory: str | Path):
         directory = Path(directory)
-        # A plain ndarray view of the memory map: slicing a np.memmap costs a Python-level
-        # __array_finalize__ per slice.
-        self._ids = np.load(directory / "ids.npy", mmap_mode="r").view(np.ndarray)
-        self._offsets = np.load(directory / "offsets.npy")
-        terms = json.loads((directory / "vocab.json").read_text(encoding="utf-8"))
-        self._vocab = {t: i for i, t in enumerate(terms)}
+        self._ids = open_array(directory / "ids.i32")
+        self._offsets = open_array(directory / "offsets.i64")
+        self.vocab = StringTable(directory, "vocab")
+        if len(self._offsets) == 0 or int(self._offsets[-1]) != len(self._ids):
+            raise ValueError(f"the forward index at {directory} is inconsistent; rebuild the simulator")
 
     def __len__(self) -> int:
         return len(self._offsets) - 1
 
     def vocabulary_size(self) -> int:
-        return len(self._vocab)
+        return len(self.vocab)
 
     def ids(self, terms: list[str]) -> list[int]:
         """Term ids of ``terms`` (terms no page has are left out)."""
-        return [self._vocab[t] for t in terms if t in self._vocab]
+        found = (self.vocab.find(t) for t in terms)
+        return [i for i in found if i >= 0]
 
     def sequence(self, docnum: int, title: str = "", text: str = "") -> np.ndarray:
         return self._ids[self._offsets[docnum]:self._offsets[docnum + 1]]
+
+
+def open_titles(directory: str | Path) -> StringTable | None:
+    """The page titles table of a simulator's ``terms/`` directory, ``None`` if it has none."""
+    try:
+        return StringTable(directory, "titles")
+    except (OSError, ValueError):
+        return None
 
 
 class LazyForwardIndex:

@@ -10,15 +10,22 @@ Whoosh's postings (cached per term); phrases, titles and spelling are handled ab
 in :mod:`wiki_sim.search`.
 
 Building: the pages are split into ``procs`` contiguous slices; one writer process per
-slice analyzes its pages and writes a segment, and the parent merges the segments into
-one index (one table of contents). Merging the postings into a single segment as well
-costs more than the parallel writers save (Whoosh merges posting by posting in Python;
-measured about 2x the CPU of a single writer on the default corpus) and searching two
-segments is as fast as one, so the segments are kept.
+slice analyzes its pages and writes segments, and the parent joins the segments into one
+index (one table of contents). A writer keeps a segment's postings in memory and closes the
+segment when they reach its share of the memory budget (``memory_bytes``), then starts the
+next: Whoosh's own writer would instead spill sorted runs to temporary files (about 25x
+the final index on disk at 1M pages) and merge them. So a build's memory does not grow
+with the corpus and it writes no temporary postings; a large corpus gets more segments
+(searched one after another: a few term look-ups each per query term). The segments are
+not merged into one: Whoosh merges posting by posting in Python (about 2x the CPU of a
+single writer on the default corpus) through the same spilling pool.
+Field lengths, which the searcher needs for every document, are written beside the index
+as a memory-mapped array (``lengths.i32``), so opening reads no per-document data.
 """
 
 from __future__ import annotations
 
+import errno
 import multiprocessing as mp
 import os
 import shutil
@@ -29,7 +36,7 @@ from collections import Counter, OrderedDict
 from array import array
 from math import log
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
@@ -42,6 +49,7 @@ from whoosh.reading import TermNotFound
 from whoosh.writing import SegmentWriter
 
 from wiki_sim.analysis import WikiText, analyze
+from wiki_sim.budget import check_budget, resident_bytes
 from wiki_sim.errors import WikiSimError
 
 INDEX_DIR = "index"
@@ -64,6 +72,10 @@ LENGTH_B = 0.5
 # about 2x faster here than Whoosh's tree of union matchers; above it the tree's skipping
 # of low-scoring blocks wins (the array scan is linear in the index size).
 ARRAY_MATCHER_MAX_DOCS = 100_000
+DEFAULT_TERM_CACHE_BYTES = 256 * 2 ** 20
+"""Default bound on the per-term score arrays a searcher caches (bytes, per process)."""
+# Bytes counted per cached term besides its arrays (the key, two array headers, the entry).
+_ENTRY_OVERHEAD = 400
 # Bounds on a query: characters read and distinct terms scored.
 MAX_QUERY_CHARS = 4000
 MAX_QUERY_TERMS = 32
@@ -106,34 +118,58 @@ def _documents(store_path: Path, lo: int, hi: int) -> Iterator[dict[str, str]]:
 
 
 def _slices(store_path: Path, parts: int) -> list[tuple[int, int]]:
-    """``parts`` contiguous page-id ranges holding about equal amounts of text."""
+    """``parts`` contiguous page-id ranges holding about equal amounts of text (two streaming
+    passes over the page lengths; nothing per page is kept)."""
     with sqlite3.connect(f"file:{store_path}?mode=ro", uri=True) as conn:
-        rows = conn.execute("SELECT id, length(text) + 200 FROM pages ORDER BY id").fetchall()
-    if not rows:
-        return []
-    total = sum(n for _, n in rows)
-    bounds = [rows[0][0]]
-    acc = 0
-    for pid, n in rows:
-        if acc >= total * len(bounds) / parts and len(bounds) < parts:
-            bounds.append(pid)
-        acc += n
-    bounds.append(rows[-1][0] + 1)
+        total, first, last = conn.execute("SELECT SUM(length(text) + 200), MIN(id), MAX(id) FROM pages").fetchone()
+        if not total:
+            return []
+        bounds = [first]
+        acc = 0
+        for pid, n in conn.execute("SELECT id, length(text) + 200 FROM pages ORDER BY id"):
+            if acc >= total * len(bounds) / parts and len(bounds) < parts:
+                bounds.append(pid)
+            acc += n
+    bounds.append(last + 1)
     return [(a, b) for a, b in zip(bounds, bounds[1:]) if a < b]
 
 
-def _write_slice(index_dir: str, store_path: str, lo: int, hi: int, limitmb: int, counter: Any,
+# A writer process's own memory besides its postings (Python, Whoosh, SQLite, one page).
+WRITER_BASE_BYTES = 80 * 2 ** 20
+# Resident bytes per byte of Whoosh's own estimate of its buffered postings (measured).
+POOL_OVERHEAD = 1.5
+DEFAULT_MEMORY_BYTES = 1024 * 2 ** 20
+"""The whole build's default memory budget (``websailor wiki build --memory-mb``)."""
+MIN_POOL_BYTES = 64 * 1024
+LENGTHS_FILE = "lengths.i32"
+
+
+def pool_bytes(memory_bytes: int, procs: int, parent_bytes: int = WRITER_BASE_BYTES) -> int:
+    """Postings one of ``procs`` writers may buffer (Whoosh's estimate) within ``memory_bytes``,
+    the build process itself holding ``parent_bytes``."""
+    share = (memory_bytes - parent_bytes - procs * WRITER_BASE_BYTES) / max(1, procs) / POOL_OVERHEAD
+    return max(MIN_POOL_BYTES, int(share))
+
+
+def _write_slice(index_dir: str, store_path: str, lo: int, hi: int, pool_limit: int, counter: Any,
                  results: Any, parent: int) -> None:
-    """Writer process: index one slice of pages into a new segment; send it to the parent."""
+    """Writer process: index one slice of pages into segments of at most ``pool_limit``
+    buffered postings each; send them to the parent."""
     try:
         ix = whoosh_index.open_dir(index_dir)
-        # _lk=False: the parent holds no lock and the workers write disjoint segments,
-        # exactly as Whoosh's own multiprocessing writer does.
-        writer = SegmentWriter(ix, _lk=False, codec=_codec(), limitmb=limitmb)
-        pending = 0
+        # Whoosh's pool never spills (its limit is far above ours): the segment is closed first.
+        limitmb = max(1, 4 * pool_limit // 2 ** 20)
+        writer, segments, pending = None, [], 0
         for doc in _documents(Path(store_path), lo, hi):
+            if writer is None:
+                # _lk=False: the parent holds no lock and the workers write disjoint segments,
+                # exactly as Whoosh's own multiprocessing writer does.
+                writer = SegmentWriter(ix, _lk=False, codec=_codec(), limitmb=limitmb)
             writer.add_document(**doc)
             pending += 1
+            if writer.pool.currentsize >= pool_limit:
+                segments.append(writer._finalize_segment())
+                writer = None
             if pending == 100:
                 if os.getppid() != parent:  # the build was killed: stop, leave no orphan
                     os._exit(1)
@@ -142,19 +178,26 @@ def _write_slice(index_dir: str, store_path: str, lo: int, hi: int, limitmb: int
                 pending = 0
         with counter.get_lock():
             counter.value += pending
-        segment = writer._finalize_segment()
-        results.put((lo, segment, None))
+        if writer is not None:
+            segments.append(writer._finalize_segment())
+        results.put((lo, segments, None))
+    except MemoryError:
+        results.put((lo, None, "out of memory"))
+    except OSError as exc:
+        results.put((lo, None, "no space left on device" if exc.errno == errno.ENOSPC else f"OSError: {exc}"))
     except BaseException as exc:  # noqa: BLE001 - reported to the parent, which raises
         results.put((lo, None, f"{type(exc).__name__}: {exc}"))
 
 
 def build_index(store_path: str | Path, index_dir: str | Path, *, procs: int = 2, progress: bool = True,
-                limitmb: int = 256) -> dict[str, Any]:
+                memory_bytes: int = DEFAULT_MEMORY_BYTES) -> dict[str, Any]:
     """Index every page of a finalized store into a new Whoosh index at ``index_dir``.
 
-    ``procs`` writer processes each index a slice of the pages into a segment; the parent
-    merges the segments into the index. Returns ``{"documents", "segments", "seconds"}``;
-    raises :class:`WikiSimError` if a writer fails or the index does not hold every page.
+    ``procs`` writer processes each index a slice of the pages into segments, each holding
+    at most its share of ``memory_bytes`` in memory; the parent joins the segments into the
+    index and writes the field lengths beside it. Returns ``{"documents", "segments",
+    "seconds"}``; raises :class:`WikiSimError` if a writer fails or the index does not hold
+    every page.
     """
     from tqdm import tqdm
 
@@ -165,11 +208,15 @@ def build_index(store_path: str | Path, index_dir: str | Path, *, procs: int = 2
     ix = whoosh_index.create_in(str(index_dir), schema)
     slices = _slices(store_path, max(1, procs))
     total = sum(1 for _ in _ids(store_path))
+    procs = len(slices) or 1
+    if memory_bytes > 0:  # 0: the smallest segments (tests)
+        check_budget(memory_bytes, procs * (WRITER_BASE_BYTES + 8 * 2 ** 20), "indexing")
+    pool_limit = pool_bytes(memory_bytes, procs, resident_bytes())
     ctx = mp.get_context("spawn")
     counter = ctx.Value("q", 0)
     results = ctx.Queue()
     workers = [ctx.Process(target=_write_slice, daemon=True,
-                           args=(str(index_dir), str(store_path), lo, hi, limitmb, counter, results, os.getpid()))
+                           args=(str(index_dir), str(store_path), lo, hi, pool_limit, counter, results, os.getpid()))
                for lo, hi in slices]
     segments: dict[int, Any] = {}
     try:
@@ -178,15 +225,17 @@ def build_index(store_path: str | Path, index_dir: str | Path, *, procs: int = 2
         with tqdm(total=total, desc="index", unit="page", disable=not progress, mininterval=0.5) as bar:
             while len(segments) < len(workers):
                 try:
-                    lo, segment, error = results.get(timeout=0.2)
+                    lo, written, error = results.get(timeout=0.2)
                 except Exception:  # queue.Empty
                     dead = [w for w in workers if w.exitcode not in (None, 0)]
                     if dead:
-                        raise WikiSimError(f"an index writer process died (exit code {dead[0].exitcode})") from None
+                        killed = " (killed: out of memory?)" if dead[0].exitcode == -9 else ""
+                        raise WikiSimError(f"an index writer process died (exit code {dead[0].exitcode}){killed}") \
+                            from None
                 else:
                     if error:
                         raise WikiSimError(f"index writer failed: {error}")
-                    segments[lo] = segment
+                    segments[lo] = written
                 bar.update(counter.value - bar.n)
         for w in workers:
             w.join()
@@ -197,15 +246,31 @@ def build_index(store_path: str | Path, index_dir: str | Path, *, procs: int = 2
                 w.join()
     from whoosh.index import TOC
 
-    TOC(schema, [segments[lo] for lo, _ in slices], 1).write(ix.storage, ix.indexname)
+    ordered = [seg for lo, _ in slices for seg in segments[lo]]
+    TOC(schema, ordered, 1).write(ix.storage, ix.indexname)
     for tmp in index_dir.glob("*.tmp"):
         shutil.rmtree(tmp, ignore_errors=True)
     ix = whoosh_index.open_dir(str(index_dir))
     with ix.searcher() as s:
         indexed = s.doc_count()
+        _write_lengths(s.reader(), index_dir)
     if indexed != total:
         raise WikiSimError(f"index holds {indexed} documents but the store has {total} pages; rebuild")
-    return {"documents": indexed, "segments": len(slices), "seconds": round(time.perf_counter() - start, 3)}
+    return {"documents": indexed, "segments": len(ordered), "seconds": round(time.perf_counter() - start, 3)}
+
+
+def _write_lengths(reader: Any, index_dir: Path) -> None:
+    """Write every document's field lengths (``SEARCH_FIELDS`` order, one block of
+    ``doc_count`` each) as ``lengths.i32``, for :class:`IndexSearcher` to map."""
+    from wiki_sim.tables import ArrayWriter
+
+    out = ArrayWriter(index_dir / LENGTHS_FILE)
+    leaves = [seg for seg, _ in reader.leaf_readers()] or [reader]
+    for field in SEARCH_FIELDS:
+        for seg in leaves:
+            n = seg.doc_count_all()
+            out.extend(np.fromiter((seg.doc_field_length(i, field, 1) or 1 for i in range(n)), np.int64, n))
+    out.close()
 
 
 def _ids(store_path: Path) -> Iterator[int]:
@@ -320,14 +385,19 @@ class IndexSearcher:
     document holding it depends only on the index, so it is computed once from the
     postings (read with Whoosh) and cached; a query then adds a few arrays and takes the
     top ``k``. Only a cache miss reads the index, under a lock (Whoosh's file handles are
-    shared); everything else runs concurrently. Titles and field lengths are read once.
+    shared); everything else runs concurrently. Titles (the simulator's shared title table
+    when given) and field lengths (``lengths.i32``) are memory-mapped, not loaded; the term
+    cache holds at most ``max_cache_bytes`` of arrays.
     """
 
     def __init__(self, index_dir: str | Path, max_cached_terms: int = 50_000, B: float = LENGTH_B, K1: float = 1.2,
-                 head_boost: float = HEAD_BOOST):
+                 head_boost: float = HEAD_BOOST, titles: Sequence[str] | None = None,
+                 max_cache_bytes: int = DEFAULT_TERM_CACHE_BYTES):
         self.index_dir = Path(index_dir)
         if not whoosh_index.exists_in(str(self.index_dir)):
             raise WikiSimError(f"no search index at {self.index_dir}; rebuild with `websailor wiki build`")
+        if max_cache_bytes < 0:
+            raise ValueError(f"max_cache_bytes must be >= 0, got {max_cache_bytes}")
         self.ix = whoosh_index.open_dir(str(self.index_dir))
         self._searcher = self.ix.searcher(weighting=DocumentIdfBM25F())
         self._reader = self._searcher.reader()
@@ -335,24 +405,35 @@ class IndexSearcher:
         self.head_boost = head_boost
         self._n = self._reader.doc_count_all()
         self._segments = [(seg, offset) for seg, offset in self._reader.leaf_readers()] or [(self._reader, 0)]
-        self.titles: list[str] = [""] * self._n
-        for docnum, fields in self._reader.iter_docs():
-            self.titles[docnum] = fields.get("title", "")
-        self._lengths = {f: self._field_lengths(f) for f in SEARCH_FIELDS}
+        if titles is not None and len(titles) == self._n:
+            self.titles: Sequence[str] = titles  # the simulator's shared, memory-mapped title table
+        else:
+            self.titles = [""] * self._n
+            for docnum, fields in self._reader.iter_docs():
+                self.titles[docnum] = fields.get("title", "")
+        self._lengths = self._mapped_lengths()
+        if self._lengths is None:
+            self._lengths = {f: self._field_lengths(f) for f in SEARCH_FIELDS}
         self._avgfl = {f: self._searcher.avg_field_length(f) or 1 for f in SEARCH_FIELDS}
         self._boost = {f: self.ix.schema[f].format.field_boost for f in SEARCH_FIELDS}
         self._terms: OrderedDict[str, tuple[np.ndarray, np.ndarray]] = OrderedDict()
         self._idf: dict[str, float] = {}
         self._max_cached_terms = max_cached_terms
+        self.max_cache_bytes = max_cache_bytes
+        self.cache_bytes = 0
         self._lock = threading.Lock()
 
-    def _field_lengths(self, fieldname: str) -> np.ndarray:
-        lengths = np.ones(self._n, dtype=np.float64)
-        for seg, offset in self._segments:
-            for i in range(seg.doc_count_all()):
-                # Whoosh returns None (not the default) for an empty field, never scored.
-                lengths[offset + i] = seg.doc_field_length(i, fieldname, 1) or 1
-        return lengths
+    def _mapped_lengths(self) -> dict[str, np.ndarray] | None:
+        """The field lengths the build wrote beside the index, memory-mapped (``None`` if absent)."""
+        from wiki_sim.tables import open_array
+
+        path = self.index_dir / LENGTHS_FILE
+        if not path.is_file():
+            return None
+        lengths = open_array(path)
+        if len(lengths) != len(SEARCH_FIELDS) * self._n:
+            return None
+        return {f: lengths[i * self._n:(i + 1) * self._n] for i, f in enumerate(SEARCH_FIELDS)}
 
     def doc_count(self) -> int:
         return self._searcher.doc_count()
@@ -411,9 +492,15 @@ class IndexSearcher:
                 entry = (np.concatenate(parts_ids), np.concatenate(parts_scores))
             else:
                 entry = (np.zeros(0, np.int64), np.zeros(0, np.float64))
+            size = entry[0].nbytes + entry[1].nbytes + _ENTRY_OVERHEAD
+            if size > self.max_cache_bytes:  # larger than the whole cache: answered, not kept
+                return entry
             self._terms[term] = entry
-            while len(self._terms) > self._max_cached_terms:
-                self._idf.pop(self._terms.popitem(last=False)[0], None)
+            self.cache_bytes += size
+            while len(self._terms) > self._max_cached_terms or self.cache_bytes > self.max_cache_bytes:
+                old_term, (ids, scores) = self._terms.popitem(last=False)
+                self.cache_bytes -= ids.nbytes + scores.nbytes + _ENTRY_OVERHEAD
+                self._idf.pop(old_term, None)
         return entry
 
     def known(self, term: str) -> bool:

@@ -96,7 +96,8 @@ def read_build_info(path: str | Path) -> dict[str, Any]:
         raise WikiSimError(f"{info_file} is not a build record; rebuild the simulator")
     if info.get("format") != BUILD_FORMAT:
         raise WikiSimError(f"{path} was built in format {info.get('format')!r}, this version of websailor-gym reads "
-                           f"format {BUILD_FORMAT}; rebuild it with `websailor wiki build --out {path}`")
+                           f"format {BUILD_FORMAT}; rebuild it with `bash setup_wiki.sh` (the default simulator) or "
+                           f"`websailor wiki build --out {path}`")
     return info
 
 
@@ -127,17 +128,26 @@ class WikiSim:
     take turns on the interpreter lock; see :mod:`wiki_sim.search_processes`): ``None``
     for one per core (at most 4), ``0`` to search only in the calling threads. Helpers
     start on the first such search, never for a single-threaded caller.
+    ``term_cache_bytes`` bounds the search engine's per-term cache (score arrays of the
+    terms searched; default :data:`~wiki_sim.index.DEFAULT_TERM_CACHE_BYTES`, per process).
+
+    Opening maps the build's tables (titles, field lengths, forward index) read-only instead
+    of loading them: every process opening the same simulator (search helpers, the
+    sub-environments of a vector environment) shares one copy through the page cache.
     """
 
     def __init__(self, path: str | Path, summarizer: Summarizer | None = None, cache_size: int = 4096,
-                 snippet_chars: int = 300, search_processes: int | None = None):
+                 snippet_chars: int = 300, search_processes: int | None = None,
+                 term_cache_bytes: int | None = None):
         if search_processes is not None and (not isinstance(search_processes, int)
                                              or isinstance(search_processes, bool) or search_processes < 0):
             raise ValueError(f"search_processes must be None or an integer >= 0, got {search_processes!r}")
         self.path = Path(path)
         self.build_info = read_build_info(self.path)
         self.store = Store(self.path / STORE_FILE)
-        self.engine_name, self.index = open_engine(self.path, self.build_info)
+        if term_cache_bytes is not None and (not isinstance(term_cache_bytes, int) or term_cache_bytes < 0):
+            raise ValueError(f"term_cache_bytes must be None or an integer >= 0, got {term_cache_bytes!r}")
+        self.engine_name, self.index = open_engine(self.path, self.build_info, term_cache_bytes)
         self.summarizer: Summarizer = summarizer if summarizer is not None else ExtractiveSummarizer()
         self.snippet_chars = snippet_chars
         self.searcher = Searcher(self.index, self.store, forward=open_forward_index(self.path, self.index.doc_count()),

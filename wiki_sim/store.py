@@ -4,8 +4,10 @@ Written once per build with sqlite-utils (:class:`StoreWriter`), then opened rea
 (:class:`Store`) by every consumer. Schema:
 
 - ``pages(id, title UNIQUE, url, lead, text, sections JSON, inbound_links)``: ``url`` is the
-  page's Wikipedia URL, or the document's own URL for a corpus of web pages; ``inbound_links``
-  (distinct pages with a resolved link into this one) is filled at finalize
+  page's Wikipedia URL, or the document's own URL for a corpus of web pages; ``lead`` is
+  ``NULL`` when it is the whole text (a page without sections: the text is stored once;
+  readers take ``COALESCE(lead, text)``); ``inbound_links`` (distinct pages with a resolved
+  link into this one) is filled at finalize
 - ``redirects(alias PRIMARY KEY, target)``: every alias points at an existing page title
 - ``links(source, target, anchor, sent_start, sent_end, resolved)``: ``target`` resolved
   through redirects at finalize, ``resolved`` 1 when it names a page of the store (0: a
@@ -36,10 +38,15 @@ from wiki_sim.records import LinkInfo, Page, PageInfo, Redirect, normalize_title
 from wiki_sim.sentences import locate_anchors, locate_spans
 
 STORE_FILE = "store.sqlite"
-STORE_FORMAT = 3
+STORE_FORMAT = 4
 """Bumped when the schema changes; a store of another format must be rebuilt.
 2: link sentences, resolved flag, fact targets, inbound link counts.
-3: documents' own URLs, the ``names`` table, derived links judged by :mod:`wiki_sim.ingest.entity_links`."""
+3: documents' own URLs, the ``names`` table, derived links judged by :mod:`wiki_sim.ingest.entity_links`.
+4: ``lead`` NULL when equal to ``text``; memory-mapped title table, forward index and field lengths."""
+
+
+MMAP_BYTES = 1 << 40
+"""How much of the store a reader maps (all of it: address space, not memory)."""
 
 
 class OutdatedStoreError(WikiSimError):
@@ -82,7 +89,8 @@ class StoreWriter:
     def add_page(self, page: Page) -> None:
         title = normalize_title(page.title)
         self._pages.append({
-            "id": self._next_id, "title": title, "url": page.url or title_to_url(title), "lead": page.lead,
+            "id": self._next_id, "title": title, "url": page.url or title_to_url(title),
+            "lead": None if page.lead == page.text else page.lead,
             "text": page.text, "sections": json.dumps(page.sections, ensure_ascii=False),
         })
         self._next_id += 1
@@ -214,13 +222,17 @@ class Store:
         if found != STORE_FORMAT:
             raise OutdatedStoreError(
                 f"{self.path} has store format {found}, this version of websailor-gym reads format "
-                f"{STORE_FORMAT}; rebuild the simulator with `websailor wiki build`")
+                f"{STORE_FORMAT}; rebuild the simulator with `bash setup_wiki.sh` (the default one) or "
+                "`websailor wiki build`")
 
     @property
     def conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
         if conn is None:
             conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
+            # Read pages through a memory map (the page cache every process shares), not
+            # copies in SQLite's own per-connection cache.
+            conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
             conn.row_factory = sqlite3.Row
             self._local.conn = conn
         return conn
@@ -256,7 +268,8 @@ class Store:
         if canonical is None:
             return None
         row = self.conn.execute(
-            "SELECT title, url, lead, text, sections FROM pages WHERE title = ?", (canonical,)).fetchone()
+            "SELECT title, url, COALESCE(lead, text) AS lead, text, sections FROM pages WHERE title = ?",
+            (canonical,)).fetchone()
         page = dict(row)
         page["sections"] = json.loads(page["sections"])
         return page
@@ -313,7 +326,7 @@ class Store:
 
     def iter_leads(self) -> Iterator[tuple[str, str]]:
         """``(title, lead)`` of every page, in store order."""
-        for r in self.conn.execute("SELECT title, lead FROM pages ORDER BY id"):
+        for r in self.conn.execute("SELECT title, COALESCE(lead, text) FROM pages ORDER BY id"):
             yield r[0], r[1] or ""
 
     def _link_infos(self, sql: str, params: tuple = ()) -> Iterator[LinkInfo]:

@@ -18,7 +18,7 @@ import threading
 import time
 from math import log
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from wiki_sim.analysis import analyze
 from wiki_sim.errors import WikiSimError
@@ -58,9 +58,28 @@ def index_text(doc: dict[str, str]) -> str:
     return " ".join([head] * TITLE_REPEATS + [" ".join(analyze(doc["body"]))])
 
 
+# The build process's own memory besides tantivy's indexing heap (Python, SQLite, one page).
+BUILD_BASE_BYTES = 160 * 2 ** 20
+# tantivy refuses an indexing heap below this per thread, or above 4 GB per thread.
+MIN_HEAP_PER_THREAD = 16 * 2 ** 20
+MAX_HEAP_PER_THREAD = 4000 * 2 ** 20
+
+
+def heap_bytes(memory_bytes: int, threads: int, held_bytes: int = BUILD_BASE_BYTES) -> int:
+    """tantivy's indexing heap (all threads) within a build budget of ``memory_bytes``, the
+    build process already holding ``held_bytes``."""
+    threads = max(1, threads)
+    heap = memory_bytes - held_bytes - 32 * 2 ** 20
+    return max(MIN_HEAP_PER_THREAD * threads, min(heap, MAX_HEAP_PER_THREAD * threads))
+
+
 def build_tantivy_index(store_path: str | Path, index_dir: str | Path, *, threads: int = 2,
-                        progress: bool = True) -> dict[str, Any]:
-    """Index every page of a finalized store into a new tantivy index at ``index_dir``."""
+                        progress: bool = True, memory_bytes: int = 1024 * 2 ** 20) -> dict[str, Any]:
+    """Index every page of a finalized store into a new tantivy index at ``index_dir``.
+
+    tantivy's writer holds at most :func:`heap_bytes` of ``memory_bytes`` (it writes a
+    segment whenever its heap fills; its merge policy joins segments in the background,
+    so temporary disk stays below the size of the segments being merged)."""
     from tqdm import tqdm
 
     tantivy = import_tantivy()
@@ -68,7 +87,10 @@ def build_tantivy_index(store_path: str | Path, index_dir: str | Path, *, thread
     start = time.perf_counter()
     index_dir.mkdir(parents=True, exist_ok=False)
     index = _open(tantivy, index_dir, _schema(tantivy))
-    writer = index.writer(heap_size=max(50_000_000, 64_000_000 * threads), num_threads=max(1, threads))
+    from wiki_sim.budget import check_budget, resident_bytes
+
+    check_budget(memory_bytes, MIN_HEAP_PER_THREAD * max(1, threads) + 32 * 2 ** 20, "indexing")
+    writer = index.writer(heap_size=heap_bytes(memory_bytes, threads, resident_bytes()), num_threads=max(1, threads))
     total = sum(1 for _ in _ids(store_path))
     pid = 0
     with tqdm(total=total, desc="index", unit="page", disable=not progress, mininterval=0.5) as bar:
@@ -95,7 +117,8 @@ class TantivySearcher:
     tantivy's searcher is thread-safe and searches outside Python's lock, so one is shared.
     """
 
-    def __init__(self, index_dir: str | Path, store_path: str | Path, max_cached_terms: int = 50_000):
+    def __init__(self, index_dir: str | Path, store_path: str | Path, max_cached_terms: int = 50_000,
+                 titles: Sequence[str] | None = None):
         tantivy = self._tantivy = import_tantivy()
         self.index_dir = Path(index_dir)
         if not tantivy.Index.exists(str(self.index_dir)):
@@ -104,9 +127,12 @@ class TantivySearcher:
         self.index = _open(tantivy, self.index_dir)
         self.schema = self.index.schema
         self.searcher = self.index.searcher()
-        with sqlite3.connect(f"file:{Path(store_path)}?mode=ro", uri=True) as conn:
-            self.titles = [r[0] for r in conn.execute("SELECT title FROM pages ORDER BY id")]
         self._n = self.searcher.num_docs
+        if titles is not None and len(titles) == self._n:
+            self.titles: Sequence[str] = titles  # the simulator's shared, memory-mapped title table
+        else:
+            with sqlite3.connect(f"file:{Path(store_path)}?mode=ro", uri=True) as conn:
+                self.titles = [r[0] for r in conn.execute("SELECT title FROM pages ORDER BY id")]
         self._df: dict[str, int] = {}
         self._max_cached_terms = max_cached_terms
         self._lock = threading.Lock()

@@ -44,7 +44,7 @@ def dead_pid() -> int:
 def test_build_record_is_complete_and_written_last(tmp_path):
     out = build_jsonl(tmp_path, PAGES)
     info = json.loads((out / "build.json").read_text())
-    assert info["format"] == BUILD_FORMAT == 3 and info["source"]["kind"] == "jsonl"
+    assert info["format"] == BUILD_FORMAT == 4 and info["source"]["kind"] == "jsonl"
     assert info["counts"]["pages"] == info["counts"]["documents_indexed"] == len(PAGES)
     assert info["source_fingerprint"]["size"] == (tmp_path / "wiki.jsonl").stat().st_size
     assert info["versions"]["whoosh"] == "2.7.5"

@@ -1,0 +1,244 @@
+"""Build and open costs of the simulator at scale: peak RSS, temporary disk, open time, shared memory.
+
+Corpora of ``--pages`` pages are made from real sentences: every sentence of the default
+simulator's pages (``--wiki-dir``) goes into one pool; page ``i`` takes 3-8 sentences drawn
+from it (seeded) and the title of a real page with ``(i)`` appended (titles are unique).
+For each corpus and engine, ``websailor wiki build`` runs in a child process while a
+sampler reads, every 0.2 s, the resident memory of the build's whole process tree (its
+index writer processes included) and the size of its temporary build directory:
+
+- ``build_s``, ``peak_rss_mb``: wall time and the largest summed RSS of the tree (and per
+  phase of the build: parse and store, finalize the store, index, forward index);
+- ``final_mb``, ``peak_disk_mb``, ``temp_ratio``: the finished simulator's size, the largest
+  size of the build directory while it ran and ``(peak - final) / final`` (what the build
+  wrote beyond its result, relative to it);
+- ``open_first_s``/``open_next_s``: ``WikiSim(path)`` (modules already imported) in a first
+  process, then in a second one started while the first is alive (the page cache is warm);
+- ``open_rss_mb``, ``open_private_mb``: the second process's RSS and its private memory
+  (what it does not share with the first through the page cache), after the search;
+- ``procs3_pss_mb``: the summed proportional set size of three processes holding the
+  simulator open (shared pages counted once over the three), against 3x one process's RSS.
+
+``--code DIR`` adds a second checkout run side by side (for example the previous release,
+to compare: ``--code /path/to/old/checkout``); its builds run without ``--memory-mb`` when
+its CLI lacks the option. Last line: one JSON object.
+
+    python -m benchmarks.build_memory --pages 10000,100000
+    python -m benchmarks.build_memory --pages 10000 --engines whoosh,tantivy --code ../old
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
+
+
+def make_corpus(wiki_dir: Path, pages: int, seed: int, path: Path) -> Path:
+    """Write a JSONL corpus of ``pages`` pages recombined from the sentences of ``wiki_dir``."""
+    conn = sqlite3.connect(f"file:{wiki_dir / 'store.sqlite'}?mode=ro", uri=True)
+    titles, sentences = [], []
+    for title, text in conn.execute("SELECT title, text FROM pages ORDER BY id"):
+        titles.append(title)
+        sentences.extend(s.strip() for s in _SENTENCE.split(text or "") if 20 <= len(s.strip()) <= 400)
+    conn.close()
+    rng = random.Random(seed)
+    with open(path, "w", encoding="utf-8") as f:
+        for i in range(pages):
+            text = " ".join(rng.choice(sentences) for _ in range(rng.randint(3, 8)))
+            f.write(json.dumps({"title": f"{rng.choice(titles)} ({i})", "text": text}) + "\n")
+    return path
+
+
+def _tree_rss(pid: int) -> int:
+    """Summed RSS (bytes) of ``pid`` and all its descendants."""
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry))
+        rss[int(entry)] = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        total += rss.get(p, 0)
+        todo.extend(children.get(p, []))
+    return total
+
+
+def _dir_size(path: Path) -> int:
+    total = 0
+    for root, _, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(root, name)).st_blocks * 512
+            except OSError:
+                pass
+    return total
+
+
+def _phase_peaks(series: list[tuple[float, int]], info: dict[str, Any], seconds: float) -> dict[str, int]:
+    """Peak tree RSS (MB) in each phase of the build, placed by build.json's durations (the
+    phases end ``seconds - total`` after the start: the time spent before, importing)."""
+    d = info.get("durations_s", {})
+    at = seconds - d.get("total", 0)
+    ends = {}
+    for phase in ("parse_and_store", "finalize_store", "index", "forward_index"):
+        at += d.get(phase, 0)
+        ends[phase] = at
+    peaks: dict[str, int] = {}
+    for t, rss in series:
+        phase = next((p for p, end in ends.items() if t <= end), "forward_index")
+        peaks[phase] = max(peaks.get(phase, 0), round(rss / 2 ** 20))
+    return peaks
+
+
+def _supports_memory_mb(code: Path) -> bool:
+    return "memory_mb" in (code / "wiki_sim" / "cli.py").read_text(encoding="utf-8")
+
+
+def run_build(code: Path, corpus: Path, out: Path, engine: str, memory_mb: int | None) -> dict[str, Any]:
+    cmd = [sys.executable, "-m", "websailor.cli", "wiki", "build", "--source", "jsonl", str(corpus), "--out", str(out),
+           "--engine", engine, "--no-progress"]
+    if memory_mb is not None and _supports_memory_mb(code):
+        cmd += ["--memory-mb", str(memory_mb)]
+    env = {**os.environ, "PYTHONPATH": str(code)}
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=code, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    peak = {"rss": 0, "disk": 0}
+    done = threading.Event()
+
+    series: list[tuple[float, int]] = []
+
+    def sample() -> None:
+        while not done.is_set():
+            rss = _tree_rss(proc.pid)
+            series.append((time.perf_counter() - start, rss))
+            peak["rss"] = max(peak["rss"], rss)
+            for entry in out.parent.glob(f".{out.name}.building-*"):
+                peak["disk"] = max(peak["disk"], _dir_size(entry))
+            time.sleep(0.2)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    output, _ = proc.communicate()
+    done.set()
+    sampler.join()
+    seconds = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise RuntimeError(f"build failed ({proc.returncode}): {output.strip()[-500:]}")
+    final = _dir_size(out)
+    info = json.loads((out / "build.json").read_text(encoding="utf-8"))
+    return {"build_s": round(seconds, 1), "segments": info.get("counts", {}).get("index_segments"),
+            "peak_rss_mb": round(peak["rss"] / 2 ** 20), "peak_rss_mb_by_phase": _phase_peaks(series, info, seconds),
+            "final_mb": round(final / 2 ** 20, 1), "peak_disk_mb": round(max(peak["disk"], final) / 2 ** 20, 1),
+            "temp_ratio": round(max(0, peak["disk"] - final) / final, 2)}
+
+
+_OPENER = r"""
+import sys, time, json
+from wiki_sim import WikiSim
+import wiki_sim.index, wiki_sim.search, whoosh.index
+t = time.perf_counter()
+sim = WikiSim(sys.argv[1], search_processes=0)
+seconds = time.perf_counter() - t
+sim.search(["history of the river valley and its first settlements"])
+mem = {}
+for line in open("/proc/self/smaps_rollup"):
+    parts = line.split()
+    if parts[0] in ("Rss:", "Pss:", "Private_Clean:", "Private_Dirty:"):
+        mem[parts[0][:-1]] = int(parts[1]) * 1024
+print(json.dumps({"open_s": seconds, **mem}), flush=True)
+sys.stdin.readline()
+"""
+
+
+def _open_process(code: Path, wiki: Path) -> tuple[subprocess.Popen, dict[str, Any]]:
+    proc = subprocess.Popen([sys.executable, "-c", _OPENER, str(wiki)], cwd=code, env={**os.environ,
+                            "PYTHONPATH": str(code)}, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    line = proc.stdout.readline()
+    if not line:
+        raise RuntimeError(f"opening {wiki} failed")
+    return proc, json.loads(line)
+
+
+def _pss(pid: int) -> int:
+    for line in open(f"/proc/{pid}/smaps_rollup"):
+        if line.startswith("Pss:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def measure_open(code: Path, wiki: Path) -> dict[str, Any]:
+    procs = []
+    try:
+        first = _open_process(code, wiki)
+        procs.append(first[0])
+        second = _open_process(code, wiki)
+        procs.append(second[0])
+        procs.append(_open_process(code, wiki)[0])
+        pss = sum(_pss(p.pid) for p in procs)
+        m = second[1]
+        return {"open_first_s": round(first[1]["open_s"], 2), "open_next_s": round(m["open_s"], 2),
+                "open_rss_mb": round(m["Rss"] / 2 ** 20), "open_private_mb": round(
+                    (m["Private_Clean"] + m["Private_Dirty"]) / 2 ** 20), "procs3_pss_mb": round(pss / 2 ** 20),
+                "procs3_rss_mb": round(3 * m["Rss"] / 2 ** 20)}
+    finally:
+        for p in procs:
+            p.stdin.close()
+            p.wait()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--pages", default="10000", help="corpus sizes, comma-separated")
+    ap.add_argument("--engines", default="whoosh", help="whoosh,tantivy")
+    ap.add_argument("--wiki-dir", default="data/wiki", help="simulator whose sentences make the corpora")
+    ap.add_argument("--memory-mb", type=int, default=1024)
+    ap.add_argument("--code", action="append", default=[], help="another checkout to run side by side")
+    ap.add_argument("--work", default=None, help="scratch directory (default: a new one under /tmp)")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+    codes = [Path.cwd()] + [Path(c).resolve() for c in args.code]
+    work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="build-memory-"))
+    work.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for pages in [int(p) for p in args.pages.split(",")]:
+        corpus = work / f"corpus-{pages}.jsonl"
+        if not corpus.is_file():
+            make_corpus(Path(args.wiki_dir), pages, args.seed, corpus)
+        for engine in args.engines.split(","):
+            for k, code in enumerate(codes):
+                out = work / f"wiki-{pages}-{engine}-{k}"
+                row = {"pages": pages, "engine": engine, "code": "this" if k == 0 else str(code)}
+                row.update(run_build(code, corpus, out, engine, args.memory_mb))
+                row.update(measure_open(code, out))
+                rows.append(row)
+                print("  ".join(f"{key}={value}" for key, value in row.items()), flush=True)
+                shutil.rmtree(out, ignore_errors=True)
+    print(json.dumps({"benchmark": "build_memory", "memory_mb": args.memory_mb, "load": os.getloadavg()[0],
+                      "rows": rows}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

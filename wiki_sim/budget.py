@@ -1,0 +1,27 @@
+"""A build's memory budget: what this process holds, and what is left for the next stage."""
+
+from __future__ import annotations
+
+import os
+
+from wiki_sim.errors import WikiSimError
+
+
+def resident_bytes() -> int:
+    """This process's resident memory now (0 where /proc is missing)."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def check_budget(memory_bytes: int, need_bytes: int, what: str) -> int:
+    """The part of ``memory_bytes`` left beside this process's resident memory; a
+    :class:`WikiSimError` (out of memory budget) if less than ``need_bytes`` is left."""
+    held = resident_bytes()
+    if memory_bytes - held < need_bytes:
+        raise WikiSimError(f"out of memory budget: the build process holds {held >> 20} MB before {what}, which "
+                           f"needs {need_bytes >> 20} MB more; --memory-mb {memory_bytes >> 20} is too small, "
+                           f"give at least {(held + need_bytes) // 2 ** 20 + 1}")
+    return memory_bytes - held
