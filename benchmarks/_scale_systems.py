@@ -149,8 +149,8 @@ def open_search(system: str, path: Path) -> Search:
             ids, _ = retriever.retrieve(tokens, k=K, show_progress=False, n_threads=1)
             weights = {t: 1.0 for t in analyze(q)}
             out = []
-            for i in ids[0]:
-                doc = corpus[int(i)]
+            for i in ids[0]:  # documents when the index was loaded with its corpus, else ids
+                doc = i if isinstance(i, dict) else corpus[int(i)]
                 best_snippet(doc["text"], weights)
                 out.append(doc["title"])
             return out
