@@ -187,6 +187,9 @@ def build_all(corpus: Path, work: Path, systems: list[str], memory_mb: int | Non
             result = area / "index"
             cmd = [sys.executable, "-m", "benchmarks._scale_systems", "build", system, str(corpus), str(result)]
         builds[system] = {**timed_build(cmd, area, result), "path": str(result)}
+        if system in SIMULATORS:  # the build's own stage times, as its build.json records them
+            info = json.loads((result / "build.json").read_text(encoding="utf-8"))
+            builds[system]["stages_s"] = info.get("durations_s", {})
         print(f"  built {system}: {builds[system]}", file=sys.stderr, flush=True)
     return builds
 
