@@ -456,6 +456,7 @@ def main(argv: list[str] | None = None) -> int:
         for n in sizes:
             print(f"size {n}...", file=sys.stderr, flush=True)
             runs.append(run_size(pool, n, args, systems, root))
+            print(json.dumps({"size_done": runs[-1]}), file=sys.stderr, flush=True)  # kept if a later size is cut short
     finally:
         shutil.rmtree(root, ignore_errors=True)
     fitted = fits(runs, systems)
