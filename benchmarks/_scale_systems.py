@@ -180,11 +180,27 @@ def env_run(wiki: str, tasks: str, num_envs: int, seconds: float) -> dict:
     import envs  # noqa: F401  (registers the environments)
     from envs.baselines import HeuristicAgent
 
-    def make() -> gym.Env:
-        return gym.make("websailor/WikiSim-v0", wiki_dir=wiki, tasks=tasks, tools=["search", "visit"])
+    n_tasks = sum(1 for _ in open(tasks, encoding="utf-8"))
+
+    class InOrder(gym.Wrapper):
+        """Sub-environment ``shard`` plays tasks shard, shard + num_envs, ...: no task twice (so no
+        search is answered from the simulator's cache) while there are tasks left."""
+
+        def __init__(self, env: gym.Env, shard: int):
+            super().__init__(env)
+            self._next = shard
+
+        def reset(self, *, seed=None, options=None):
+            index, self._next = self._next % n_tasks, self._next + num_envs
+            return self.env.reset(seed=seed, options={"task_index": index})
+
+    def maker(shard: int):
+        return lambda: InOrder(gym.make("websailor/WikiSim-v0", wiki_dir=wiki, tasks=tasks,
+                                        tools=["search", "visit"]), shard)
 
     start = time.perf_counter()
-    vec = gym.vector.AsyncVectorEnv([make] * num_envs) if num_envs > 1 else gym.vector.SyncVectorEnv([make])
+    makers = [maker(i) for i in range(num_envs)]
+    vec = gym.vector.AsyncVectorEnv(makers) if num_envs > 1 else gym.vector.SyncVectorEnv(makers)
     obs, _ = vec.reset(seed=list(range(num_envs)))
     created = time.perf_counter() - start
     agents = [HeuristicAgent() for _ in range(num_envs)]
@@ -214,7 +230,7 @@ def env_run(wiki: str, tasks: str, num_envs: int, seconds: float) -> dict:
             break
     elapsed = time.perf_counter() - t0
     vec.close()
-    return {"num_envs": num_envs, "create_s": round(created, 3), "steps": steps,
+    return {"num_envs": num_envs, "tasks": n_tasks, "create_s": round(created, 3), "steps": steps,
             "steps_per_s": round(steps / elapsed, 2), "episodes": episodes,
             "success": round(correct / episodes, 3) if episodes else None}
 

@@ -16,8 +16,10 @@ pages for every system. Everything is measured from the outside, one process tre
   against the query's known page, per family (``title``, ``long``, ``misspelt``) and overall;
   ``fts5`` and ``fts5-stopwords`` serve one FTS5 index;
 - environment: ``gym.make("websailor/WikiSim-v0")`` played by the scripted heuristic agent, 1
-  environment and an ``AsyncVectorEnv`` of 4: sub-environment steps per second, creation time,
-  peak memory of the process tree;
+  environment and an ``AsyncVectorEnv`` of 4, each sub-environment playing its share of
+  ``--tasks`` distinct target pages in order (no task twice while they last, so no search comes
+  from the simulator's cache): sub-environment steps per second, creation time, peak memory of
+  the process tree;
 - fits: per system, least squares ``y = a + b * words`` over the sizes (build s, peak MB, disk,
   p50), extrapolated to wiki-18 (21M passages of 100 words = 2.1e9 words, about 18M of these pages).
 
@@ -289,11 +291,11 @@ def run_size(pool, n_pages: int, args: argparse.Namespace, systems: list[str], r
     work.mkdir(parents=True)
     corpus = work / "corpus.jsonl"
     t = time.perf_counter()
-    targets, stats = write_corpus(pool, n_pages, corpus, queries=args.queries, seed=args.seed)
+    targets, stats = write_corpus(pool, n_pages, corpus, queries=max(args.queries, args.tasks), seed=args.seed)
     stats["write_s"] = round(time.perf_counter() - t, 2)
-    families = family_queries(targets)
+    families = family_queries(targets[:args.queries])  # a uniform sample too: targets are a random set
     tasks = work / "tasks.jsonl"
-    write_tasks(targets[:args.queries], tasks)
+    write_tasks(targets[:args.tasks], tasks)
     builds = build_all(corpus, work, [s for s in (*SIMULATORS, *BASELINES) if s in systems or
                                       (s == "fts5" and "fts5-stopwords" in systems)], args.memory_mb)
     paths = {s: builds["fts5" if s == "fts5-stopwords" else s]["path"] for s in SERVED if s in systems}
@@ -427,6 +429,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sentences-from", action="append", default=None, metavar="WIKI_DIR",
                         help="simulator(s) whose pages give the sentences (default: data/wiki)")
     parser.add_argument("--queries", type=int, default=200, help="queries per family (target pages)")
+    parser.add_argument("--tasks", type=int, default=20_000,
+                        help="distinct tasks (pages) for the env runs, each played at most once while they last")
     parser.add_argument("--env-seconds", type=float, default=20.0, help="seconds of scripted-agent steps per env run")
     parser.add_argument("--memory-mb", type=int, default=1536,
                         help="passed to `wiki build --memory-mb` when the CLI has that option")
@@ -436,10 +440,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="2,000 pages, 12 queries per family, 2 s env runs")
     args = parser.parse_args(argv)
     if args.quick:
-        args.sizes, args.queries, args.env_seconds = "2000", 12, 2.0
+        args.sizes, args.queries, args.env_seconds, args.tasks = "2000", 12, 2.0, 2000
     sizes = _sizes(args.sizes)
-    if args.queries < 1 or not args.env_seconds > 0:
-        raise SystemExit(f"--queries must be >= 1 and --env-seconds > 0, got {args.queries}, {args.env_seconds}")
+    if args.queries < 1 or args.tasks < 1 or not args.env_seconds > 0:
+        raise SystemExit(f"--queries and --tasks must be >= 1 and --env-seconds > 0, got {args.queries}, "
+                         f"{args.tasks}, {args.env_seconds}")
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
     if set(systems) - set(SERVED) or not systems:
         raise SystemExit(f"--systems: choose from {', '.join(SERVED)}; got {args.systems}")
