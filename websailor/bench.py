@@ -164,6 +164,8 @@ SPECS: dict[str, Spec] = {
     "rollout_async": Spec(lambda c: [], lambda c: ["--episodes", "24", "--num-envs", "8"]),
     "sandbox": Spec(lambda c: [], lambda c: ["--runs", "5", "--callers", "2", "--per-caller", "3", "--rounds", "1"],
                     _bwrap),
+    "scale": Spec(lambda c: ["--sentences-from", c.wiki_dir],
+                  lambda c: ["--sentences-from", c.wiki_dir, "--quick"], _simulator),
     "search": Spec(_search_engines,
                    lambda c: ["--source", "gensim-sample", "--queries", "8", "--threads", "2",
                               *_if_known("search", "--thread-seconds", "0.3"), *_if_known("search", "--thread-repeats", "1"),
