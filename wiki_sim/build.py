@@ -29,6 +29,7 @@ from wiki_sim.engines import build_engine_index, check_engine, index_dir_name
 from wiki_sim.index import ALIASES_BOOST, INDEX_DIR, TITLE_BOOST
 from wiki_sim.records import Page
 from wiki_sim.sim import BUILD_FILE, BUILD_FORMAT
+from wiki_sim.spelling import SPELLING_DIR
 from wiki_sim.store import STORE_FILE, StoreWriter
 
 _LEFTOVER = re.compile(r"^\.(?P<name>.+)\.(?P<kind>building|old)-(?P<pid>\d+)-[^/]*$")
@@ -141,7 +142,7 @@ def _simulator_entries() -> set[str]:
     """What a simulator directory holds: its build record, store (with SQLite's side files),
     search index (either engine) and forward index."""
     return {BUILD_FILE, STORE_FILE, f"{STORE_FILE}-wal", f"{STORE_FILE}-shm", f"{STORE_FILE}-journal", INDEX_DIR,
-            index_dir_name("tantivy"), FORWARD_DIR}
+            index_dir_name("tantivy"), FORWARD_DIR, SPELLING_DIR}
 
 
 def is_simulator_record(path: Path) -> bool:

@@ -35,10 +35,20 @@ def build_engine_index(engine: str, store_path: Path, out_dir: Path, *, workers:
     if engine == "tantivy":
         from wiki_sim.tantivy_index import build_tantivy_index
 
-        return build_tantivy_index(store_path, out_dir / index_dir_name(engine), threads=workers, progress=progress)
+        info = build_tantivy_index(store_path, out_dir / index_dir_name(engine), threads=workers, progress=progress)
+        return {**info, "spelling": build_engine_spelling(out_dir, store_path)}
     from wiki_sim.index import build_index
 
     return build_index(store_path, out_dir / index_dir_name(engine), procs=workers, progress=progress)
+
+
+def build_engine_spelling(out_dir: Path, store_path: Path) -> dict[str, Any]:
+    """The tantivy engine's spelling index (:mod:`wiki_sim.spelling`) into ``out_dir``/spelling."""
+    from wiki_sim.spelling import SPELLING_DIR, build_spelling_index
+    from wiki_sim.tantivy_index import TantivySearcher
+
+    searcher = TantivySearcher(out_dir / index_dir_name("tantivy"), store_path)
+    return build_spelling_index(searcher.vocabulary(), out_dir / SPELLING_DIR)
 
 
 def open_engine(path: Path, build_info: dict[str, Any]) -> tuple[str, Any]:
