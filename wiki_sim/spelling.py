@@ -13,8 +13,8 @@ length (22 keys, binary searches in a sorted array) plus the candidates checked
 
 Files (``<simulator>/spelling/``, written at build time or on first use, read memory-mapped
 so processes share them): ``terms.bin`` (UTF-8 terms, newline-separated), ``offsets.npy``,
-``df.npy`` (document frequency per term), ``keys.npy`` (sorted deletion keys) and
-``rows.npy`` (the term of each key).
+``df.npy`` (document frequency per term), ``keys.u64`` (sorted deletion keys) and
+``rows.u32`` (the term of each key); built in bounded memory (keys sorted in buckets).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from wiki_sim.index import edit_distance, letters_apart
+from wiki_sim.index import letters_apart
 
 SPELLING_DIR = "spelling"
 PREFIX = 7
@@ -41,7 +41,7 @@ MAX_TERM_LETTERS = MAX_WORD_LETTERS + MAX_DISTANCE
 """Longest indexed term (a longer one is never within reach of a word looked up)."""
 MAX_CANDIDATES = 5000
 """Terms checked with the edit distance per word at most (the commonest first)."""
-_FILES = ("terms.bin", "offsets.npy", "df.npy", "keys.npy", "rows.npy")
+_FILES = ("terms.bin", "offsets.npy", "df.npy", "lens.u8", "keys.u64", "rows.u32")
 _CHUNK = 200_000
 # One random odd multiplier per position (a fixed seed: keys must match across processes).
 _MULT = (np.random.default_rng(20260522).integers(1, 2 ** 63, size=PREFIX, dtype=np.uint64) * 2 + 1).astype(np.uint64)
@@ -90,45 +90,101 @@ def deletion_keys(words: list[str], deletions: int = MAX_DISTANCE) -> tuple[np.n
 
 def build_spelling_index(vocabulary: Iterable[tuple[str, int]], out_dir: str | Path) -> dict[str, int]:
     """Write the deletion index of ``vocabulary`` ((term, document frequency) pairs) to
-    ``out_dir`` (created; written beside it and renamed in, so readers never see half)."""
+    ``out_dir`` (created; written beside it and renamed in, so readers never see half).
+
+    The keys are sorted in :data:`_BUCKETS` passes by their top bits through temporary
+    files, so memory holds the terms and one bucket of keys, not all of them."""
     out_dir = Path(out_dir)
-    terms, dfs = [], []
-    for term, df in vocabulary:
-        if 1 <= len(term) <= MAX_TERM_LETTERS and "\n" not in term:
-            terms.append(term)
-            dfs.append(df)
-    order = sorted(range(len(terms)), key=lambda i: terms[i])
-    terms = [terms[i] for i in order]
-    df_arr = np.asarray([dfs[i] for i in order], np.uint32)
-    key_parts, row_parts = [], []
-    for start in range(0, len(terms), _CHUNK):
-        k, r = deletion_keys(terms[start:start + _CHUNK])
-        key_parts.append(k)
-        row_parts.append(r + np.uint32(start))
-    keys = np.concatenate(key_parts) if key_parts else np.zeros(0, np.uint64)
-    rows = np.concatenate(row_parts) if row_parts else np.zeros(0, np.uint32)
-    order_k = np.lexsort((rows, keys))
-    keys, rows = keys[order_k], rows[order_k]
-    if len(keys):  # one entry per (key, term)
-        keep = np.ones(len(keys), bool)
-        keep[1:] = (keys[1:] != keys[:-1]) | (rows[1:] != rows[:-1])
-        keys, rows = keys[keep], rows[keep]
-    blob = "\n".join(terms).encode("utf-8")
-    offsets = np.zeros(len(terms) + 1, np.int64)
-    if terms:
-        offsets[1:] = np.cumsum([len(t.encode("utf-8")) + 1 for t in terms])
+    pairs = sorted((t, int(df)) for t, df in vocabulary if 1 <= len(t) <= MAX_TERM_LETTERS and "\n" not in t)
+    terms = [t for t, _ in pairs]
+    df_arr = np.fromiter((df for _, df in pairs), np.uint32, len(pairs))
+    del pairs
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.building-", dir=out_dir.parent))
     try:
-        (tmp / "terms.bin").write_bytes(blob)
-        for name, arr in (("offsets", offsets), ("df", df_arr), ("keys", keys), ("rows", rows)):
-            np.save(tmp / f"{name}.npy", arr)
+        keys = _write_sorted_keys(terms, tmp)
+        encoded = [t.encode("utf-8") for t in terms]
+        offsets = np.zeros(len(terms) + 1, np.int64)
+        offsets[1:] = np.cumsum(np.fromiter((len(b) + 1 for b in encoded), np.int64, len(encoded)))
+        with open(tmp / "terms.bin", "wb") as f:
+            for b in encoded:
+                f.write(b + b"\n")
+        np.save(tmp / "offsets.npy", offsets)
+        np.save(tmp / "df.npy", df_arr)
+        np.fromiter((len(t) for t in terms), np.uint8, len(terms)).tofile(tmp / "lens.u8")
         os.chmod(tmp, 0o755)
         os.rename(tmp, out_dir)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return {"terms": len(terms), "keys": int(len(keys))}
+    return {"terms": len(terms), "keys": keys}
+
+
+_BUCKETS = 32
+
+
+def _write_sorted_keys(terms: list[str], tmp: Path) -> int:
+    """keys.u64 / rows.u32 in ``tmp``: every (deletion key, term row), sorted, without repeats."""
+    shift = np.uint64(64 - 5)
+    parts = [(open(tmp / f"b{i}.k", "wb"), open(tmp / f"b{i}.r", "wb")) for i in range(_BUCKETS)]
+    try:
+        for start in range(0, len(terms), _CHUNK):
+            k, r = deletion_keys(terms[start:start + _CHUNK])
+            r += np.uint32(start)
+            bucket = (k >> shift).astype(np.int64)
+            order = np.argsort(bucket, kind="stable")
+            bounds = np.searchsorted(bucket[order], np.arange(_BUCKETS + 1))
+            for i in range(_BUCKETS):
+                sel = order[bounds[i]:bounds[i + 1]]
+                k[sel].tofile(parts[i][0])
+                r[sel].tofile(parts[i][1])
+    finally:
+        for fk, fr in parts:
+            fk.close()
+            fr.close()
+    total = 0
+    with open(tmp / "keys.u64", "wb") as out_k, open(tmp / "rows.u32", "wb") as out_r:
+        for i in range(_BUCKETS):
+            k = np.fromfile(tmp / f"b{i}.k", np.uint64)
+            r = np.fromfile(tmp / f"b{i}.r", np.uint32)
+            order = np.lexsort((r, k))
+            k, r = k[order], r[order]
+            if len(k):
+                keep = np.ones(len(k), bool)
+                keep[1:] = (k[1:] != k[:-1]) | (r[1:] != r[:-1])
+                k, r = k[keep], r[keep]
+            k.tofile(out_k)
+            r.tofile(out_r)
+            total += len(k)
+            os.unlink(tmp / f"b{i}.k")
+            os.unlink(tmp / f"b{i}.r")
+    return total
+
+
+def bounded_distance(a: str, b: str, k: int) -> int:
+    """``edit_distance(a, b)`` (optimal string alignment) when it is at most ``k``, else
+    ``k + 1``; only the diagonal band of width ``2k + 1`` is computed (time linear in the words)."""
+    m, n = len(a), len(b)
+    if abs(m - n) > k:
+        return k + 1
+    far = k + 1
+    prev2: list[int] = []
+    prev = [j if j <= k else far for j in range(n + 1)]
+    for i in range(1, m + 1):
+        cur = [far] * (n + 1)
+        if i <= k:
+            cur[0] = i
+        lo, hi = max(1, i - k), min(n, i + k)
+        for j in range(lo, hi + 1):
+            cost = a[i - 1] != b[j - 1]
+            v = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                v = min(v, prev2[j - 2] + 1)
+            cur[j] = min(v, far)
+        if min(cur[lo - 1:hi + 1]) > k:
+            return far
+        prev2, prev = prev, cur
+    return prev[n]
 
 
 class SpellingIndex:
@@ -139,13 +195,13 @@ class SpellingIndex:
         missing = [f for f in _FILES if not (self.path / f).is_file()]
         if missing:
             raise FileNotFoundError(f"no spelling index at {self.path} (missing {', '.join(missing)})")
-        self._blob = np.memmap(self.path / "terms.bin", np.uint8, mode="r") \
-            if (self.path / "terms.bin").stat().st_size else np.zeros(0, np.uint8)
+        self._blob = _memmap(self.path / "terms.bin", np.uint8)
         self._offsets = np.load(self.path / "offsets.npy", mmap_mode="r")
         self._df = np.load(self.path / "df.npy", mmap_mode="r")
-        self._keys = np.load(self.path / "keys.npy", mmap_mode="r")
-        self._rows = np.load(self.path / "rows.npy", mmap_mode="r")
-        if not (len(self._offsets) == len(self._df) + 1 and len(self._keys) == len(self._rows)):
+        self._lens = _memmap(self.path / "lens.u8", np.uint8)
+        self._keys = _memmap(self.path / "keys.u64", np.uint64)
+        self._rows = _memmap(self.path / "rows.u32", np.uint32)
+        if not (len(self._offsets) == len(self._df) + 1 == len(self._lens) + 1 and len(self._keys) == len(self._rows)):
             raise ValueError(f"the spelling index at {self.path} is inconsistent; rebuild the simulator")
 
     def __len__(self) -> int:
@@ -170,23 +226,28 @@ class SpellingIndex:
         if not word or len(word) > MAX_WORD_LETTERS:
             return None
         maxdist = max_distance(word)
-        rows = self.candidates(word)
-        at = np.asarray(rows, np.int64)
-        lengths = self._offsets[at + 1] - self._offsets[at] - 1  # bytes, at least the letters
+        rows = np.asarray(self.candidates(word), np.int64)
+        rows = rows[np.abs(self._lens[rows].astype(np.int64) - len(word)) <= maxdist]
+        if len(rows) > MAX_CANDIDATES:  # the commonest terms first
+            rows = rows[np.argsort(-self._df[rows].astype(np.int64), kind="stable")[:MAX_CANDIDATES]]
         best: tuple[int, int, int, str] | None = None
-        checked = [r for r, n in zip(rows, lengths.tolist()) if n >= len(word) - maxdist]
-        if len(checked) > MAX_CANDIDATES:
-            checked = sorted(checked, key=lambda r: -int(self._df[r]))[:MAX_CANDIDATES]
-        for row in checked:
+        for row in rows.tolist():
             cand = self.term(row)
-            if cand == word or abs(len(cand) - len(word)) > maxdist:
+            if cand == word:
                 continue
-            dist = edit_distance(word, cand)
+            dist = bounded_distance(word, cand, maxdist)
             if dist <= maxdist:
                 key = (dist, letters_apart(word, cand), -int(self._df[row]), cand)
                 if best is None or key < best:
                     best = key
         return best[-1] if best else None
+
+
+def _memmap(path: Path, dtype: type) -> np.ndarray:
+    size = path.stat().st_size
+    if size % np.dtype(dtype).itemsize:
+        raise ValueError(f"the spelling index file {path} is truncated; rebuild the simulator")
+    return np.memmap(path, dtype, mode="r").view(np.ndarray) if size else np.zeros(0, dtype)
 
 
 def open_spelling_index(sim_dir: str | Path, vocabulary: Callable[[], Iterable[tuple[str, int]]]) -> SpellingIndex:

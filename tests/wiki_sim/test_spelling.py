@@ -14,8 +14,8 @@ from tests.wiki_sim.test_search import PAGES
 from wiki_sim import WikiSim
 from wiki_sim.index import edit_distance, letters_apart
 from wiki_sim.search import SUGGEST_MAX_LETTERS
-from wiki_sim.spelling import (MAX_WORD_LETTERS, SPELLING_DIR, SpellingIndex, build_spelling_index,
-                               open_spelling_index)
+from wiki_sim.spelling import (MAX_WORD_LETTERS, SPELLING_DIR, SpellingIndex, bounded_distance,
+                               build_spelling_index, open_spelling_index)
 
 
 def scan(vocabulary: list[tuple[str, int]], word: str) -> str | None:
@@ -55,6 +55,16 @@ def dense_vocabulary(rng: random.Random, alphabet: str, n: int) -> list[tuple[st
     return [(w, rng.randint(1, 50)) for w in sorted(words)]
 
 
+def test_the_banded_distance_is_the_edit_distance_within_its_bound():
+    rng = random.Random(5)
+    for _ in range(3000):
+        a = "".join(rng.choice("abc") for _ in range(rng.randint(0, 9)))
+        b = mangle(rng, a, "abc") if a and rng.random() < 0.7 else "".join(rng.choice("abc") for _ in range(rng.randint(0, 9)))
+        k = rng.randint(0, 3)
+        d = edit_distance(a, b)
+        assert bounded_distance(a, b, k) == (d if d <= k else k + 1), (a, b, k)
+
+
 def test_lists_the_same_limit_as_the_search_layer():
     assert MAX_WORD_LETTERS == SUGGEST_MAX_LETTERS
 
@@ -83,7 +93,7 @@ def test_words_over_the_length_limit_are_not_looked_up(tmp_path):
 
 def test_a_broken_index_is_refused(tmp_path):
     build_spelling_index([("river", 2)], tmp_path / "s")
-    np.save(tmp_path / "s" / "rows.npy", np.zeros(1, np.uint32))
+    np.zeros(1, np.uint32).tofile(tmp_path / "s" / "rows.u32")
     with pytest.raises(ValueError, match="inconsistent; rebuild"):
         SpellingIndex(tmp_path / "s")
 
@@ -94,7 +104,7 @@ def tantivy_sim(tmp_path_factory):
 
 
 def test_tantivy_builds_use_the_index_with_the_scans_answers(tantivy_sim):
-    assert (tantivy_sim / SPELLING_DIR / "keys.npy").is_file()
+    assert (tantivy_sim / SPELLING_DIR / "keys.u64").is_file()
     with WikiSim(tantivy_sim, cache_size=0) as sim:
         engine = sim.index
         vocabulary = engine.vocabulary()
@@ -121,7 +131,7 @@ def test_a_simulator_without_the_index_builds_it_once_on_first_use(tantivy_sim, 
     shutil.rmtree(copy / SPELLING_DIR)
     with WikiSim(copy, cache_size=0) as sim:
         assert sim.search("Mahatma Ghandi")[0][0].title == "Mahatma Gandhi"
-    assert (copy / SPELLING_DIR / "keys.npy").is_file()
+    assert (copy / SPELLING_DIR / "keys.u64").is_file()
     calls = []
     index = open_spelling_index(copy, lambda: calls.append(1) or [])
     assert calls == [] and index.suggest("ghandi") == "gandhi"
