@@ -29,7 +29,7 @@ TARGET_PER_MIN = 100.0
 
 
 def setup(wiki: str, seed: int, attempts: int, graph_nodes: int) -> tuple[Any, list, dict[str, float]]:
-    from sailorfog.corpus import index_from_sim
+    from sailorfog.corpus_index import open_corpus_index
     from sailorfog.graph import GraphConfig, build_graph
     from sailorfog.orbits import choose_target
     from sailorfog.parallel import Shared
@@ -47,7 +47,7 @@ def setup(wiki: str, seed: int, attempts: int, graph_nodes: int) -> tuple[Any, l
         subgraphs = sample_subgraphs(G, attempts, seed=seed)
         times["sampling_s"] = time.perf_counter() - t
         t = time.perf_counter()
-        index = index_from_sim(sim)
+        index = open_corpus_index(sim)
         times["index_s"] = time.perf_counter() - t
         aliases = {n: sim.aliases(n) for s in subgraphs for n in s.nodes}
     shared = Shared(G, index, TemplateWriter(), seed, aliases, True, wiki, "2025-09-01")

@@ -145,7 +145,7 @@ def _simulator_entries() -> set[str]:
     """What a simulator directory holds: its build record, store (with SQLite's side files),
     search index (either engine) and forward index."""
     return {BUILD_FILE, STORE_FILE, f"{STORE_FILE}-wal", f"{STORE_FILE}-shm", f"{STORE_FILE}-journal", INDEX_DIR,
-            index_dir_name("tantivy"), FORWARD_DIR, SPELLING_DIR}
+            index_dir_name("tantivy"), FORWARD_DIR, SPELLING_DIR, "synth_index"}  # sailorfog.corpus_index.INDEX_DIR
 
 
 def is_simulator_record(path: Path) -> bool:
