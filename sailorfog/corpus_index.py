@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 from bisect import bisect_left, bisect_right
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -266,8 +267,8 @@ def open_corpus_index(sim: Any) -> DiskCorpusIndex:
         if (place / "meta.json").is_file():
             try:
                 return DiskCorpusIndex(place)
-            except (OSError, ValueError, KeyError):
-                continue
+            except (OSError, ValueError, KeyError):  # damaged or of another format: written again
+                shutil.rmtree(place, ignore_errors=True)
     for place in places[1:] if not os.access(wiki, os.W_OK) else places:
         try:
             write_corpus_index(sim, place)
