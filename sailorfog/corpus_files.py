@@ -9,6 +9,7 @@ dictionaries, per-page arrays and one chunk, not the postings.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -24,11 +25,16 @@ from sailorfog.describe import PERSON_HEADS, defining_type, type_key
 from sailorfog.text import display_title, numbers, years
 from wiki_sim.focus import tokenize
 
-FORMAT = 1
+FORMAT = 2
 NO_YEAR = int(np.iinfo(np.int32).min)
 SEP = "\x1f"
 _FLUSH = 1 << 20
 _CHUNK_PAIRS = 1 << 22
+
+
+def title_hash(title: str) -> int:
+    """A stable 64-bit hash of a title (the key of the title -> page id lookup)."""
+    return int.from_bytes(hashlib.blake2b(title.encode("utf-8"), digest_size=8).digest(), "little")
 
 
 class _PostingsWriter:
@@ -184,9 +190,11 @@ def _write_into(sim: Any, tmp: Path) -> dict[str, int]:
         writer.finish(tmp)
     np.save(tmp / "titles.off.npy", np.frombuffer(title_off, np.int64))
     np.save(tmp / "types.off.npy", np.frombuffer(type_off, np.int64))
-    order = sorted(ids, key=None)
-    np.save(tmp / "title_order.npy", np.fromiter((ids[t] for t in order), np.uint32, len(order)))
-    del order
+    hashes = np.fromiter((title_hash(t) for t in ids), np.uint64, len(ids))
+    pids = np.fromiter(ids.values(), np.uint32, len(ids))
+    order_h = np.argsort(hashes, kind="stable")
+    np.save(tmp / "title_hash.npy", hashes[order_h])
+    np.save(tmp / "title_hash_pid.npy", pids[order_h])
     np.save(tmp / "inbound.npy", np.frombuffer(inbound, np.int64))
     np.save(tmp / "min_year.npy", np.frombuffer(min_year, np.int32))
     np.save(tmp / "name_words.npy", np.frombuffer(name_words, np.uint8))

@@ -23,7 +23,7 @@ from typing import Any, Iterable, Iterator
 
 import numpy as np
 
-from sailorfog.corpus_files import FORMAT, NO_YEAR, SEP, write_corpus_index
+from sailorfog.corpus_files import FORMAT, NO_YEAR, SEP, title_hash, write_corpus_index
 from sailorfog.describe import type_key
 from sailorfog.text import display_title
 
@@ -59,23 +59,6 @@ class _Sets:
         return self._kind(self._val[int(self._off[p]):int(self._off[p + 1])].tolist())
 
 
-class _Ints:
-    """``view[p]``: an int, or ``None`` where the array holds ``missing``."""
-
-    def __init__(self, values: np.ndarray, missing: int | None = None):
-        self._val, self._missing = values, missing
-
-    def __len__(self) -> int:
-        return len(self._val)
-
-    def __getitem__(self, p: int) -> int | None:
-        v = int(self._val[p])
-        return None if v == self._missing else v
-
-    def __iter__(self) -> Iterator[int | None]:
-        return (None if v == self._missing else v for v in self._val.tolist())
-
-
 class _Types:
     def __init__(self, strings: _Strings):
         self._s = strings
@@ -89,20 +72,22 @@ class _Types:
 
 
 class _TitleIds:
-    """``title -> page id`` by binary search over the titles in sorted order."""
+    """``title -> page id`` through a sorted array of 64-bit title hashes (one title read per lookup)."""
 
-    def __init__(self, titles: _Strings, order: np.ndarray):
-        self._titles, self._order = titles, order
-
-    def _find(self, title: str) -> int | None:
-        i = bisect_left(self._order, title, key=lambda pid: self._titles[int(pid)])
-        if i < len(self._order) and self._titles[int(self._order[i])] == title:
-            return int(self._order[i])
-        return None
+    def __init__(self, titles: _Strings, hashes: np.ndarray, pids: np.ndarray):
+        self._titles, self._hashes, self._pids = titles, hashes, pids
 
     def get(self, title: Any, default: Any = None) -> Any:
-        pid = self._find(title) if isinstance(title, str) else None
-        return default if pid is None else pid
+        if not isinstance(title, str):
+            return default
+        h = title_hash(title)
+        i = int(np.searchsorted(self._hashes, h))
+        while i < len(self._hashes) and int(self._hashes[i]) == h:
+            pid = int(self._pids[i])
+            if self._titles[pid] == title:
+                return pid
+            i += 1
+        return default
 
     def __getitem__(self, title: str) -> int:
         pid = self.get(title)
@@ -114,7 +99,7 @@ class _TitleIds:
         return self.get(title) is not None
 
     def __len__(self) -> int:
-        return len(self._order)
+        return len(self._pids)
 
 
 class _Postings:
@@ -161,7 +146,9 @@ def _blob(path: Path) -> np.ndarray:
 
 
 def _load(path: Path, name: str) -> np.ndarray:
-    return np.load(path / name, mmap_mode="r")
+    """A memory-mapped array as a plain ndarray (numpy's memmap subclass is slow to index)."""
+    array = np.load(path / name, mmap_mode="r")
+    return array.view(np.ndarray) if isinstance(array, np.memmap) else array
 
 
 class DiskCorpusIndex:
@@ -174,9 +161,10 @@ class DiskCorpusIndex:
             raise ValueError(f"the corpus index at {path} has format {meta.get('format')}, expected {FORMAT}")
         self._n = int(meta["pages"])
         self.titles = _Strings(_blob(path / "titles.bin"), _load(path, "titles.off.npy"))
-        self.ids = _TitleIds(self.titles, _load(path, "title_order.npy"))
-        self.inbound = _Ints(_load(path, "inbound.npy"))
-        self.page_min_year = _Ints(_load(path, "min_year.npy"), NO_YEAR)
+        self.ids = _TitleIds(self.titles, _load(path, "title_hash.npy"), _load(path, "title_hash_pid.npy"))
+        # Read per page in the constraint loops: plain lists (about 40 bytes a page each).
+        self.inbound: list[int] = _load(path, "inbound.npy").tolist()
+        self.page_min_year: list[int | None] = [None if y == NO_YEAR else y for y in _load(path, "min_year.npy").tolist()]
         self.page_years = _Sets(_load(path, "years.off.npy"), _load(path, "years.val.npy"), frozen=True)
         self.neighbors = _Sets(_load(path, "nb.off.npy"), _load(path, "nb.val.npy"))
         self.page_type = _Types(_Strings(_blob(path / "types.bin"), _load(path, "types.off.npy")))
