@@ -196,8 +196,8 @@ class SpellingIndex:
         if missing:
             raise FileNotFoundError(f"no spelling index at {self.path} (missing {', '.join(missing)})")
         self._blob = _memmap(self.path / "terms.bin", np.uint8)
-        self._offsets = np.load(self.path / "offsets.npy", mmap_mode="r")
-        self._df = np.load(self.path / "df.npy", mmap_mode="r")
+        self._offsets = np.load(self.path / "offsets.npy", mmap_mode="r").view(np.ndarray)  # memmap is slow to index
+        self._df = np.load(self.path / "df.npy", mmap_mode="r").view(np.ndarray)
         self._lens = _memmap(self.path / "lens.u8", np.uint8)
         self._keys = _memmap(self.path / "keys.u64", np.uint64)
         self._rows = _memmap(self.path / "rows.u32", np.uint32)
