@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import shutil
 import subprocess
@@ -69,6 +70,20 @@ def synth_run(wiki: Path, corpus_index: str, attempts: int) -> dict[str, Any]:
     return out
 
 
+def research_run(wiki: Path, tree: str, n: int, out: Path) -> dict[str, Any]:
+    """``websailor synth`` (research mode, 2 workers) from the source tree ``tree``: end-to-end
+    wall seconds (setup included), peak RSS of its largest process, verified tasks per minute."""
+    out.unlink(missing_ok=True)
+    cmd = ["/usr/bin/time", "-f", "%M %e %U %S", sys.executable, "-m", "websailor.cli", "synth", "--wiki", str(wiki),
+           "--n", str(n), "--out", str(out), "--workers", "2", "--no-progress"]
+    done = subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=tree,
+                          env={**os.environ, "PYTHONPATH": tree})
+    rss_kb, wall, user, system = done.stderr.strip().splitlines()[-1].split()
+    tasks = json.loads(done.stdout.strip().splitlines()[-1])["tasks"]
+    return {"tasks": tasks, "wall_s": float(wall), "cpu_s": round(float(user) + float(system), 1),
+            "peak_rss_mb": round(int(rss_kb) / 1024), "verified_per_min": round(60 * tasks / float(wall), 1)}
+
+
 def measure(wiki: Path, attempts: int) -> dict[str, Any]:
     shutil.rmtree(wiki / "synth_index", ignore_errors=True)
     first = synth_run(wiki, "disk", max(10, attempts // 4))
@@ -89,6 +104,9 @@ def main() -> None:
     parser.add_argument("--scale", type=int, default=10, help="the large corpus is this many times the default")
     parser.add_argument("--attempts", type=int, default=120)
     parser.add_argument("--work", default="/tmp/synth-scale", help="where the simulators are built (kept)")
+    parser.add_argument("--research-n", type=int, default=30, help="research tasks per `websailor synth` run (0: skip)")
+    parser.add_argument("--base-tree", default=None,
+                        help="another checkout (e.g. main's) whose `websailor synth` runs beside this tree's")
     args = parser.parse_args()
     from wiki_sim import WikiSim
     from wiki_sim.build import build
@@ -108,6 +126,12 @@ def main() -> None:
         with WikiSim(wiki) as sim:
             pages = sim.stats()["pages"]
         results[name] = {"pages": pages, **measure(wiki, args.attempts)}
+        if args.research_n:
+            trees = {"this": str(Path(__file__).resolve().parents[1])}
+            if args.base_tree:
+                trees["base"] = str(Path(args.base_tree).resolve())
+            results[name]["research"] = {label: research_run(wiki, tree, args.research_n, work / "research.jsonl")
+                                         for label, tree in trees.items()}
     print(f"{'corpus':<6} {'pages':>8} {'write s':>8} {'index':>7} {'setup s':>8} {'RSS MB main/worker':>19} "
           f"{'verified/min':>12} {'per CPU-min, 1 proc':>19}")
     for name, r in results.items():
@@ -116,6 +140,12 @@ def main() -> None:
             print(f"{name:<6} {r['pages']:>8} {r['index_write_s'] if mode == 'disk' else '':>8} {mode:>7} "
                   f"{m['setup_index_s']:>8} {m['peak_rss_mb']['main']:>9}/{m['peak_rss_mb']['largest_worker']:<9} "
                   f"{m['verified_per_min']:>12} {m['verified_per_cpu_min_1_worker']:>19}")
+    print(f"{'corpus':<6} {'tree':<6} {'research tasks':>14} {'wall s':>8} {'CPU s':>7} {'peak RSS MB':>11} "
+          f"{'verified/min':>12}")
+    for name, r in results.items():
+        for label, m in r.get("research", {}).items():
+            print(f"{name:<6} {label:<6} {m['tasks']:>14} {m['wall_s']:>8} {m['cpu_s']:>7} {m['peak_rss_mb']:>11} "
+                  f"{m['verified_per_min']:>12}")
     print(json.dumps({"benchmark": "synth_scale", "results": results}))
 
 
