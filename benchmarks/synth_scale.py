@@ -104,6 +104,7 @@ def main() -> None:
     parser.add_argument("--scale", type=int, default=10, help="the large corpus is this many times the default")
     parser.add_argument("--attempts", type=int, default=120)
     parser.add_argument("--work", default="/tmp/synth-scale", help="where the simulators are built (kept)")
+    parser.add_argument("--corpora", default="1x,large", help="which to measure: 1x, large, or both")
     parser.add_argument("--research-n", type=int, default=30, help="research tasks per `websailor synth` run (0: skip)")
     parser.add_argument("--base-tree", default=None,
                         help="another checkout (e.g. main's) whose `websailor synth` runs beside this tree's")
@@ -117,12 +118,14 @@ def main() -> None:
     if not (small / "build.json").is_file():
         shutil.copytree(args.wiki, small, ignore=shutil.ignore_patterns("synth_index"))
     large = work / f"wiki-{args.scale}x"
-    if not (large / "build.json").is_file():
+    wanted = {c.strip() for c in args.corpora.split(",")}
+    if "large" in wanted and not (large / "build.json").is_file():
         corpus = work / f"corpus-{args.scale}x.jsonl"
         recombined_corpus(str(small), args.scale, corpus)
         build("jsonl", corpus, large, progress=False)
     results = {}
-    for name, wiki in (("1x", small), (f"{args.scale}x", large)):
+    for name, wiki in [(n, w) for n, w in (("1x", small), ("large", large)) if n in wanted]:
+        name = name if name == "1x" else f"{args.scale}x"
         with WikiSim(wiki) as sim:
             pages = sim.stats()["pages"]
         results[name] = {"pages": pages, **measure(wiki, args.attempts)}
