@@ -58,6 +58,18 @@ class _Sets:
     def __getitem__(self, p: int) -> Any:
         return self._kind(self._val[int(self._off[p]):int(self._off[p + 1])].tolist())
 
+    def gather(self, pages: Iterable[int]) -> tuple[np.ndarray, np.ndarray]:
+        """(row, value) of every value of the rows ``pages``, in one vectorized read."""
+        rows = np.fromiter(pages, np.int64)
+        starts, ends = self._off[rows], self._off[rows + 1]
+        lengths = ends - starts
+        total = int(lengths.sum())
+        if not total:
+            return rows[:0], self._val[:0]
+        first = np.cumsum(lengths) - lengths
+        positions = np.repeat(starts - first, lengths) + np.arange(total)
+        return np.repeat(rows, lengths), self._val[positions]
+
 
 class _Types:
     def __init__(self, strings: _Strings):
@@ -192,6 +204,27 @@ class DiskCorpusIndex:
         if self._linked is None:
             self._linked = set(np.flatnonzero(self._degree).tolist())
         return self._linked
+
+    # --- bulk reads for the constraint solver (sailorfog.constraints uses them when present) ---
+    def neighbors_of(self, pages: Iterable[int]) -> set[int]:
+        """Every page linked with one of ``pages``."""
+        return set(np.unique(self.neighbors.gather(pages)[1]).tolist())
+
+    def years_of(self, pages: Iterable[int]) -> list[int]:
+        """Every year of ``pages``, sorted."""
+        return np.unique(self.page_years.gather(pages)[1]).tolist()
+
+    def with_year_near(self, pages: Iterable[int], sorted_years: list[int], lo: float, hi: float) -> set[int]:
+        """Those of ``pages`` with a year y such that some of ``sorted_years`` is in [y + lo, y + hi]."""
+        rows, ys = self.page_years.gather(pages)
+        if not len(rows) or not sorted_years:
+            return set()
+        values = np.asarray(sorted_years, np.float64)
+        ys = ys.astype(np.float64)
+        i = np.searchsorted(values, ys + lo, "left")
+        ok = i < len(values)
+        ok[ok] = values[i[ok]] <= (ys + hi)[ok]
+        return set(np.unique(rows[ok]).tolist())
 
     def _all_of(self, name: str, keys: Iterable[Any]) -> set[int] | None:
         """Pages holding every key (``None``: no keys)."""

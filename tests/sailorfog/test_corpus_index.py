@@ -104,3 +104,22 @@ def test_a_damaged_index_is_rewritten(tmp_path):
         with pytest.raises(ValueError, match="format 0"):
             DiskCorpusIndex(wiki / INDEX_DIR)
         assert len(open_corpus_index(sim)) == len(TOY_PAGES)
+
+
+def test_bulk_reads_match_the_per_page_reads(both):
+    from sailorfog.constraints import _has_between
+
+    _, a, b = both
+    rng = random.Random(4)
+    for _ in range(200):
+        pages = set(rng.sample(range(len(a)), rng.randint(0, len(a))))
+        support = set()
+        for p in pages:
+            support |= a.neighbors[p]
+        assert b.neighbors_of(pages) == support
+        years = sorted({y for p in pages for y in a.page_years[p]})
+        assert b.years_of(pages) == years
+        ref = sorted(rng.sample(range(1800, 2000), rng.randint(0, 5)))
+        lo, hi = rng.randint(-30, 0), rng.randint(0, 30)
+        assert b.with_year_near(pages, ref, lo, hi) == \
+            {p for p in pages if any(_has_between(ref, y + lo, y + hi) for y in a.page_years[p])}
