@@ -208,7 +208,7 @@ class DiskCorpusIndex:
     # --- bulk reads for the constraint solver (sailorfog.constraints uses them when present) ---
     def neighbors_of(self, pages: Iterable[int]) -> set[int]:
         """Every page linked with one of ``pages``."""
-        return set(np.unique(self.neighbors.gather(pages)[1]).tolist())
+        return set(self.neighbors.gather(pages)[1].tolist())
 
     def years_of(self, pages: Iterable[int]) -> list[int]:
         """Every year of ``pages``, sorted."""
