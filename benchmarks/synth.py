@@ -28,8 +28,9 @@ from typing import Any
 TARGET_PER_MIN = 100.0
 
 
-def setup(wiki: str, seed: int, attempts: int, graph_nodes: int) -> tuple[Any, list, dict[str, float]]:
-    from sailorfog.corpus import index_from_sim
+def setup(wiki: str, seed: int, attempts: int, graph_nodes: int,
+          corpus_index: str = "disk") -> tuple[Any, list, dict[str, float]]:
+    from sailorfog.corpus_index import open_corpus_index
     from sailorfog.graph import GraphConfig, build_graph
     from sailorfog.orbits import choose_target
     from sailorfog.parallel import Shared
@@ -47,7 +48,12 @@ def setup(wiki: str, seed: int, attempts: int, graph_nodes: int) -> tuple[Any, l
         subgraphs = sample_subgraphs(G, attempts, seed=seed)
         times["sampling_s"] = time.perf_counter() - t
         t = time.perf_counter()
-        index = index_from_sim(sim)
+        if corpus_index == "memory":  # the in-memory index built per run (before sailorfog.corpus_index)
+            from sailorfog.corpus import index_from_sim
+
+            index = index_from_sim(sim)
+        else:
+            index = open_corpus_index(sim)
         times["index_s"] = time.perf_counter() - t
         aliases = {n: sim.aliases(n) for s in subgraphs for n in s.nodes}
     shared = Shared(G, index, TemplateWriter(), seed, aliases, True, wiki, "2025-09-01")
@@ -107,9 +113,14 @@ def main() -> None:
     parser.add_argument("--graph-nodes", type=int, default=300)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--n", type=int, default=1000, help="task count for the end-to-end rate (setup included)")
+    parser.add_argument("--corpus-index", choices=("disk", "memory"), default="disk",
+                        help="disk: built once per simulator, memory-mapped (what synth runs); memory: built per run")
     args = parser.parse_args()
 
-    shared, jobs, setup_times = setup(args.wiki, args.seed, args.attempts, args.graph_nodes)
+    shared, jobs, setup_times = setup(args.wiki, args.seed, args.attempts, args.graph_nodes, args.corpus_index)
+    import resource
+
+    rss_setup_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     run(shared, jobs[:5], 1)  # warm the page cache and the index's candidate cache before timing
     rows = []
     results = {}
@@ -118,7 +129,10 @@ def main() -> None:
                                      (f"full, {args.workers} workers", args.workers, True),
                                      (f"no heuristic agent, {args.workers} workers", args.workers, False)):
         shared.heuristic = heuristic
+        cpu = time.process_time()
         outcomes, seconds = run(shared, jobs, workers)
+        if workers == 1:  # CPU seconds of the one-process row: a rate the machine's load does not change
+            cpu_1 = time.process_time() - cpu
         verified = sum(o.record is not None for o in outcomes)
         results[name] = outcomes
         rows.append((name, len(outcomes), verified, seconds, 60 * verified / seconds))
@@ -144,10 +158,15 @@ def main() -> None:
         "benchmark": "synth", "attempts": len(jobs), "workers": args.workers,
         "verified_per_min": round(full[4], 1), "verified_per_min_1_worker": round(one[4], 1),
         "verified_per_min_no_heuristic": round(rows[2][4], 1),
+        "verified_per_cpu_min_1_worker": round(60 * one[2] / max(cpu_1, 1e-9), 1),
         "yield": round(full[2] / max(1, full[1]), 3), f"end_to_end_per_min_n{args.n}": round(end_to_end, 1),
         "setup_s": round(setup_s, 1), "stage_s_per_attempt": {k: round(v, 4) for k, v in stages.items()},
         "same_records_across_workers": same, "target_per_min": TARGET_PER_MIN,
         "meets_target": full[4] >= TARGET_PER_MIN, "load_average": round(os.getloadavg()[0], 1),
+        "corpus_index": args.corpus_index, "corpus_index_s": round(setup_times["index_s"], 2),
+        "peak_rss_mb": {"after_setup": round(rss_setup_mb), "main": round(resource.getrusage(resource.RUSAGE_SELF)
+                                                                           .ru_maxrss / 1024),
+                        "largest_worker": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)},
     }
     print(json.dumps(out, sort_keys=True))
 

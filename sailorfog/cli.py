@@ -153,7 +153,7 @@ def _graph(config: SynthConfig, sim: Any) -> Any:
 
 def run_synth(config: SynthConfig) -> dict[str, Any]:
     """Synthesize ``config.n`` tasks (resuming a partial file); returns the summary (printed as JSON)."""
-    from sailorfog.corpus import index_from_sim
+    from sailorfog.corpus_index import open_corpus_index
     from sailorfog.parallel import Shared
     from sailorfog.sampling import sample_subgraphs
     from wiki_sim import WikiSim
@@ -176,7 +176,7 @@ def run_synth(config: SynthConfig) -> dict[str, Any]:
         if not subgraphs:
             raise SynthError(f"no connected subgraph of {config.min_nodes}-{config.max_nodes} nodes in the entity "
                              f"graph ({G.number_of_nodes()} nodes, {G.number_of_edges()} edges)")
-        index = index_from_sim(sim)
+        index = open_corpus_index(sim)  # built once per simulator, memory-mapped
         aliases = {t: sim.aliases(t) for t in sorted({n for s in subgraphs for n in s.nodes})}
         corpus = str((sim.build_info.get("source_fingerprint") or {}).get("sha256", ""))[:16]
     done = read_partial(partial, config.seed, config.writer)
@@ -199,7 +199,7 @@ def run_synth(config: SynthConfig) -> dict[str, Any]:
 
 def run_research(config: SynthConfig, out: Path, partial: Path) -> dict[str, Any]:
     """Research mode: answers from the whole store, drawn against popularity, each at most once."""
-    from sailorfog.corpus import index_from_sim
+    from sailorfog.corpus_index import open_corpus_index
     from sailorfog.parallel import Shared
     from sailorfog.research import answer_order
     from wiki_sim import WikiSim
@@ -211,7 +211,7 @@ def run_research(config: SynthConfig, out: Path, partial: Path) -> dict[str, Any
         if not ((sim.build_info or {}).get("counts") or {}).get("links_resolved"):
             raise SynthError(f"{config.wiki} has no links between pages, and research tasks follow links; rebuild "
                              "it with derived links (`websailor wiki build`)")
-        index = index_from_sim(sim)
+        index = open_corpus_index(sim)  # built once per simulator, memory-mapped
         corpus = str((sim.build_info.get("source_fingerprint") or {}).get("sha256", ""))[:16]
     order = answer_order(index, config.seed)
     if not order:

@@ -77,6 +77,8 @@ def _unary(index: CorpusIndex, check: Mapping[str, Any]) -> set[int]:
 
 
 def _years_of(index: CorpusIndex, pages: Iterable[int]) -> list[int]:
+    if hasattr(index, "years_of"):  # the memory-mapped index reads them in one vectorized pass
+        return index.years_of(pages)
     out: set[int] = set()
     for p in pages:
         out |= index.page_years[p]
@@ -93,9 +95,12 @@ def _revise(index: CorpusIndex, check: Mapping[str, Any], doms: Domains) -> list
             if len(doms[y]) == len(index):
                 new = doms[x] & index.linked()
             else:
-                support: set[int] = set()
-                for p in doms[y]:
-                    support |= index.neighbors[p]
+                if hasattr(index, "neighbors_of"):
+                    support = index.neighbors_of(doms[y])
+                else:
+                    support = set()
+                    for p in doms[y]:
+                        support |= index.neighbors[p]
                 new = doms[x] & support
             if len(new) < len(doms[x]):
                 doms[x] = new
@@ -104,8 +109,14 @@ def _revise(index: CorpusIndex, check: Mapping[str, Any], doms: Domains) -> list
         node, ref, lo, hi = check["node"], check["ref"], check["lo"], check["hi"]
         ref_years = _years_of(index, doms[ref])
         node_years = _years_of(index, doms[node])
-        ok_node = {p for p in doms[node] if any(_has_between(ref_years, y - hi, y - lo) for y in index.page_years[p])}
-        ok_ref = {p for p in doms[ref] if any(_has_between(node_years, r + lo, r + hi) for r in index.page_years[p])}
+        if hasattr(index, "with_year_near"):
+            ok_node = index.with_year_near(doms[node], ref_years, -hi, -lo)
+            ok_ref = index.with_year_near(doms[ref], node_years, lo, hi)
+        else:
+            ok_node = {p for p in doms[node]
+                       if any(_has_between(ref_years, y - hi, y - lo) for y in index.page_years[p])}
+            ok_ref = {p for p in doms[ref]
+                      if any(_has_between(node_years, r + lo, r + hi) for r in index.page_years[p])}
         for label, new in ((node, ok_node), (ref, ok_ref)):
             if len(new) < len(doms[label]):
                 doms[label] = new

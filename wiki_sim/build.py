@@ -26,11 +26,12 @@ from typing import Any
 
 from wiki_sim.errors import WikiSimError
 from wiki_sim.forward import FORWARD_DIR, build_forward_index
-from wiki_sim.engines import build_engine_index, check_engine, index_dir_name
+from wiki_sim.engines import BUILD_ENGINES, build_engine_index, check_engine, choose_engine, index_dir_name
 from wiki_sim.budget import check_budget, resident_bytes
 from wiki_sim.index import ALIASES_BOOST, INDEX_DIR, TITLE_BOOST
 from wiki_sim.records import Page
 from wiki_sim.sim import BUILD_FILE, BUILD_FORMAT
+from wiki_sim.spelling import SPELLING_DIR
 from wiki_sim.store import STORE_FILE, StoreWriter
 
 DEFAULT_MEMORY_MB = 1024
@@ -47,7 +48,8 @@ def build(kind: str, path: str | Path | None = None, out: str | Path = "data/wik
     ``reuse``: if ``out`` already holds a complete simulator built from the same source
     (same sha256, or same path, size and modification time) by this package version,
     keep it and return its build.json (with ``"reused": true``).
-    ``engine``: the search index, ``whoosh`` (default) or ``tantivy`` (recorded in build.json).
+    ``engine``: the search index, ``whoosh`` (default), ``tantivy`` or ``auto`` (tantivy above
+    :data:`wiki_sim.engines.AUTO_TANTIVY_PAGES` pages); build.json records the one built.
     ``fields``: for ``jsonl``, a :class:`~wiki_sim.ingest.jsonl.JsonlFields` naming the fields.
     ``memory_mb``: the memory budget of the build's whole process tree (this process and its
     index writers); ``None``: :data:`DEFAULT_MEMORY_MB` above what this process holds when
@@ -56,7 +58,7 @@ def build(kind: str, path: str | Path | None = None, out: str | Path = "data/wik
     """
     from wiki_sim.ingest import open_source
 
-    check_engine(engine)
+    check_engine(engine, BUILD_ENGINES)
     if engine == "tantivy":
         from wiki_sim.tantivy_index import import_tantivy
 
@@ -72,7 +74,8 @@ def build(kind: str, path: str | Path | None = None, out: str | Path = "data/wik
         current = _current_build(out)
         if current and current.get("source_fingerprint") == fingerprint and current.get("format") == BUILD_FORMAT \
                 and current.get("versions", {}).get("websailor-gym") == _package_version() \
-                and (current.get("index") or {}).get("engine", "whoosh") == engine:
+                and (current.get("index") or {}).get("engine", "whoosh") \
+                == choose_engine(engine, int((current.get("counts") or {}).get("pages", 0))):
             return {**current, "reused": True}
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.building-{os.getpid()}-", dir=out.parent))
     try:
@@ -129,6 +132,7 @@ def _build_into(tmp: Path, source: Any, fingerprint: dict[str, Any], workers: in
     stored = time.perf_counter()
     if counts["pages"] == 0:
         raise WikiSimError(f"the corpus {source.meta.get('path', '')} has no pages")
+    engine = choose_engine(engine, counts["pages"])  # --engine auto, and each engine's size limit
     index = build_engine_index(engine, tmp / STORE_FILE, tmp, workers=workers, progress=progress,
                                memory_bytes=memory_bytes)
     indexed = time.perf_counter()
@@ -176,7 +180,7 @@ def _simulator_entries() -> set[str]:
     """What a simulator directory holds: its build record, store (with SQLite's side files),
     search index (either engine) and forward index."""
     return {BUILD_FILE, STORE_FILE, f"{STORE_FILE}-wal", f"{STORE_FILE}-shm", f"{STORE_FILE}-journal", INDEX_DIR,
-            index_dir_name("tantivy"), FORWARD_DIR}
+            index_dir_name("tantivy"), FORWARD_DIR, SPELLING_DIR, "synth_index"}  # sailorfog.corpus_index.INDEX_DIR
 
 
 def is_simulator_record(path: Path) -> bool:

@@ -51,8 +51,9 @@ class BuildConfig:
     """Show progress bars."""
     cache_dir: str | None = None
     """Where fetched corpora are cached (default: $WEBSAILOR_CACHE, else ~/.cache/websailor-gym)."""
-    engine: Literal["whoosh", "tantivy"] = "whoosh"
-    """Search index: whoosh (default) or tantivy (faster at scale; pip install 'websailor-gym[tantivy]')."""
+    engine: Literal["whoosh", "tantivy", "auto"] = "whoosh"
+    """Search index: whoosh (default), tantivy (faster at scale; pip install 'websailor-gym[tantivy]'), or auto
+    (tantivy above 200,000 pages)."""
     title_field: str | None = None
     """--source jsonl: field of the page title (default: title; wiki-18 "contents" lines carry it on their
     first line; a record without one takes the first line of its text)."""
@@ -65,8 +66,8 @@ class BuildConfig:
     """--source jsonl: field of the document id (kept as the doc_id fact; names apart documents with one title)."""
 
     def __post_init__(self) -> None:
-        if self.engine not in ("whoosh", "tantivy"):
-            raise ValueError(f"--engine must be whoosh or tantivy, got {self.engine!r}")
+        if self.engine not in ("whoosh", "tantivy", "auto"):
+            raise ValueError(f"--engine must be whoosh, tantivy or auto, got {self.engine!r}")
         if self.source not in ("default", "dump", "jsonl", "gensim-sample"):
             raise ValueError(f"--source must be one of default, dump, jsonl, gensim-sample; got {self.source!r}")
         if self.source in ("dump", "jsonl") and not self.path:
@@ -108,7 +109,13 @@ def run_build(config: BuildConfig) -> int:
     print(f"built {config.out}: {c['pages']} pages, {c['redirects']} redirects, {c['links']} links, "
           f"{c['facts']} facts, {info['skipped']['count']} skipped; "
           f"{'links derived from the text; ' if info.get('links', {}).get('derived') else ''}"
-          f"{d['total']:.1f} s (parse+store {d['parse_and_store']:.1f} s, index {d['index']:.1f} s)")
+          f"{d['total']:.1f} s (parse+store {d['parse_and_store']:.1f} s, index {d['index']:.1f} s)"
+          f"{'; engine ' + info['index']['engine'] if config.engine == 'auto' else ''}")
+    from wiki_sim.engines import recommendation
+
+    note = recommendation(info["index"]["engine"], c["pages"])
+    if note:
+        print(note, file=sys.stderr)
     return 0
 
 

@@ -1,9 +1,12 @@
 """The simulator's search engines: which one a build uses, and opening it.
 
 ``whoosh`` (the default the design names) or ``tantivy`` (optional, for rollouts at
-scale). ``websailor wiki build --engine`` chooses; build.json records the choice under
-``index.engine``; :func:`open_engine` opens what the build recorded (``whoosh`` for builds
-that predate the choice).
+scale). ``websailor wiki build --engine`` chooses; ``--engine auto`` picks by the corpus's
+size once its pages are stored (:func:`choose_engine`: tantivy above
+:data:`AUTO_TANTIVY_PAGES`); build.json records the engine built under ``index.engine``;
+:func:`open_engine` opens what the build recorded (``whoosh`` for builds that predate the
+choice). A corpus over an engine's :data:`MAX_PAGES` is refused before it is indexed, with
+the size and the engine to use.
 """
 
 from __future__ import annotations
@@ -15,11 +18,62 @@ from wiki_sim.errors import WikiSimError
 
 EngineName = Literal["whoosh", "tantivy"]
 ENGINES: tuple[str, ...] = ("whoosh", "tantivy")
+BUILD_ENGINES: tuple[str, ...] = ENGINES + ("auto",)
+AUTO_TANTIVY_PAGES = 200_000
+"""``--engine auto`` builds the tantivy engine above this many pages. Whoosh's search time
+grows with the corpus (measured on 2 cores, issue 23: p50 about 1.55 ms + 15.8 us per 1,000
+pages), so at 200,000 pages its median query (about 4.7 ms) already costs what the tantivy
+engine's does at 1M pages, and its build writes about 25x its index in temporary files."""
+MAX_PAGES = {"whoosh": 2_000_000, "tantivy": 2 ** 31 - 1}
+"""Largest corpus each engine builds. Whoosh: extrapolated from 1M pages (510 s, 10.2 GB of
+temporary files, p50/p99 17/234 ms), 2M pages take about 20 min and 20 GB of temporary disk
+with searches around 33 ms; tantivy: its document ids (2^31)."""
 
 
-def check_engine(engine: str) -> None:
-    if engine not in ENGINES:
-        raise WikiSimError(f"engine must be one of {', '.join(ENGINES)}; got {engine!r}")
+def check_engine(engine: str, choices: tuple[str, ...] = ENGINES) -> None:
+    if engine not in choices:
+        raise WikiSimError(f"engine must be one of {', '.join(choices)}; got {engine!r}")
+
+
+def tantivy_installed() -> bool:
+    try:
+        import tantivy  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def choose_engine(engine: str, pages: int) -> str:
+    """The engine to build for a corpus of ``pages`` pages: ``engine``, or for ``auto`` the
+    tantivy engine above :data:`AUTO_TANTIVY_PAGES` (Whoosh below, or where tantivy is not
+    installed); a corpus over the engine's :data:`MAX_PAGES` is refused, naming the size and
+    the engine to use."""
+    check_engine(engine, BUILD_ENGINES)
+    if engine == "auto":
+        engine = "tantivy" if pages > AUTO_TANTIVY_PAGES and (tantivy_installed() or pages > MAX_PAGES["whoosh"]) \
+            else "whoosh"
+    if pages > MAX_PAGES[engine]:
+        if engine == "whoosh":
+            raise WikiSimError(f"the corpus has {pages:,} pages, over the Whoosh engine's limit of "
+                               f"{MAX_PAGES['whoosh']:,}; build it with --engine tantivy (or --engine auto)"
+                               + ("" if tantivy_installed() else f"; {_install_hint()}"))
+        raise WikiSimError(f"the corpus has {pages:,} pages, over the tantivy engine's limit of "
+                           f"{MAX_PAGES['tantivy']:,} documents; split it into several simulators")
+    return engine
+
+
+def recommendation(engine: str, pages: int) -> str | None:
+    """The line ``wiki build`` prints after building a large corpus with Whoosh, else ``None``."""
+    if engine != "whoosh" or pages <= AUTO_TANTIVY_PAGES:
+        return None
+    return (f"note: {pages:,} pages is above {AUTO_TANTIVY_PAGES:,}, where the tantivy engine searches faster "
+            f"than Whoosh (whose search time grows with the corpus); rebuild with --engine tantivy or --engine auto")
+
+
+def _install_hint() -> str:
+    from wiki_sim.tantivy_index import INSTALL_HINT
+
+    return INSTALL_HINT
 
 
 def index_dir_name(engine: str) -> str:
@@ -38,11 +92,21 @@ def build_engine_index(engine: str, store_path: Path, out_dir: Path, *, workers:
     if engine == "tantivy":
         from wiki_sim.tantivy_index import build_tantivy_index
 
-        return build_tantivy_index(store_path, out_dir / index_dir_name(engine), threads=workers, progress=progress,
+        info = build_tantivy_index(store_path, out_dir / index_dir_name(engine), threads=workers, progress=progress,
                                    **budget)
+        return {**info, "spelling": build_engine_spelling(out_dir, store_path)}
     from wiki_sim.index import build_index
 
     return build_index(store_path, out_dir / index_dir_name(engine), procs=workers, progress=progress, **budget)
+
+
+def build_engine_spelling(out_dir: Path, store_path: Path) -> dict[str, Any]:
+    """The tantivy engine's spelling index (:mod:`wiki_sim.spelling`) into ``out_dir``/spelling."""
+    from wiki_sim.spelling import SPELLING_DIR, build_spelling_index
+    from wiki_sim.tantivy_index import TantivySearcher
+
+    searcher = TantivySearcher(out_dir / index_dir_name("tantivy"), store_path)
+    return build_spelling_index(searcher.vocabulary(), out_dir / SPELLING_DIR)
 
 
 def open_engine(path: Path, build_info: dict[str, Any], term_cache_bytes: int | None = None) -> tuple[str, Any]:

@@ -136,6 +136,7 @@ class TantivySearcher:
         self._df: dict[str, int] = {}
         self._max_cached_terms = max_cached_terms
         self._lock = threading.Lock()
+        self._speller: Any = None
 
     def doc_count(self) -> int:
         return self._n
@@ -170,7 +171,23 @@ class TantivySearcher:
         return [(int(pid), float(score)) for (score, _), pid in zip(hits, pids)]
 
     def suggest(self, term: str) -> str | None:
-        """The indexed term closest in spelling to ``term`` (as IndexSearcher.suggest)."""
+        """The indexed term closest in spelling to ``term`` (as IndexSearcher.suggest), through
+        the simulator's deletion index (:mod:`wiki_sim.spelling`, opened or built on first use)."""
+        if self._speller is None:
+            from wiki_sim.spelling import open_spelling_index
+
+            with self._lock:
+                if self._speller is None:
+                    self._speller = open_spelling_index(self.index_dir.parent, self.vocabulary)
+        return self._speller.suggest(term)
+
+    def vocabulary(self) -> list[tuple[str, int]]:
+        """Every indexed term with its document frequency."""
+        return self.searcher.terms_with_prefix("text", "")
+
+    def suggest_by_scan(self, term: str) -> str | None:
+        """:meth:`suggest` by scanning every term with the same first letter (the reference
+        the deletion index is tested and benchmarked against)."""
         maxdist = 2 if len(term) >= 5 else 1
         best: tuple[int, int, int, str] | None = None
         for cand, df in self.searcher.terms_with_prefix("text", term[:1]):

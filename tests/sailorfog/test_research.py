@@ -13,7 +13,7 @@ import pytest
 import envs  # noqa: F401
 from sailorfog.attacks import ClauseAgent, clauses, content_query, name_constraints, shortcut_ranks
 from sailorfog.constraints import candidates
-from sailorfog.corpus import index_from_sim
+from sailorfog.corpus_index import open_corpus_index
 from sailorfog.describe import date_event, defining_type, other_names, predicate
 from sailorfog.prose import DescribedWriter
 from sailorfog.prose_llm import DescribedLLMWriter, problems
@@ -63,7 +63,7 @@ def test_cjk_text_counts_by_character():
 @pytest.fixture(scope="module")
 def research(default_wiki):
     sim = WikiSim(default_wiki)
-    index = index_from_sim(sim)
+    index = open_corpus_index(sim)  # what `websailor synth` runs on
     env = gym.make("websailor/WikiSim-v0", wiki_dir=str(default_wiki), tasks=[{"question": "placeholder", "answer": "placeholder"}],
                    tools=["search", "visit"])
     synth = ResearchSynthesizer(index, sim, seed=3)

@@ -171,7 +171,7 @@ def test_missing_tantivy_is_a_clear_error(tmp_path, monkeypatch):
 def test_unknown_engine_is_refused(tmp_path):
     from wiki_sim.build import build
 
-    with pytest.raises(WikiSimError, match="engine must be one of whoosh, tantivy; got 'lucene'"):
+    with pytest.raises(WikiSimError, match="engine must be one of whoosh, tantivy, auto; got 'lucene'"):
         build("jsonl", tmp_path / "none.jsonl", tmp_path / "wiki", progress=False, engine="lucene")
 
 
@@ -184,5 +184,5 @@ def test_cli_builds_with_the_tantivy_engine(tmp_path, capsys):
                                  progress=False)) == 0
     with WikiSim(tmp_path / "w") as s:
         assert s.engine_name == "tantivy" and s.search("Albert Camus")[0][0].title == "Albert Camus"
-    with pytest.raises(ValueError, match="--engine must be whoosh or tantivy"):
+    with pytest.raises(ValueError, match="--engine must be whoosh, tantivy or auto"):
         BuildConfig(engine="lucene")
