@@ -43,8 +43,11 @@ def _strip_stop(ids: list[int], stops: list[list[int]]) -> list[int]:
 
 
 def format_validity(model: Any, tokenizer: Any, env: Any, task_indices: list[int], *,
-                    max_new_tokens: int = 512, max_turns: int = 4) -> dict[str, Any]:
-    """Play each task (``options={"task_index": i}``) for at most ``max_turns`` turns.
+                    max_new_tokens: int = 512, max_turns: int = 4,
+                    use_chat_template: bool | None = None) -> dict[str, Any]:
+    """Play each task (``options={"task_index": i}``) for at most ``max_turns`` turns
+    (``use_chat_template`` as :func:`envs.tokens.prompt_ids`: ``None`` the tokenizer's own
+    template if it has one, else ChatML).
 
     Returns ``{"turns", "strict_turns", "rate", "tool_calls", "answers", "examples"}``:
     ``rate`` is the share of turns that :func:`envs.protocol.parse_turn` finds strictly well formed.
@@ -58,7 +61,7 @@ def format_validity(model: Any, tokenizer: Any, env: Any, task_indices: list[int
         for index in task_indices:
             env.reset(options={"task_index": index})
             for _ in range(max_turns):
-                ids = prompt_ids(env.unwrapped.messages(), tokenizer)
+                ids = prompt_ids(env.unwrapped.messages(), tokenizer, use_chat_template=use_chat_template)
                 new = _strip_stop(generate_turn(model, tokenizer, ids, max_new_tokens=max_new_tokens, stops=stops),
                                   stops)
                 text = tokenizer.decode(new, skip_special_tokens=True)
@@ -79,9 +82,11 @@ def format_validity(model: Any, tokenizer: Any, env: Any, task_indices: list[int
 
 
 def format_validity_on_transcripts(model: Any, tokenizer: Any, transcripts: list[list[dict[str, str]]], *,
-                                   max_new_tokens: int = 512, max_turns: int | None = None) -> dict[str, Any]:
+                                   max_new_tokens: int = 512, max_turns: int | None = None,
+                                   use_chat_template: bool | None = None) -> dict[str, Any]:
     """Teacher-forced variant without an environment: for every assistant turn of each held-out
-    transcript, generate a turn from the messages before it and parse it strictly."""
+    transcript, generate a turn from the messages before it and parse it strictly
+    (``use_chat_template`` as in :func:`format_validity`)."""
     was_training = model.training
     model.eval()
     stops = stop_sequences(tokenizer)
@@ -91,7 +96,7 @@ def format_validity_on_transcripts(model: Any, tokenizer: Any, transcripts: list
         for messages in transcripts:
             positions = [i for i, m in enumerate(messages) if m["role"] == "assistant"][:max_turns]
             for i in positions:
-                ids = prompt_ids(messages[:i], tokenizer)
+                ids = prompt_ids(messages[:i], tokenizer, use_chat_template=use_chat_template)
                 new = _strip_stop(generate_turn(model, tokenizer, ids, max_new_tokens=max_new_tokens, stops=stops),
                                   stops)
                 text = tokenizer.decode(new, skip_special_tokens=True)

@@ -190,11 +190,12 @@ def _write_slice(index_dir: str, store_path: str, lo: int, hi: int, pool_limit: 
 
 
 def build_index(store_path: str | Path, index_dir: str | Path, *, procs: int = 2, progress: bool = True,
-                memory_bytes: int = DEFAULT_MEMORY_BYTES) -> dict[str, Any]:
+                memory_bytes: int | None = None) -> dict[str, Any]:
     """Index every page of a finalized store into a new Whoosh index at ``index_dir``.
 
     ``procs`` writer processes each index a slice of the pages into segments, each holding
-    at most its share of ``memory_bytes`` in memory; the parent joins the segments into the
+    at most its share of ``memory_bytes`` in memory (``None``: :data:`DEFAULT_MEMORY_BYTES`
+    above what this process already holds, as :func:`wiki_sim.build.build` counts it); the parent joins the segments into the
     index and writes the field lengths beside it. Returns ``{"documents", "segments",
     "seconds"}``; raises :class:`WikiSimError` if a writer fails or the index does not hold
     every page.
@@ -209,6 +210,8 @@ def build_index(store_path: str | Path, index_dir: str | Path, *, procs: int = 2
     slices = _slices(store_path, max(1, procs))
     total = sum(1 for _ in _ids(store_path))
     procs = len(slices) or 1
+    if memory_bytes is None:
+        memory_bytes = resident_bytes() + DEFAULT_MEMORY_BYTES
     if memory_bytes > 0:  # 0: the smallest segments (tests)
         check_budget(memory_bytes, procs * (WRITER_BASE_BYTES + 8 * 2 ** 20), "indexing")
     pool_limit = pool_bytes(memory_bytes, procs, resident_bytes())

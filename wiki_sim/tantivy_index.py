@@ -74,7 +74,7 @@ def heap_bytes(memory_bytes: int, threads: int, held_bytes: int = BUILD_BASE_BYT
 
 
 def build_tantivy_index(store_path: str | Path, index_dir: str | Path, *, threads: int = 2,
-                        progress: bool = True, memory_bytes: int = 1024 * 2 ** 20) -> dict[str, Any]:
+                        progress: bool = True, memory_bytes: int | None = None) -> dict[str, Any]:
     """Index every page of a finalized store into a new tantivy index at ``index_dir``.
 
     tantivy's writer holds at most :func:`heap_bytes` of ``memory_bytes`` (it writes a
@@ -89,6 +89,8 @@ def build_tantivy_index(store_path: str | Path, index_dir: str | Path, *, thread
     index = _open(tantivy, index_dir, _schema(tantivy))
     from wiki_sim.budget import check_budget, resident_bytes
 
+    if memory_bytes is None:  # as wiki_sim.build counts it: a default budget above what this process holds
+        memory_bytes = resident_bytes() + 1024 * 2 ** 20
     check_budget(memory_bytes, MIN_HEAP_PER_THREAD * max(1, threads) + 32 * 2 ** 20, "indexing")
     writer = index.writer(heap_size=heap_bytes(memory_bytes, threads, resident_bytes()), num_threads=max(1, threads))
     total = sum(1 for _ in _ids(store_path))

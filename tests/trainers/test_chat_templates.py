@@ -20,7 +20,7 @@ import torch
 import trl
 
 from envs.protocol import format_turn
-from envs.tokens import end_of_turn_text, observation_ids, stop_sequences, tokenize_messages
+from envs.tokens import end_of_turn_text, observation_ids, prompt_ids, stop_sequences, tokenize_messages
 from tests.envs.conftest import TASKS
 from tests.trainers import toy_env
 from trainers.policies import Generation, TransformersPolicy
@@ -204,3 +204,22 @@ def test_sft_trains_with_the_template_or_the_switch(tmp_path):
                     max_steps=1, tensorboard="off")
     with pytest.raises(ValueError, match="Qwen3 thinking template.*--chat-template off"):
         train(cfg, model=toy_env.tiny_model(tok, hidden=32), tokenizer=tok)
+
+
+@pytest.mark.parametrize("switch", [None, False])
+def test_sft_format_check_prompts_with_the_switch(monkeypatch, switch):
+    from trainers import sft_eval
+
+    tok = template_tokenizer("llama3_2")
+    seen = []
+
+    def fake_turn(model, tokenizer, ids, **kw):
+        seen.append(list(ids))
+        return tokenizer.encode("<answer>x</answer>", add_special_tokens=False)
+
+    monkeypatch.setattr(sft_eval, "generate_turn", fake_turn)
+    messages = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "<answer>x</answer>"}]
+    model = torch.nn.Linear(1, 1)
+    sft_eval.format_validity_on_transcripts(model, tok, [messages], use_chat_template=switch)
+    assert seen == [prompt_ids(messages[:1], tok, use_chat_template=switch)]
+    assert seen[0] != prompt_ids(messages[:1], tok, use_chat_template=not switch if switch is not None else False)
