@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 FULL = dict(lookup_tasks=1000, synth_tasks=60, heldout=60, synth_heldout=20, sft_steps=120, sft_batch=4,
-            train_layers=6, grpo_steps=24, grpo_tasks_per_step=4, group_size=6, probe=12)
+            train_layers=6, grpo_steps=24, grpo_tasks_per_step=4, group_size=6, probe=12, grpo_lr=1e-4)
 """The full benchmark's sizes (``--quick``: the pipeline's defaults)."""
 FAMILIES = {"title lookups": ("lookup-description", "lookup-lead"), "synthesized": ("sailorfog",)}
 SMOKE = dict(model="tiny", lookup_tasks=12, heldout=2, synth_tasks=4, synth_heldout=1, sft_steps=2, sft_batch=2,
