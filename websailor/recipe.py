@@ -124,9 +124,12 @@ def _search_turn(query: str) -> str:
     return f"<think>Search for the quoted words.</think>\n<tool_call>\n{call}\n</tool_call>"
 
 
-ANSWER_THOUGHT = "Hit {rank} is {title}."
-"""The gold answer turn's thought: it names the chosen hit's title, which the answer then copies (with
-"Hit 1 is the article." the SFT model often answered with the search query instead of the title)."""
+ANSWER_THOUGHT = "Hit {rank}. [{title}] matches."
+"""The gold answer turn's thought: it repeats the chosen hit's line as the search result shows it
+("1. [Minneapolis]"), which a small model copies from the observation, and the answer copies it from
+the thought. On 40 held-out lookups after the main job's SFT: "Hit 1 is the article." 7/40 (the
+model often answered with the search query), "Hit 1 is Minneapolis." 9/40 (it often wrote a title
+of its own), this 14/40."""
 
 
 def answer_turn(rank: int, title: str) -> str:

@@ -58,7 +58,7 @@ def test_gold_trajectories_are_correct_two_turn_episodes(default_wiki):
         assert record["messages"][0]["content"] == recipe.COMPACT_SYSTEM_PROMPT
         assert json.dumps(record)  # a plain trajectory record
         title = record["task"]["answer"] if record["task"]["answer"] in turns[1] else None
-        assert title and f"is {title}.</think>" in turns[1]  # the thought names the hit the answer copies
+        assert title and f". [{title}] matches.</think>" in turns[1]  # the thought repeats the hit's line
     # The train split lists tasks level by level; a gold set cut short still holds both lookup levels.
     by_level = sorted(tasks, key=lambda t: t["level"])
     levels = {r["task"]["level"] for r in recipe.gold_trajectories(str(default_wiki), by_level, limit=4)}
