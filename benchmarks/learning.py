@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 FULL = dict(lookup_tasks=1000, synth_tasks=60, heldout=60, synth_heldout=20, sft_steps=120, sft_batch=4,
-            train_layers=6, grpo_steps=24, grpo_tasks_per_step=4, group_size=6, probe=12)
+            train_layers=6, grpo_steps=24, grpo_tasks_per_step=4, group_size=6, probe=12, grpo_lr=1e-4)
 """The full benchmark's sizes (``--quick``: the pipeline's defaults)."""
 FAMILIES = {"title lookups": ("lookup-description", "lookup-lead"), "synthesized": ("sailorfog",)}
 SMOKE = dict(model="tiny", lookup_tasks=12, heldout=2, synth_tasks=4, synth_heldout=1, sft_steps=2, sft_batch=2,
@@ -120,6 +120,27 @@ def draw(run_dir: Path, stats: dict[str, dict[str, dict[str, Any]]], path: Path)
     plt.close(fig)
 
 
+def overrides(items: list[str]) -> dict[str, Any]:
+    """``["sft_steps=60", ...]`` as pipeline settings, each converted to its field's type."""
+    from dataclasses import fields
+
+    from websailor.pipeline import PipelineConfig
+
+    types = {f.name: f.type for f in fields(PipelineConfig)}
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep or key not in types or key in ("out", "wiki_dir", "resume", "overwrite", "progress"):
+            raise ValueError(f"--set expects KEY=VALUE with KEY a pipeline setting (e.g. sft_steps=60), got {item!r}")
+        kind = {"int": int, "float": float, "str": str}.get(str(types[key]).split()[0], str)
+        try:
+            out[key] = kind(value)
+        except ValueError:
+            raise ValueError(f"--set {key} expects {kind.__name__}, got {value!r}") from None
+    return out
+
+
 def main(argv: list[str] | None = None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--wiki-dir", default="data/wiki")
@@ -129,6 +150,9 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--smoke", action="store_true", help="the tiny config-built model at the tests' sizes (no learning)")
     p.add_argument("--run-dir", help="the pipeline run to use or resume (default: OUT_DIR/run or OUT_DIR/run-quick); "
                    "with --quick, the main job's run directory (runs/default) is reused as it is")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override one pipeline setting of the chosen sizes, e.g. --set sft_steps=60 (repeatable; "
+                        "to size a run down for a loaded machine)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-progress", action="store_true")
     args = p.parse_args(argv)
@@ -138,6 +162,10 @@ def main(argv: list[str] | None = None) -> dict:
     mode = "smoke" if args.smoke else "quick" if args.quick else "full"
     run_dir = Path(args.run_dir) if args.run_dir else out / f"run-{mode}"
     sizes = {"smoke": SMOKE, "quick": {"model": args.model}, "full": {"model": args.model, **FULL}}[mode]
+    try:
+        sizes = {**sizes, **overrides(args.set)}
+    except ValueError as exc:
+        p.error(str(exc))
     config = PipelineConfig(out=str(run_dir), wiki_dir=args.wiki_dir, seed=args.seed, resume=True,
                             progress=not args.no_progress, **sizes)
     start = time.perf_counter()

@@ -124,6 +124,28 @@ def _search_turn(query: str) -> str:
     return f"<think>Search for the quoted words.</think>\n<tool_call>\n{call}\n</tool_call>"
 
 
+ANSWER_THOUGHT = "Hit {rank}. [{title}] matches."
+"""The gold answer turn's thought: it repeats the chosen hit's line as the search result shows it
+("1. [Minneapolis]"), which a small model copies from the observation, and the answer copies it from
+the thought. On 40 held-out lookups after the main job's SFT: "Hit 1 is the article." 7/40 (the
+model often answered with the search query), "Hit 1 is Minneapolis." 9/40 (it often wrote a title
+of its own), this 14/40."""
+
+
+def answer_turn(rank: int, title: str) -> str:
+    return f"<think>{ANSWER_THOUGHT.format(rank=rank, title=title)}</think>\n<answer>{title}</answer>"
+
+
+def _interleave_levels(tasks: Sequence[dict]) -> list[dict]:
+    """Tasks of each level taken in turn (the train split lists them level by level, and a gold set cut
+    at ``limit`` must not hold one level only)."""
+    by_level: dict[str, list[dict]] = defaultdict(list)
+    for t in tasks:
+        by_level[str(t.get("level", "?"))].append(t)
+    groups = [by_level[lv] for lv in sorted(by_level)]
+    return [g[i] for i in range(max((len(g) for g in groups), default=0)) for g in groups if i < len(g)]
+
+
 def gold_trajectories(wiki_dir: str, tasks: Sequence[dict], limit: int) -> list[dict[str, Any]]:
     """Up to ``limit`` correct gold trajectories (trajectory JSONL records) of title lookups, played
     in the compact environment: a search for :func:`quoted_query`, then the hit that is the answer."""
@@ -133,7 +155,7 @@ def gold_trajectories(wiki_dir: str, tasks: Sequence[dict], limit: int) -> list[
     from envs.baselines import parse_search_results
     from envs.trajectory import trajectory_record
 
-    lookups = [t for t in tasks if str(t.get("level", "")).startswith("lookup")]
+    lookups = _interleave_levels([t for t in tasks if str(t.get("level", "")).startswith("lookup")])
     if not lookups:
         return []
     env = gym.make("websailor/WikiSim-v0", tasks=list(lookups), **compact_env_kwargs(wiki_dir))
@@ -149,7 +171,7 @@ def gold_trajectories(wiki_dir: str, tasks: Sequence[dict], limit: int) -> list[
             if term or trunc or not hits:
                 continue
             rank = parse_search_results(obs).index(hits[0]) + 1
-            _, reward, _, _, info = env.step(f"<think>Hit {rank} is the article.</think>\n<answer>{hits[0].title}</answer>")
+            _, reward, _, _, info = env.step(answer_turn(rank, hits[0].title))
             if info.get("is_correct"):
                 records.append(trajectory_record(env.unwrapped.task, env.unwrapped.messages(), reward, info,
                                                  policy="gold"))

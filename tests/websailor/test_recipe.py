@@ -57,6 +57,12 @@ def test_gold_trajectories_are_correct_two_turn_episodes(default_wiki):
         assert len(turns) == 2 and all(parse_turn(t).strict for t in turns)
         assert record["messages"][0]["content"] == recipe.COMPACT_SYSTEM_PROMPT
         assert json.dumps(record)  # a plain trajectory record
+        title = record["task"]["answer"] if record["task"]["answer"] in turns[1] else None
+        assert title and f". [{title}] matches.</think>" in turns[1]  # the thought repeats the hit's line
+    # The train split lists tasks level by level; a gold set cut short still holds both lookup levels.
+    by_level = sorted(tasks, key=lambda t: t["level"])
+    levels = {r["task"]["level"] for r in recipe.gold_trajectories(str(default_wiki), by_level, limit=4)}
+    assert levels == {"lookup-description", "lookup-lead"}
 
 
 def test_grpo_selection_prefers_the_level_nearest_one_half():
@@ -96,3 +102,12 @@ def test_learning_benchmark_scores_families_and_targets(tmp_path):
     met = targets(stats)
     assert met["sft_gt_fewshot"] and met["sft_gt_fewshot_well_formed"] and met["grpo_point_ge_sft"]
     assert met["grpo_gt_sft"] is False and met["grpo_ge_heuristic_lookups"] is True
+
+
+def test_learning_benchmark_overrides_are_typed_pipeline_settings():
+    from benchmarks.learning import overrides
+
+    assert overrides(["sft_steps=60", "grpo-lr=1e-4"]) == {"sft_steps": 60, "grpo_lr": 1e-4}
+    for bad in (["sft_steps"], ["no_such=1"], ["sft_steps=many"], ["out=/tmp/x"]):
+        with pytest.raises(ValueError, match="--set"):
+            overrides(bad)
