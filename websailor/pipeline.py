@@ -84,10 +84,11 @@ class PipelineConfig:
     """Tasks per GRPO step."""
     group_size: int = 4
     """GRPO rollouts per task."""
-    grpo_lr: float = 3e-4
-    """GRPO learning rate (pretrained model; Adam moves each trained weight by about this much per step:
-    2e-5 moved none by more than 4e-5 in 2 steps, no change in what the model does; 3e-4 for 4 steps
-    moved them by up to 9e-4 and did not harm held-out success)."""
+    grpo_lr: float = 1e-4
+    """GRPO learning rate (pretrained model; Adam moves each trained weight by about this much per step).
+    2e-5 moved no weight by more than 4e-5 in 2 steps and changed nothing the model does; 3e-4 in 2 steps
+    dropped the held-out well-formed turns from 0.87 to 0.57 (9 episodes ran into the token limit);
+    1e-4 for 4 steps in the learning benchmark kept them (0.90 -> 0.92)."""
     probe: int = 4
     """Train tasks per level the SFT model plays before GRPO, to pick tasks of useful difficulty."""
     temperature: float = 0.7
