@@ -13,7 +13,6 @@ record), building it the first time.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -301,8 +300,6 @@ def open_corpus_index(sim: Any) -> DiskCorpusIndex:
 
 
 def _cache_place(wiki: Path) -> Path:
-    record = wiki / "build.json"
-    stamp = record.read_bytes() if record.is_file() else b""
-    key = hashlib.sha256(str(wiki).encode() + b"\0" + stamp).hexdigest()[:24]
-    root = Path(os.environ.get("WEBSAILOR_CACHE") or Path.home() / ".cache" / "websailor-gym")
-    return root / "synth_index" / key
+    from wiki_sim.sources import derived_cache_dir
+
+    return derived_cache_dir(wiki, "synth_index")

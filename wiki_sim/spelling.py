@@ -276,10 +276,6 @@ def open_spelling_index(sim_dir: str | Path, vocabulary: Callable[[], Iterable[t
 
 
 def _cache_place(sim_dir: Path) -> Path:
-    import hashlib
+    from wiki_sim.sources import derived_cache_dir
 
-    record = sim_dir / "build.json"
-    stamp = record.read_bytes() if record.is_file() else b""
-    key = hashlib.sha256(str(sim_dir).encode() + b"\0" + stamp).hexdigest()[:24]
-    root = Path(os.environ.get("WEBSAILOR_CACHE") or Path.home() / ".cache" / "websailor-gym")
-    return root / "spelling" / key
+    return derived_cache_dir(sim_dir, "spelling")
