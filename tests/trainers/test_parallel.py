@@ -1,6 +1,6 @@
 """FSDP2 (and DDP) with two gloo processes on CPU: the weights after an update equal one process's on
 the same global batch; full-state checkpoints resume under FSDP and load back in one process;
-the README's torchrun and accelerate lines run as written."""
+the torchrun and accelerate lines of docs/training.md run as written."""
 
 from __future__ import annotations
 
@@ -130,12 +130,12 @@ def test_decoder_layers_are_the_no_split_modules(model_dir):
         parallel.decoder_layers(torch.nn.Linear(2, 2))
 
 
-# ---------------------------------------------------------------- the README's command lines
+# ------------------------------------------------- the command lines of docs/training.md
 
 GRPO_LINE = ("grpo {model} {tasks} --env-id tests.trainers.toy_env:websailor-test/Toy-v0 --batch-size 8 "
              "--group-size 2 --dtype bfloat16 --gradient-checkpointing --micro-batch-tokens 2048 --device cpu "
              "--steps 2 --parallel fsdp --output-dir {out} --max-new-tokens 48 --tensorboard off")
-"""The README's GRPO line (torchrun ... -m websailor.cli, then this), on the toy environment."""
+"""The GRPO line of docs/training.md (torchrun ... -m websailor.cli, then this), on the toy environment."""
 
 
 def test_readme_torchrun_grpo_fsdp_line(model_dir, tmp_path):

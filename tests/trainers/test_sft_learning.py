@@ -8,7 +8,7 @@ the untrained model's. It does NOT show well-formed turns: after 100 steps the m
 writes none (measured: 0% of held-out turns strictly well formed at steps 60 and 100; the
 format is learned later, together with copying the question and URLs). The issue's claim
 (>= 90% strictly well-formed held-out turns) is measured by ``python -m
-benchmarks.sft_learning`` (see README, "Gold trajectories and the learning curve").
+benchmarks.sft_learning`` (see docs/training.md, "Gold trajectories and the learning curve").
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The shipped live configs load with the real loader, and the offline recipe of the README
+"""The shipped live configs load with the real loader, and the offline recipe of docs/live-web.md
 (``python -m envs.live.offline``) runs LiveWeb-v0 against the fake providers with no network."""
 
 from __future__ import annotations
