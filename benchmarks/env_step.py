@@ -35,7 +35,7 @@ import envs.tasks
 from envs.baselines import HeuristicAgent, run_episode
 from envs.env import ResearchEnv
 from envs.protocol import format_turn
-from envs.tool import ToolResult
+from envs.tools.base import ToolResult
 
 SEARCH_TEXT = "\n\n".join(f"{i}. [Title {i}](https://en.wikipedia.org/wiki/Title_{i})\nA snippet of about one "
                           "hundred characters that stands in for a search result's text here." for i in range(1, 11))

@@ -72,7 +72,8 @@ def run_websailor(case: dict, base_urls: dict, cache_path: str, out) -> None:
     from envs.live import netpolicy
     from envs.live.config import LiveConfig
     from envs.live.manager import LiveWeb
-    from envs.live.tools import LiveSearchTool, LiveVisitTool
+    from envs.tools.search import LiveSearchTool
+    from envs.tools.visit import LiveVisitTool
 
     real = netpolicy.address_kind
     netpolicy.address_kind = lambda ip: None if str(ip) == "127.0.0.1" else real(ip)  # the "internet"

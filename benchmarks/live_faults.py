@@ -106,7 +106,8 @@ def _check(tool: str, items: list, text: str, web: FakeWeb, base: str) -> bool:
 def worker_process(config_fields: dict, base: str, plans: list[list], results) -> None:
     """One process: a LiveWeb and 4 threads, each running its plan; puts one record per call."""
     from envs.live.manager import LiveWeb
-    from envs.live.tools import LiveSearchTool, LiveVisitTool
+    from envs.tools.search import LiveSearchTool
+    from envs.tools.visit import LiveVisitTool
 
     live = LiveWeb(LiveConfig(**config_fields))
     tools = {"search": LiveSearchTool(live), "google_scholar": LiveSearchTool(live, scholar=True),
@@ -151,7 +152,8 @@ def worker_process(config_fields: dict, base: str, plans: list[list], results) -
 def _hit_latencies(config_fields: dict, n: int) -> tuple[list[float], list[float]]:
     """Latencies of search and visit calls answered wholly from the cache."""
     from envs.live.manager import LiveWeb
-    from envs.live.tools import LiveSearchTool, LiveVisitTool
+    from envs.tools.search import LiveSearchTool
+    from envs.tools.visit import LiveVisitTool
 
     live = LiveWeb(LiveConfig(**config_fields))
     search, visit = LiveSearchTool(live), LiveVisitTool(live)

@@ -32,7 +32,7 @@ from transformers import ByT5Tokenizer
 
 from envs.env import ResearchEnv
 from envs.protocol import format_turn
-from envs.tool import ToolResult
+from envs.tools.base import ToolResult
 from trainers.policies import Generation
 from trainers.rollout import RolloutConfig, collect
 

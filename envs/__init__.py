@@ -8,11 +8,11 @@ Importing this package registers, with string entry points (nothing heavy is imp
 
 from gymnasium.envs.registration import register, registry
 
-from envs.tool import Tool, ToolResult
+from envs.tools.base import Tool, ToolResult
 
 __all__ = ["Tool", "ToolResult"]
 
 if "websailor/WikiSim-v0" not in registry:
     register(id="websailor/WikiSim-v0", entry_point="envs.wikisim:make_wikisim_env")
 if "websailor/LiveWeb-v0" not in registry:
-    register(id="websailor/LiveWeb-v0", entry_point="envs.live.env:make_liveweb_env")
+    register(id="websailor/LiveWeb-v0", entry_point="envs.liveweb:make_liveweb_env")

@@ -51,7 +51,7 @@ from envs.protocol import ParsedTurn, ToolCall, parse_turn
 from envs.rewards import check_weights, episode_reward
 from envs.spaces import MAX_TEXT_CHARS, ModelText, to_model_text, without_surrogates
 from envs.tasks import Task, load_tasks, task_from_dict
-from envs.tool import Tool, ToolResult
+from envs.tools.base import Tool, ToolResult
 
 _ERROR_CHARS = 500  # an exception's message in an observation is cut to this
 _TOOL_TEXT_CHARS = MAX_TEXT_CHARS - 1024  # room for the <tool_response> wrapper and budget notes
@@ -67,7 +67,7 @@ class ResearchEnv(gym.Env[str, str]):
     """A ReAct research episode: a question, tool calls, a final answer.
 
     Args:
-        tools: the tools the agent may call (objects implementing :class:`envs.tool.Tool`).
+        tools: the tools the agent may call (objects implementing :class:`envs.tools.base.Tool`).
         tasks: a JSONL path or a list of task dicts (``question``, ``answer``, optional
             ``id``, ``aliases``, metadata).
         max_tool_calls: tool-call budget per episode.

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping, Sequence
 
-from envs.tool import Tool, tool_schema
+from envs.tools.base import Tool, tool_schema
 
 ROLE = (
     "You are a deep research assistant. Your core function is to conduct thorough, multi-source "

@@ -19,9 +19,6 @@ import gymnasium as gym
 from envs.env import ResearchEnv
 from envs.tools import registry
 from envs.tools.base import Tool
-from envs.tools.search import SearchTool  # noqa: F401  (the tools moved to envs.tools; old imports keep working)
-from envs.tools.visit import SEPARATOR as VISIT_SEPARATOR  # noqa: F401
-from envs.tools.visit import VisitTool  # noqa: F401
 from envs.wrappers import check_seconds, with_episode_limit
 
 DEFAULT_TOOLS = registry.SIM_DEFAULT_TOOLS

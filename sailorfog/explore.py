@@ -9,7 +9,7 @@ Two implementations:
   goal-focused summary), with its links and infobox facts structured from the store (fast;
   the default);
 - :class:`ToolExplorer` over any ``search`` and ``visit`` tool objects (``envs.tools``
-  protocol: the simulator's :class:`envs.wikisim.SearchTool`/``VisitTool`` or the live
+  protocol: the simulator's :class:`envs.tools.search.SearchTool`/``VisitTool`` or the live
   layer's ``LiveSearchTool``/``LiveVisitTool``): it sees only what an agent sees, the tools'
   text. Related entities are linked by search: capitalized names in the visited text are
   searched for and kept when a hit's title is that name (the query becomes provenance).

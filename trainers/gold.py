@@ -14,7 +14,7 @@ import os
 from typing import Any, Sequence
 
 from envs.formatting import format_search_batch
-from envs.tool import ToolResult
+from envs.tools.base import ToolResult
 
 COMPACT_SYSTEM_PROMPT = (
     "You answer questions by searching and reading Wikipedia.\n<tools>\n"

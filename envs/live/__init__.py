@@ -1,11 +1,11 @@
-"""The managed live web: adapters, limiter, cache, retries, fallback, and its tools.
+"""The managed live web: adapters, limiter, cache, retries, fallback.
 
-``gym.make("websailor/LiveWeb-v0", tasks=..., config=...)`` builds it (see
-:mod:`envs.live.env`); :class:`envs.live.manager.LiveWeb` is the layer itself and
-:class:`envs.live.config.LiveConfig` its configuration. Nothing heavy is imported here.
+:class:`envs.live.manager.LiveWeb` is the layer itself and :class:`envs.live.config.LiveConfig` its
+configuration; the tools over it are in :mod:`envs.tools`, and ``gym.make("websailor/LiveWeb-v0",
+tasks=..., config=...)`` builds the environment (:mod:`envs.liveweb`). Nothing heavy is imported here.
 """
 
-__all__ = ["LiveConfig", "LiveWeb", "make_liveweb_env"]
+__all__ = ["LiveConfig", "LiveWeb"]
 
 
 def __getattr__(name: str):
@@ -17,8 +17,4 @@ def __getattr__(name: str):
         from envs.live.manager import LiveWeb
 
         return LiveWeb
-    if name == "make_liveweb_env":
-        from envs.live.env import make_liveweb_env
-
-        return make_liveweb_env
     raise AttributeError(f"module 'envs.live' has no attribute {name!r}")

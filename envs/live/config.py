@@ -11,7 +11,7 @@ Environment variables: ``SERPER_API_KEY``, ``SERPAPI_API_KEY``, ``JINA_API_KEY``
 ``WEBSAILOR_SUMMARIZER_MODEL``, ``WEBSAILOR_SUMMARIZER_API_KEY``, and
 ``WEBSAILOR_<PROVIDER>_BASE_URL`` (``WEBSAILOR_SERPER_BASE_URL``, ...,
 ``WEBSAILOR_SUMMARIZER_BASE_URL``); ``WEBSAILOR_LIVE_CONFIG`` names a config file that
-:func:`envs.live.env.make_liveweb_env` reads when it is given no config.
+:func:`envs.liveweb.make_liveweb_env` reads when it is given no config.
 """
 
 from __future__ import annotations

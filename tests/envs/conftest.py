@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from envs.tool import ToolResult
+from envs.tools.base import ToolResult
 from wiki_sim.focus import ExtractiveSummarizer, format_not_found, format_visit, tokenize
 from wiki_sim.records import title_to_url, url_to_title
 
@@ -104,7 +104,8 @@ def mini_wiki() -> MiniWiki:
 
 @pytest.fixture
 def mini_tools(mini_wiki):
-    from envs.wikisim import SearchTool, VisitTool
+    from envs.tools.search import SearchTool
+    from envs.tools.visit import VisitTool
 
     return [SearchTool(mini_wiki), VisitTool(mini_wiki), EchoTool(), RaisingTool()]
 

@@ -77,7 +77,7 @@ def test_code_tag_inside_a_json_string_is_not_taken_for_a_code_block():
 
 def test_tongyi_python_call_runs_the_python_tool(make_env):
     from envs.env import ResearchEnv
-    from envs.tool import ToolResult
+    from envs.tools.base import ToolResult
 
     class FakePython:  # the alias lookup is the environment's; the real tool is tested with the sandbox
         name = "python"

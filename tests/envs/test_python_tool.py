@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from envs.sandbox import SandboxConfig, SandboxUnavailableError
-from envs.tool import Tool, tool_schema
+from envs.tools.base import Tool, tool_schema
 from envs.tools.python import PythonTool, extract_code
 from tests.envs.sandbox_support import FAST, require_sandbox
 

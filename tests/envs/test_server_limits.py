@@ -11,7 +11,7 @@ import pytest
 from envs.servers.episode import ToolEpisode, unwrap_tool_response
 from envs.servers.limits import ServerLimits
 from envs.servers.mcp_server import ToolHost
-from envs.tool import ToolResult
+from envs.tools.base import ToolResult
 from tests.envs.conftest import TASKS
 
 

@@ -12,7 +12,9 @@ from gymnasium.vector import SyncVectorEnv
 from envs.env import ResearchEnv
 from envs.protocol import format_turn
 from envs.task_schedule import group_assignment, iter_task_epochs
-from envs.wikisim import SHARED_SIMS, SearchTool, VisitTool
+from envs.tools.search import SearchTool
+from envs.tools.visit import VisitTool
+from envs.wikisim import SHARED_SIMS
 from envs.wrappers import EpisodeTimeLimit, with_episode_limit
 
 from .conftest import TASKS, MiniWiki

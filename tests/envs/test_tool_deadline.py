@@ -11,7 +11,7 @@ import pytest
 from envs.deadline import DeadlineRunner, ToolBusy, ToolTimeout
 from envs.env import MAX_ABANDONED_TOOL_CALLS, ResearchEnv
 from envs.protocol import format_turn
-from envs.tool import ToolResult
+from envs.tools.base import ToolResult
 
 from .conftest import TASKS
 

@@ -47,17 +47,6 @@ def test_one_factory_with_clear_errors(mini_wiki):
         build_tools(["browse"], sim=mini_wiki)
 
 
-def test_old_import_paths_keep_working():
-    from envs.live.tools import LiveSearchTool, LiveVisitTool
-    from envs.tool import ToolResult
-    from envs.tools import LiveSearchTool as A, LiveVisitTool as B, ToolResult as C
-    from envs.tools.search import SearchTool as S
-    from envs.tools.visit import VisitTool as V
-    from envs.wikisim import SearchTool, VisitTool
-
-    assert (LiveSearchTool, LiveVisitTool, ToolResult, SearchTool, VisitTool) == (A, B, C, S, V)
-
-
 def _steps(env, calls):
     env.reset(options={"task_index": 0})
     return [env.step(format_turn("next", tool_call=call))[4] for call in calls]
@@ -80,7 +69,7 @@ def test_simulator_tool_data_in_info(mini_wiki):
 
 
 def test_live_tool_data_in_info(fakeweb, tmp_path):
-    from envs.live.env import make_liveweb_env
+    from envs.liveweb import make_liveweb_env
 
     doc = fakeweb.docs[2]
     env = make_liveweb_env(TASKS, tools=["search", "visit", "google_scholar"], config=config_for(fakeweb, tmp_path),

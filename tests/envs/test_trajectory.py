@@ -6,7 +6,8 @@ from envs.baselines import HeuristicAgent, run_episode
 from envs.env import ResearchEnv
 from envs.protocol import parse_turn
 from envs.trajectory import REQUIRED_KEYS, read_trajectories, trajectory_record, write_trajectories
-from envs.wikisim import SearchTool, VisitTool
+from envs.tools.search import SearchTool
+from envs.tools.visit import VisitTool
 
 from .conftest import TASKS, MiniWiki
 

@@ -9,7 +9,8 @@ from envs.baselines import (HeuristicAgent, RandomPolicy, make_policy, parse_sea
                             tool_names_of)
 from envs.env import ResearchEnv
 from envs.formatting import format_search_batch
-from envs.wikisim import SearchTool, VisitTool
+from envs.tools.search import SearchTool
+from envs.tools.visit import VisitTool
 
 from .conftest import TASKS, EchoTool, Hit, MiniWiki
 

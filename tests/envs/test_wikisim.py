@@ -14,7 +14,9 @@ from envs.derived_tasks import derive_tasks, masked_first_sentence
 from envs.env import ResearchEnv
 from envs.protocol import format_turn
 from envs.tasks import write_jsonl_tasks
-from envs.wikisim import SearchTool, VisitTool, build_tools, make_wikisim_env
+from envs.tools.search import SearchTool
+from envs.tools.visit import VisitTool
+from envs.wikisim import build_tools, make_wikisim_env
 from wiki_sim import WikiSim
 
 from .conftest import EchoTool

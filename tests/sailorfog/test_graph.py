@@ -9,7 +9,8 @@ import networkx as nx
 import pytest
 
 from envs.formatting import format_search_batch
-from envs.wikisim import SearchTool, VisitTool
+from envs.tools.search import SearchTool
+from envs.tools.visit import VisitTool
 from sailorfog.explore import Found, SimExplorer, ToolExplorer, parse_search_output
 from sailorfog.graph import (GraphConfig, GraphError, build_graph, compare_expansions, graph_metrics, load_graph,
                              node_link_data, save_graph)
@@ -207,7 +208,7 @@ class _FakeWebTools:
         self.queries: list[str] = []
 
     def search(self, arguments):
-        from envs.tool import ToolResult
+        from envs.tools.base import ToolResult
 
         results = []
         for q in arguments["query"]:
@@ -218,7 +219,7 @@ class _FakeWebTools:
         return ToolResult(format_search_batch(arguments["query"], results))
 
     def visit(self, arguments):
-        from envs.tool import ToolResult
+        from envs.tools.base import ToolResult
         from wiki_sim.focus import Focused, format_not_found, format_visit
 
         [url] = arguments["url"]

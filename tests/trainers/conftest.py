@@ -8,7 +8,8 @@ import torch
 from transformers import ByT5Tokenizer, Qwen2Config, Qwen2ForCausalLM
 
 from envs.env import ResearchEnv
-from envs.wikisim import SearchTool, VisitTool
+from envs.tools.search import SearchTool
+from envs.tools.visit import VisitTool
 from tests.envs.conftest import TASKS, MiniWiki
 
 MINI_ENV_ID = "test/MiniWiki-v0"

@@ -12,7 +12,7 @@ import torch
 
 from envs.protocol import format_turn
 from envs.tokens import stop_sequences, tokenize_messages
-from envs.tool import ToolResult
+from envs.tools.base import ToolResult
 from trainers.policies import Generation, TransformersPolicy
 from trainers.rollout import RolloutConfig, Trajectory, collect, iter_collect, rollout_metrics
 

@@ -28,7 +28,7 @@ import torch
 from gymnasium.envs.registration import register, registry
 
 from envs.env import ResearchEnv
-from envs.tool import ToolResult
+from envs.tools.base import ToolResult
 
 ENV_ID = "websailor-test/Toy-v0"
 SPEC = f"{__name__}:{ENV_ID}"

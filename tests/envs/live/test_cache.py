@@ -14,7 +14,8 @@ import requests_cache
 
 from envs.live.cache import cache_files, cached_session, integrity_check, open_cache
 from envs.live.redact import register_secret
-from envs.live.tools import LiveSearchTool, LiveVisitTool
+from envs.tools.search import LiveSearchTool
+from envs.tools.visit import LiveVisitTool
 from tests.envs.live.support import KEYS, config_for
 from tests.envs.live.workers import run_processes
 

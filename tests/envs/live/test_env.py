@@ -11,9 +11,11 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import envs  # noqa: F401  (registers the environments)
-from envs.live.tools import LiveSearchTool, LiveVisitTool
+from envs.tools.search import LiveSearchTool
+from envs.tools.visit import LiveVisitTool
 from envs.protocol import format_turn
-from envs.wikisim import SearchTool, VisitTool
+from envs.tools.search import SearchTool
+from envs.tools.visit import VisitTool
 from tests.envs.live.support import KEYS, config_for
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from envs.formatting import format_search_batch
-from envs.live.tools import LiveSearchTool, LiveVisitTool
+from envs.tools.search import LiveSearchTool
+from envs.tools.visit import LiveVisitTool
 from wiki_sim.focus import format_not_found
 
 

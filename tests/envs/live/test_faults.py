@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from envs.live.tools import LiveSearchTool, LiveVisitTool
+from envs.tools.search import LiveSearchTool
+from envs.tools.visit import LiveVisitTool
 
 TRANSIENT = ["429", "500", "503", "reset", "timeout", "malformed_json", "truncated", "html_error"]
 

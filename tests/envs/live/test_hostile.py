@@ -16,10 +16,11 @@ import pytest
 
 from envs.live.body import read_capped
 from envs.live.cache import cache_files, open_cache
-from envs.live.env import make_liveweb_env
+from envs.liveweb import make_liveweb_env
 from envs.live.errors import TooLarge
 from envs.live.hostile import gzip_bomb
-from envs.live.tools import LiveSearchTool, LiveVisitTool
+from envs.tools.search import LiveSearchTool
+from envs.tools.visit import LiveVisitTool
 from tests.envs.live.support import config_for
 
 MIB = 1 << 20

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from envs.live.cache import cache_files
-from envs.live.env import make_liveweb_env
+from envs.liveweb import make_liveweb_env
 from envs.live.fakeweb import FakeWeb
 from envs.live.redact import REDACTED, register_secret, scrub, scrub_value
 from tests.envs.live.support import KEYS, config_for

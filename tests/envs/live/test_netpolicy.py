@@ -11,7 +11,7 @@ from envs.live import netpolicy
 from envs.live.errors import Blocked, Unreachable
 from envs.live.fakeweb import FakeWeb
 from envs.live.netpolicy import address_kind, check_url
-from envs.live.tools import LiveVisitTool
+from envs.tools.visit import LiveVisitTool
 
 INTERNAL = ["http://127.0.0.1/", "http://localhost/", "http://2130706433/", "http://0x7f.0.0.1/", "http://127.1/",
             "http://0177.0.0.1/", "http://0x7f000001/", "http://017700000001/", "http://[::1]/",

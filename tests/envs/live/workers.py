@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from envs.live.config import LiveConfig
 from envs.live.manager import LiveWeb
-from envs.live.tools import LiveSearchTool
+from envs.tools.search import LiveSearchTool
 
 
 def search_many(config_fields: dict, queries: list[str], barrier, results) -> None:

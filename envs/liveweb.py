@@ -19,17 +19,9 @@ from typing import Any
 
 from envs.live.config import LiveConfig
 from envs.live.manager import LiveWeb
-from envs.live.tools import LiveTools
+from envs.tools import registry
 
-DEFAULT_TOOLS = ("search", "visit", "google_scholar", "python")
-
-
-def live_tools(web: LiveWeb, tools: Sequence[Any] | None = None) -> list:
-    """Tool objects over ``web``: the defaults, or the given names and objects in order."""
-    names_or_tools = DEFAULT_TOOLS if tools is None else tools
-    if isinstance(names_or_tools, (str, bytes)) or not isinstance(names_or_tools, Sequence):
-        raise ValueError(f"tools: expected a list of tool names or Tool objects, got {names_or_tools!r}")
-    return [LiveTools.make(t, web) if isinstance(t, str) else t for t in names_or_tools]
+DEFAULT_TOOLS = registry.LIVE_DEFAULT_TOOLS
 
 
 def make_liveweb_env(tasks: str | os.PathLike | Sequence[dict], tools: Sequence[Any] | None = None,
@@ -47,14 +39,13 @@ def make_liveweb_env(tasks: str | os.PathLike | Sequence[dict], tools: Sequence[
         cfg = replace(cfg, base_urls={**cfg.base_urls, **dict(base_urls)})
     web = LiveWeb(cfg)
     try:
-        built = live_tools(web, tools)
+        built, owned = registry.build_tools(tools, web=web, defaults=DEFAULT_TOOLS)
         env = ResearchEnv(built, tasks, **kwargs)
     except BaseException:
         web.close()
         raise
     env.live_web = web
     # Like envs.wikisim: the environment closes what was built here (the sandbox, the web).
-    owned = [t for t in built if tools is None or t not in tools]
     for obj in [*owned, web]:
         close = getattr(obj, "close", None)
         if callable(close):
