@@ -47,7 +47,7 @@ from envs import prompts
 from envs.context import TokenCounter
 from envs.deadline import DeadlineRunner, ToolBusy, ToolTimeout
 from envs.judges import Judge, Judgement, make_judge
-from envs.protocol import ParsedTurn, ToolCall, parse_turn
+from envs.protocol import ParsedTurn, Termination, ToolCall, parse_turn
 from envs.rewards import check_weights, episode_reward
 from envs.spaces import MAX_TEXT_CHARS, ModelText, to_model_text, without_surrogates
 from envs.tasks import Task, load_tasks, task_from_dict
@@ -164,7 +164,7 @@ class ResearchEnv(gym.Env[str, str]):
         self._turns = 0
         self._format_errors_in_row = 0
         self._all_strict = True
-        self._final_turn: str | None = None  # the budget that asked for the answer now
+        self._final_turn: Termination | None = None  # the budget that asked for the answer now
         self._done = False
         obs = to_model_text(prompts.render_chatml(self._messages))
         info = {"task_id": self._task.id, "num_tool_calls": 0, "transcript_tokens": self._tokens,
@@ -265,7 +265,7 @@ class ResearchEnv(gym.Env[str, str]):
 
     def _finish_with_answer(self, turn: ParsedTurn, info: dict[str, Any]) -> tuple[str, float, bool, bool, dict]:
         answer = turn.answer or ""
-        termination = "answer"
+        termination: Termination = "answer"
         try:
             judgement = self.judge(self._task.question, answer, self._task.answers)
         except Exception as exc:  # a judge that fails must not take the episode down: it ends without a
@@ -280,7 +280,7 @@ class ResearchEnv(gym.Env[str, str]):
         self._done = True
         return "", reward, True, False, info
 
-    def _truncate(self, reason: str, info: dict[str, Any]) -> tuple[str, float, bool, bool, dict]:
+    def _truncate(self, reason: Termination, info: dict[str, Any]) -> tuple[str, float, bool, bool, dict]:
         info.update(termination=reason, episode_format_ok=False)
         self._done = True
         return "", 0.0, False, True, info

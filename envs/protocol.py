@@ -26,13 +26,33 @@ import json
 import re
 import textwrap
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 _FENCE_LANGUAGE = re.compile(r"[a-zA-Z0-9_-]*")
 MAX_REPAIR_CHARS = 1 << 15
 """Longest tool-call body that the repairs beyond strict JSON are tried on (Python-literal
 parsing costs far more per character than JSON); longer calls must be strict JSON."""
 TurnKind = Literal["answer", "tool_call", "invalid"]
+
+Termination = Literal["answer", "format_error", "max_tool_calls", "context_limit", "time_limit", "token_limit",
+                      "judge_error", "policy_error", "env_error", "response_length"]
+"""How an episode ended (``info["termination"]`` and the trajectory record's ``termination``):
+
+- ``answer``: the agent gave a final answer (the only way to ``terminated``);
+- ``format_error``: the agent's own malformed turns ended it;
+- cut off by a limit before an answer (:data:`CUT_OFF_TERMINATIONS`): ``max_tool_calls`` (the
+  tool-call budget), ``context_limit`` (the context budget, or the rollout's token total),
+  ``time_limit`` (the wall clock), ``token_limit`` (the last turn hit the generation limit,
+  ``<answer>Par`` included), ``response_length`` (verl's response budget);
+- without a verdict on the policy (:data:`ERROR_TERMINATIONS`): ``judge_error``, ``policy_error``
+  (the policy endpoint gave no completion), ``env_error`` (the environment raised)."""
+TERMINATIONS: tuple[str, ...] = get_args(Termination)
+CUT_OFF_TERMINATIONS: frozenset[str] = frozenset({"max_tool_calls", "context_limit", "time_limit", "token_limit",
+                                                  "response_length"})
+"""Episodes cut off by a limit before an answer: GRPO leaves them out of the loss."""
+ERROR_TERMINATIONS: frozenset[str] = frozenset({"judge_error", "policy_error", "env_error"})
+"""Episodes that ended without a verdict on the policy: evaluation counts them apart and leaves them
+out of pass@k; GRPO leaves them out of the loss."""
 
 
 @dataclass(frozen=True)

@@ -15,11 +15,6 @@ from typing import Any, Iterable, Iterator, Mapping
 from envs.jsonl import iter_jsonl
 from envs.tasks import Task
 
-ERROR_TERMINATIONS = frozenset({"judge_error", "policy_error", "env_error"})
-"""Episodes that ended without a verdict on the policy: the judge failed (``judge_error``), the
-policy endpoint gave no completion (``policy_error``), or the environment raised (``env_error``).
-Evaluation counts them apart and leaves them out of pass@k; GRPO leaves them out of the loss."""
-
 REQUIRED_KEYS = ("id", "task", "messages", "reward", "is_correct", "termination", "num_tool_calls", "policy")
 
 

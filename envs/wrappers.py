@@ -14,7 +14,9 @@ from typing import Any, Callable
 
 import gymnasium as gym
 
-TIME_LIMIT = "time_limit"
+from envs.protocol import Termination
+
+TIME_LIMIT: Termination = "time_limit"
 """``info["termination"]`` of an episode ended by :class:`EpisodeTimeLimit`."""
 
 

@@ -233,10 +233,10 @@ def evaluate(policy: Any, tasks: Sequence[Mapping[str, Any]], config: EvalConfig
 def per_task_rows(trajectories: Sequence[Any], k: int) -> list[dict[str, Any]]:
     """One row per task from trajectories laid out group after group (``k`` per task).
 
-    Episodes without a verdict (:data:`envs.trajectory.ERROR_TERMINATIONS`: the judge or the
+    Episodes without a verdict (:data:`envs.protocol.ERROR_TERMINATIONS`: the judge or the
     policy endpoint failed, the environment raised) are counted in ``errors`` and left out of
     ``correct``/``pass@1``/``pass@k``, which are ``None`` when too few scored samples remain."""
-    from envs.trajectory import ERROR_TERMINATIONS
+    from envs.protocol import ERROR_TERMINATIONS
 
     rows = []
     for start in range(0, len(trajectories), k):
@@ -269,7 +269,7 @@ def _mean(values: list[Any]) -> float | None:
 def summarize(rows: list[dict], trajectories: Sequence[Any], config: EvalConfig, seconds: float) -> dict[str, Any]:
     """The run's summary: pass@1, pass@k (over the tasks with scored samples), means, termination
     counts, episodes without a verdict (``errors``: by kind; ``error_share``), settings."""
-    from envs.trajectory import ERROR_TERMINATIONS
+    from envs.protocol import ERROR_TERMINATIONS
 
     n = len(rows)
     episodes = len(trajectories)

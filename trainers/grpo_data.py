@@ -12,6 +12,7 @@ from typing import Any, Callable, Iterable, Iterator, Literal, Sequence
 
 import torch
 
+from envs.protocol import CUT_OFF_TERMINATIONS
 from trainers.losses import group_advantages
 
 EqualGroups = Literal["keep", "dupo", "drop"]
@@ -129,9 +130,6 @@ def build_batch(trajectories: Sequence[Any], advantages: Sequence[float], includ
     return TrainBatch(ids, att, lmask, old, torch.tensor(list(advantages), dtype=torch.float32), first)
 
 
-CUT_OFF_TERMINATIONS = frozenset({"max_tool_calls", "context_limit", "time_limit", "token_limit"})
-
-
 def is_cut_off(traj: Any) -> bool:
     """True when the episode was cut off by a limit before a finished answer: the tool-call (turn)
     budget, the context, the wall clock, or the token limit of its last turn (``last_turn_cut``, set
@@ -157,9 +155,9 @@ def is_cut_off(traj: Any) -> bool:
 
 
 def is_error(traj: Any) -> bool:
-    """True when the episode ended without a verdict (:data:`envs.trajectory.ERROR_TERMINATIONS`):
+    """True when the episode ended without a verdict (:data:`envs.protocol.ERROR_TERMINATIONS`):
     its reward says nothing about the policy, so it never feeds the loss."""
-    from envs.trajectory import ERROR_TERMINATIONS
+    from envs.protocol import ERROR_TERMINATIONS
 
     return str(getattr(traj, "termination", "")) in ERROR_TERMINATIONS
 

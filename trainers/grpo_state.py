@@ -143,7 +143,7 @@ def trajectory_summary(traj: Any) -> dict:
 
 def rollout_metrics(parts: list[list[dict]]) -> dict:
     """Step metrics from per-rank lists of :func:`trajectory_summary` dicts."""
-    from envs.trajectory import ERROR_TERMINATIONS
+    from envs.protocol import ERROR_TERMINATIONS
 
     rows = [r for part in parts for r in part]
     n = max(len(rows), 1)
