@@ -77,19 +77,27 @@ SHARED_SIMS = _SharedSims()
 
 def make_wikisim_env(wiki_dir: str | os.PathLike, tasks: str | os.PathLike | Sequence[dict],
                      tools: Sequence[str | Tool] | None = None, *, share_sim: bool = True,
-                     max_episode_seconds: float | None = None, **kwargs: Any) -> gym.Env:
+                     max_episode_seconds: float | None = None, compact: Any = None, **kwargs: Any) -> gym.Env:
     """The research environment over the simulator in ``wiki_dir``.
 
     ``share_sim`` (default) uses the process's one :class:`wiki_sim.WikiSim` for
     ``wiki_dir``, shared with every other environment over it and closed with the last of
     them; ``share_sim=False`` opens a private one. ``max_episode_seconds`` wraps the
     environment in :class:`envs.wrappers.EpisodeTimeLimit` (``termination="time_limit"``).
-    Other keyword arguments go to :class:`envs.env.ResearchEnv` (``max_tool_calls``,
+    ``compact`` (``True``, a :class:`envs.compact.CompactConfig` or a mapping of its fields) gives
+    the compact setting: short prompt, top-k search, short visits, its budgets; explicit
+    arguments win over it. Other keyword arguments go to :class:`envs.env.ResearchEnv` (``max_tool_calls``,
     ``max_context_tokens``, ``tokenizer``, ``reward_weights``, ``judge``, ...).
     """
     if wiki_dir is None:
         raise ValueError("wiki_dir is required: the simulator directory built by `websailor wiki build`")
     check_seconds(max_episode_seconds)
+    setting = None
+    if compact is not None and compact is not False:
+        from envs.compact import CompactConfig
+
+        setting = CompactConfig.coerce(compact)
+        kwargs = {**setting.env_defaults(), **kwargs}
     if share_sim:
         sim, release = SHARED_SIMS.acquire(wiki_dir)
     else:
@@ -98,7 +106,12 @@ def make_wikisim_env(wiki_dir: str | os.PathLike, tasks: str | os.PathLike | Seq
         sim = WikiSim(wiki_dir)
         release = sim.close
     try:
-        tool_objects, owned = build_tools(sim, tools)
+        if setting is not None and tools is None:
+            from envs.compact import compact_tools
+
+            tool_objects, owned = compact_tools(sim, setting), []
+        else:
+            tool_objects, owned = build_tools(sim, tools)
         env = ResearchEnv(tool_objects, tasks, **kwargs)
     except BaseException:
         release()

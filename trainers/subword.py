@@ -39,7 +39,7 @@ MAX_CORPUS_CHARS = 50_000_000
 def protocol_corpus() -> list[str]:
     """The turn protocol as text: the compact system prompt and well-formed turns of both kinds."""
     from envs.protocol import format_turn
-    from trainers.gold import COMPACT_SYSTEM_PROMPT
+    from envs.compact import COMPACT_SYSTEM_PROMPT
 
     return [COMPACT_SYSTEM_PROMPT,
             format_turn("Search for the salient words", tool_call=("search", {"query": ["a b", "c d"]})),

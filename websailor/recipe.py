@@ -6,9 +6,9 @@ difference is real.
   "which article has the short description ...", ``lookup-lead``: "which article begins with
   this sentence ...", :mod:`envs.derived_tasks`) and synthesized SailorFog-QA-V2 research
   tasks (``sailorfog``). Every task carries its ``level``; results are reported per level.
-- **Compact observations**: a short system prompt, the top :data:`SEARCH_K` hits per query
-  with snippets cut to :data:`SNIPPET_CHARS`, visits cut to :data:`VISIT_CHARS` (the tools of
-  :mod:`trainers.gold` over the same simulator, same formats). An episode of a title lookup
+- **Compact observations** (:mod:`envs.compact`, its defaults): a short system prompt, the top 3
+  hits per query with snippets cut to 80 characters, visits cut to 200 characters (same
+  simulator, same formats). An episode of a title lookup
   is then about 350 tokens, which a 135M model on two CPU cores can decode and train on in
   minutes.
 - **Gold turns for SFT** (:func:`gold_trajectories`): search for the first
@@ -30,18 +30,10 @@ import random
 from collections import Counter, defaultdict
 from typing import Any, Iterable, Mapping, Sequence
 
-from trainers.gold import COMPACT_SYSTEM_PROMPT
+from envs.compact import COMPACT_SYSTEM_PROMPT, CompactConfig
 
-SEARCH_K = 3
-"""Hits per search query in the compact environment (the gold query finds the answer in the top 3
-for 74% of description lookups and >99% of lead lookups on the default simulator)."""
-SNIPPET_CHARS = 80
-"""Characters of each hit's snippet."""
-VISIT_CHARS = 200
-"""Characters of a visited page."""
 QUERY_WORDS = 10
 """Words of the question's quoted text the gold search copies."""
-CURRENT_DATE = "2025-01-01"
 
 FEWSHOT_EXAMPLE = (
     "\n\nExample.\nuser: Which Wikipedia article has the short description \"Capital city of France\"? "
@@ -59,18 +51,12 @@ LEVELS = ("lookup-description", "lookup-lead", "sailorfog")
 
 
 def compact_env_kwargs(wiki_dir: str, *, fewshot: bool = False, max_tool_calls: int = 2) -> dict[str, Any]:
-    """``gym.make("websailor/WikiSim-v0", **kwargs)`` for the compact environment (the process's
-    shared simulator serves the compact tools; a second malformed turn in a row ends the episode,
-    which keeps a model that has not learned the format from decoding four turns of it)."""
-    from envs.wikisim import SHARED_SIMS
-    from trainers.gold import ShortVisit, TopKSearch
-
-    sim, _release = SHARED_SIMS.acquire(wiki_dir)  # held for the life of the process
-    return {"wiki_dir": wiki_dir, "max_tool_calls": max_tool_calls, "current_date": CURRENT_DATE,
-            "max_format_errors": 2,
-            "tools": [TopKSearch(sim, k=SEARCH_K, snippet_chars=SNIPPET_CHARS),
-                      ShortVisit(sim, max_chars=VISIT_CHARS)],
-            "system_prompt": FEWSHOT_SYSTEM_PROMPT if fewshot else COMPACT_SYSTEM_PROMPT}
+    """``gym.make("websailor/WikiSim-v0", **kwargs)`` in the compact setting (:mod:`envs.compact`; a
+    second malformed turn in a row ends the episode, which keeps a model that has not learned the
+    format from decoding four turns of it)."""
+    system_prompt = FEWSHOT_SYSTEM_PROMPT if fewshot else COMPACT_SYSTEM_PROMPT
+    return {"wiki_dir": wiki_dir,
+            "compact": CompactConfig(max_tool_calls=max_tool_calls, max_format_errors=2, system_prompt=system_prompt)}
 
 
 # ----------------------------------------------------------------------------- tasks

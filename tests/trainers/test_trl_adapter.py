@@ -12,7 +12,7 @@ from envs.derived_tasks import derive_tasks  # noqa: E402
 from trainers.adapters.trl import (EnvRollout, call_seed, env_reward, make_grpo_trainer,  # noqa: E402
                                    rollout_outputs)
 from trainers.adapters.trl_generation import vllm_installed  # noqa: E402
-from trainers.gold import COMPACT_SYSTEM_PROMPT  # noqa: E402
+from envs.compact import COMPACT_SYSTEM_PROMPT  # noqa: E402
 from trainers.rollout import RolloutConfig, Trajectory  # noqa: E402
 from trainers.tiny_lm import tiny_lm  # noqa: E402
 

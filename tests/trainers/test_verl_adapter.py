@@ -180,7 +180,7 @@ def test_agent_loop_run_returns_verl_output(setup):
 
     config = OmegaConf.create({"actor_rollout_ref": {"rollout": {"response_length": 20000, "prompt_length": 4096}},
                                "data": {}})
-    from trainers.gold import COMPACT_SYSTEM_PROMPT
+    from envs.compact import COMPACT_SYSTEM_PROMPT
 
     import inspect
 
@@ -236,7 +236,7 @@ def test_registered_target_imports_to_the_class_and_runs(setup, verl_standin):
 
     from types import SimpleNamespace
 
-    from trainers.gold import COMPACT_SYSTEM_PROMPT
+    from envs.compact import COMPACT_SYSTEM_PROMPT
 
     config = SimpleNamespace(actor_rollout_ref=SimpleNamespace(rollout=SimpleNamespace(response_length=20000)))
     loop = cls(trainer_config=standin.DictConfigWrap(config), server_manager=Servers(), tokenizer=tok,
