@@ -540,8 +540,10 @@ def run(config: GRPOConfig) -> dict:
     """``websailor grpo``: load the model, tokenizer and tasks, train, return the last step's metrics."""
     if config.rollout_engine == "vllm":
         rollout_engine.require_vllm_gpu()  # one line saying what to install, before loading anything
+    from trainers.models import load_lm
+
     # fp32 master weights whatever the compute dtype (a bf16 load would round an fp32 checkpoint first)
-    model, tokenizer = grpo_state.load_model(config.model, config.tokenizer, "float32")
+    model, tokenizer = load_lm(config.model, config.tokenizer or None, "float32")
     tasks = grpo_state.load_tasks(config.tasks)
     task_filter = grpo_state.import_callable(config.task_filter) if config.task_filter else None
     trainer = GRPOTrainer(config, model, tokenizer, tasks, task_filter=task_filter)

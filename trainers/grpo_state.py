@@ -291,31 +291,6 @@ def load_checkpoint(path: Path, model: torch.nn.Module, loader: Callable | None 
     return state
 
 
-def load_model(model_dir: str, tokenizer_dir: str | None, dtype: str) -> tuple[Any, Any]:
-    """A causal LM and its tokenizer from local directories or a pretrained model's short name
-    (:func:`trainers.models.resolve_model`; nothing is downloaded)."""
-    from trainers.models import load_pretrained, resolve_model
-
-    model_dir = resolve_model(model_dir)
-    model = load_pretrained(model_dir, dtype=torch.bfloat16 if dtype == "bfloat16" else torch.float32)
-    return model, load_tokenizer(tokenizer_dir or model_dir)
-
-
-def load_tokenizer(path: str) -> Any:
-    """The tokenizer saved in ``path``, as the class its ``tokenizer_config.json`` names.
-
-    ``AutoTokenizer`` prefers the model type's tokenizer when a model ``config.json`` sits next
-    to it, which turns a saved ``ByT5Tokenizer`` next to a Qwen2 model into an empty Qwen2 one."""
-    import transformers
-
-    cfg = Path(path) / "tokenizer_config.json"
-    name = json.loads(cfg.read_text(encoding="utf-8")).get("tokenizer_class") if cfg.is_file() else None
-    cls = getattr(transformers, name, None) if isinstance(name, str) else None
-    if cls is None:
-        cls = transformers.AutoTokenizer
-    return cls.from_pretrained(path, local_files_only=True)
-
-
 def load_tasks(path: str) -> list[dict]:
     """Task dicts from a JSONL file; ``ValueError`` naming ``path:line`` on a bad line."""
     from envs.jsonl import iter_jsonl

@@ -314,7 +314,7 @@ def train(config: SFTConfig, *, model: Any = None, tokenizer: Any = None,
     """
     from envs.tokens import template_switch
     from trainers.grpo_state import DistInfo
-    from trainers.tiny_lm import load_lm
+    from trainers.models import load_lm
 
     dist = DistInfo.from_env()
     device = dist.device(config.device) if dist.active else torch.device(config.device)

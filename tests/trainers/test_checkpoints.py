@@ -16,7 +16,8 @@ import torch
 from trainers.checkpoint_io import CheckpointError, load_state, rng_state, save_state, set_rng_state
 from trainers.interrupt import TrainingInterrupted
 from trainers.sft import train
-from trainers.tiny_lm import load_lm, save_tiny_lm, tiny_lm
+from trainers.models import load_lm
+from trainers.tiny_lm import save_tiny_lm, tiny_lm
 from websailor.cli import main
 
 from .test_sft import _config, _record, _write

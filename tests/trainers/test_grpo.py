@@ -39,7 +39,7 @@ def cold_model_dir(tmp_path_factory) -> Path:
 
 
 def load(path: Path):
-    from trainers.grpo_state import load_model
+    from trainers.models import load_lm as load_model
 
     return load_model(str(path), None, "float32")
 

@@ -108,7 +108,7 @@ def test_cli_fsdp_with_lora_is_one_line_error(capsys, tmp_path):
 
 def test_sft_bfloat16_keeps_fp32_master_weights(sft_ref, tmp_path):
     from trainers.sft import SFTConfig, train
-    from trainers.tiny_lm import load_lm
+    from trainers.models import load_lm
 
     model, tok = load_lm(sft_ref["model"])
     before = {k: v.clone() for k, v in model.state_dict().items()}
