@@ -36,6 +36,7 @@ from trainers.parallel import Parallel
 from trainers.grpo_data import EqualGroups, TaskPool, build_batch, is_error, prepare_step
 from trainers.interrupt import StopRequest, TrainingInterrupted
 from trainers.progress import StepBar, enabled
+from trainers.metrics_log import MetricsLogger, iter_metrics
 from trainers.losses import entropy_from_logits, kl_k3, masked_sum, policy_loss, token_logprobs
 
 
@@ -254,7 +255,7 @@ class GRPOTrainer:
         self.bar: StepBar | None = None
         self.bad_in_row = 0
         self.out = Path(config.output_dir)
-        self.logger = grpo_state.MetricsLogger(self.out, config.tensorboard) if self.dist.is_main else None
+        self.logger = MetricsLogger(self.out, config.tensorboard) if self.dist.is_main else None
 
     # ------------------------------------------------------------------ the loop
 
@@ -264,6 +265,8 @@ class GRPOTrainer:
         if cfg.resume:
             self.load_latest()
         self.resumed_from = self.step
+        if self.logger is not None:
+            self.logger.truncate_after(self.step)  # lines of steps after the checkpoint are redone
         history = []
         self.bar = StepBar(cfg.steps, self.step, "GRPO", cfg.progress if self.dist.is_main else False)
         with StopRequest("GRPO") as stop, contextlib.closing(self.bar):
@@ -508,8 +511,6 @@ class GRPOTrainer:
         self.scheduler.load_state_dict(state["scheduler"])
         if self.ref_model is not None and "ref_model" in state:
             self.ref_model.load_state_dict(state["ref_model"])
-        if self.logger is not None:
-            self.logger.truncate_after(self.step)
         return True
 
 
@@ -553,7 +554,7 @@ def run(config: GRPOConfig) -> dict:
         trainer.dist.destroy()
     last = history[-1] if history else {"step": trainer.step}
     if trainer.dist.is_main:
-        rows = list(grpo_state.iter_metrics(trainer.out / "metrics.jsonl")) if trainer.logger else history
+        rows = list(iter_metrics(trainer.out / "metrics.jsonl")) if trainer.logger else history
         tokens_per_s = trainer.bar.tokens_per_second if trainer.bar is not None else 0.0
         print(grpo_summary_line(rows, trainer.resumed_from, tokens_per_s))
         print(json.dumps({**{k: v for k, v in last.items()

@@ -1,19 +1,18 @@
-"""What the GRPO loop needs around it: processes (DDP), seeds, checkpoints, metrics files,
-model and task loading. Kept apart so that :mod:`trainers.grpo` reads as the algorithm."""
+"""What the GRPO loop needs around it: processes (DDP), seeds, checkpoints, step metrics and task
+loading. Kept apart so that :mod:`trainers.grpo` reads as the algorithm."""
 
 from __future__ import annotations
 
 import contextlib
 import copy
 import importlib
-import json
 import math
 import os
 import random
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import torch
 
@@ -167,46 +166,6 @@ def rollout_metrics(parts: list[list[dict]]) -> dict:
     return out
 
 
-class MetricsLogger:
-    """One JSON object per step in ``metrics.jsonl``; TensorBoard scalars alongside when enabled."""
-
-    def __init__(self, out_dir: Path, tensorboard: str = "auto"):
-        out_dir.mkdir(parents=True, exist_ok=True)
-        self.path = out_dir / "metrics.jsonl"
-        self.writer = None
-        if tensorboard != "off":
-            try:
-                from torch.utils.tensorboard import SummaryWriter
-            except ImportError:
-                if tensorboard == "on":
-                    raise ImportError("tensorboard='on' needs the tensorboard package: pip install tensorboard") from None
-            else:
-                self.writer = SummaryWriter(str(out_dir / "tensorboard"))
-
-    def log(self, metrics: dict) -> None:
-        with self.path.open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps(metrics, sort_keys=True) + "\n")
-        if self.writer is not None:
-            for key, value in metrics.items():
-                if key != "step" and isinstance(value, (int, float)):
-                    self.writer.add_scalar(key, value, metrics["step"])
-            self.writer.flush()
-
-    def truncate_after(self, step: int) -> None:
-        """Drop lines of steps after ``step`` (written after the checkpoint a resumed run starts from)."""
-        if not self.path.exists():
-            return
-        keep = [line for line in self.path.read_text(encoding="utf-8").splitlines()
-                if line.strip() and json.loads(line).get("step", 0) <= step]
-        tmp = self.path.with_suffix(".jsonl.tmp")
-        tmp.write_text("".join(line + "\n" for line in keep), encoding="utf-8")
-        tmp.replace(self.path)
-
-    def close(self) -> None:
-        if self.writer is not None:
-            self.writer.close()
-
-
 # ---------------------------------------------------------------------- files
 
 
@@ -317,10 +276,3 @@ def import_callable(spec: str) -> Callable:
     if not callable(obj):
         raise ValueError(f"{spec!r} is not callable")
     return obj
-
-
-def iter_metrics(path: Path) -> Iterator[dict]:
-    """The step records of a ``metrics.jsonl``."""
-    for line in Path(path).read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            yield json.loads(line)

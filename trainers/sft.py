@@ -44,6 +44,7 @@ import torch
 from trainers import parallel, precision
 from trainers.parallel import Parallel
 from trainers.checkpoint_io import load_state, rng_state, save_state, set_rng_state
+from trainers.metrics_log import MetricsLogger
 from trainers.interrupt import StopRequest, TrainingInterrupted
 from trainers.progress import StepBar
 from trainers.sft_data import Example, FilterConfig, build_examples, collate, fingerprint, read_records
@@ -198,47 +199,6 @@ def save_checkpoint(path: Path, state: dict[str, Any]) -> None:
     save_state(path, state)
 
 
-class MetricsLog:
-    """One JSON object per step in ``metrics.jsonl`` (flushed per line), mirrored to TensorBoard."""
-
-    def __init__(self, output_dir: Path, keep_until_step: int, tensorboard: str):
-        self.path = output_dir / "metrics.jsonl"
-        kept = []
-        if keep_until_step > 0 and self.path.is_file():  # a resumed run drops the steps it will redo
-            kept = [line for line in self.path.read_text(encoding="utf-8").splitlines()
-                    if line.strip() and json.loads(line).get("step", 0) <= keep_until_step]
-        tmp = self.path.with_name("metrics.jsonl.tmp")
-        tmp.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
-        os.replace(tmp, self.path)
-        self._fh = self.path.open("a", encoding="utf-8")
-        self._tb = _tensorboard_writer(output_dir / "tensorboard", tensorboard)
-
-    def log(self, record: dict[str, Any]) -> None:
-        self._fh.write(json.dumps(record) + "\n")
-        self._fh.flush()
-        if self._tb is not None:
-            for key, value in record.items():
-                if key != "step" and isinstance(value, (int, float)):
-                    self._tb.add_scalar(key, value, record["step"])
-
-    def close(self) -> None:
-        self._fh.close()
-        if self._tb is not None:
-            self._tb.close()
-
-
-def _tensorboard_writer(log_dir: Path, mode: str) -> Any:
-    if mode == "off":
-        return None
-    try:
-        from torch.utils.tensorboard import SummaryWriter
-    except ImportError:
-        if mode == "on":
-            raise ValueError("tensorboard='on' needs the tensorboard package: pip install tensorboard") from None
-        return None
-    return SummaryWriter(str(log_dir))
-
-
 # ---------------------------------------------------------------- model setup
 
 def _wrap_lora(model: Any, config: SFTConfig) -> Any:
@@ -386,7 +346,9 @@ def _run_steps(config: SFTConfig, out: Path, start: int, total: int, one_step: C
     SIGINT/SIGTERM, then :class:`TrainingInterrupted`) and the progress bar; returns the metrics and
     the tokens per second of this call. Under several processes rank 0 logs and every rank stops together."""
     main = dist is None or dist.is_main
-    log = MetricsLog(out, start, config.tensorboard) if main else None
+    log = MetricsLogger(out, config.tensorboard) if main else None
+    if log is not None:
+        log.truncate_after(start)  # a resumed run drops the steps it will redo
     bar = StepBar(total, start, "SFT", config.progress if main else False)
     history: list[dict[str, Any]] = []
     try:

@@ -16,7 +16,7 @@ import torch
 
 from tests.trainers import toy_env
 from trainers.grpo import GRPOConfig, GRPOTrainer, NonFiniteLoss
-from trainers.grpo_state import iter_metrics
+from trainers.metrics_log import iter_metrics
 
 ROOT = Path(__file__).resolve().parents[2]
 ONE_TASK = toy_env.TASKS[:1]  # "Code for red?" -> "cat"

@@ -140,7 +140,8 @@ GRPO_LINE = ("grpo {model} {tasks} --env-id tests.trainers.toy_env:websailor-tes
 
 def test_readme_torchrun_grpo_fsdp_line(model_dir, tmp_path):
     from tests.trainers import toy_env
-    from trainers.grpo_state import iter_metrics, load_checkpoint
+    from trainers.grpo_state import load_checkpoint
+    from trainers.metrics_log import iter_metrics
 
     tasks = tmp_path / "tasks.jsonl"
     tasks.write_text("".join(json.dumps(t) + "\n" for t in toy_env.TASKS[:4]))
