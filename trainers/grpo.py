@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 import torch
 
-from trainers import grpo_state, lora, memory, mismatch, parallel, precision, rollout_engine
+from trainers import checkpoint_io, grpo_state, lora, memory, mismatch, parallel, precision, rollout_engine
 from trainers.parallel import Parallel
 from trainers.grpo_data import EqualGroups, TaskPool, build_batch, is_error, prepare_step
 from trainers.interrupt import StopRequest, TrainingInterrupted
@@ -291,7 +291,7 @@ class GRPOTrainer:
         self.dist.barrier()
         weights = parallel.model_state(self.model, self.dist) if parallel.is_sharded(self.model) else None
         if self.dist.is_main:
-            grpo_state.save_model(lora.merged(self.model), self.tokenizer, self.out / "model", weights)
+            checkpoint_io.save_model(lora.merged(self.model), self.tokenizer, self.out / "model", weights)
         if self.logger is not None:
             self.logger.close()
         return history
@@ -304,7 +304,7 @@ class GRPOTrainer:
             self.logger.close()
         raise TrainingInterrupted(
             f"GRPO interrupted after step {self.step} of {self.config.steps}: checkpoint "
-            f"{self.out / f'{grpo_state.CHECKPOINT_PREFIX}{self.step}'}; run the same command again to continue "
+            f"{self.out / f'{checkpoint_io.CHECKPOINT_PREFIX}{self.step}'}; run the same command again to continue "
             "(--resume is the default)", signum or signal.SIGINT)
 
     def train_step(self) -> dict:
@@ -495,16 +495,16 @@ class GRPOTrainer:
                      "config": asdict(self.config)}
             if self.ref_model is not None:
                 state["ref_model"] = self.ref_model.state_dict()
-            grpo_state.save_checkpoint(self.out, self.step, lora.savable(self.model), self.tokenizer, state,
+            checkpoint_io.save_checkpoint(self.out, self.step, lora.savable(self.model), self.tokenizer, state,
                                        self.config.keep_checkpoints, weights)
         self.dist.barrier()
 
     def load_latest(self) -> bool:
         """Restore the newest checkpoint in ``output_dir``; False when there is none."""
-        found = grpo_state.latest_checkpoint(self.out)
+        found = checkpoint_io.latest_checkpoint(self.out)
         if found is None:
             return False
-        state = grpo_state.load_checkpoint(found, lora.savable(self.model), loader=parallel.load_model_state)
+        state = checkpoint_io.load_checkpoint(found, lora.savable(self.model), loader=parallel.load_model_state)
         self.step, self.bad_in_row = int(state["step"]), int(state["bad_in_row"])
         self.pool.load_state_dict(state["pool"])
         parallel.load_optimizer_state(self.model, self.optimizer, state["optimizer"])
@@ -539,13 +539,14 @@ def _dummy_batch(pad_id: int, device: torch.device) -> Any:
 
 def run(config: GRPOConfig) -> dict:
     """``websailor grpo``: load the model, tokenizer and tasks, train, return the last step's metrics."""
+    from envs.tasks import load_tasks
     if config.rollout_engine == "vllm":
         rollout_engine.require_vllm_gpu()  # one line saying what to install, before loading anything
     from trainers.models import load_lm
 
     # fp32 master weights whatever the compute dtype (a bf16 load would round an fp32 checkpoint first)
     model, tokenizer = load_lm(config.model, config.tokenizer or None, "float32")
-    tasks = grpo_state.load_tasks(config.tasks)
+    tasks = [t.to_dict() for t in load_tasks(config.tasks)]  # validated as the environment validates them
     task_filter = grpo_state.import_callable(config.task_filter) if config.task_filter else None
     trainer = GRPOTrainer(config, model, tokenizer, tasks, task_filter=task_filter)
     try:

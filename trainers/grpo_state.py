@@ -1,5 +1,6 @@
-"""What the GRPO loop needs around it: processes (DDP), seeds, checkpoints, step metrics and task
-loading. Kept apart so that :mod:`trainers.grpo` reads as the algorithm."""
+"""What the GRPO loop needs around it: processes (DDP), seeds, the reference model, step metrics and
+the task filter. Kept apart so that :mod:`trainers.grpo` reads as the algorithm; checkpoints are
+:mod:`trainers.checkpoint_io`'s, metrics files :mod:`trainers.metrics_log`'s."""
 
 from __future__ import annotations
 
@@ -9,16 +10,10 @@ import importlib
 import math
 import os
 import random
-import shutil
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable
 
 import torch
-
-CHECKPOINT_PREFIX = "checkpoint-"
-STATE_FILE = "trainer_state.pt"
-
 
 # ---------------------------------------------------------------------- processes
 
@@ -166,104 +161,7 @@ def rollout_metrics(parts: list[list[dict]]) -> dict:
     return out
 
 
-# ---------------------------------------------------------------------- files
-
-
-def save_model(model: torch.nn.Module, tokenizer: Any, path: Path, weights: dict | None = None) -> None:
-    """``save_pretrained`` of model and tokenizer into ``path`` through ``path.tmp`` (no half-written model);
-    ``weights``: the full state dict to write instead of the model's own (a sharded model's)."""
-    tmp = path.with_name(path.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    model.save_pretrained(tmp, **({"state_dict": weights} if weights is not None else {}))
-    if tokenizer is not None and hasattr(tokenizer, "save_pretrained"):
-        tokenizer.save_pretrained(tmp)
-    shutil.rmtree(path, ignore_errors=True)
-    tmp.rename(path)
-
-
-def save_checkpoint(out: Path, step: int, model: torch.nn.Module, tokenizer: Any, state: dict, keep: int,
-                    weights: dict | None = None) -> Path:
-    """``out/checkpoint-<step>``: the model (``save_pretrained``; ``weights`` instead of its own state dict
-    when given: a sharded model's full one) and ``trainer_state.pt``; older ones pruned."""
-    path = out / f"{CHECKPOINT_PREFIX}{step}"
-    tmp = out / f"{CHECKPOINT_PREFIX}{step}.tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    model.save_pretrained(tmp, **({"state_dict": weights} if weights is not None else {}))
-    if tokenizer is not None and hasattr(tokenizer, "save_pretrained"):
-        tokenizer.save_pretrained(tmp)
-    torch.save(state, tmp / STATE_FILE)  # tensors and plain data only: loaded with weights_only=True
-    shutil.rmtree(path, ignore_errors=True)
-    tmp.rename(path)
-    for old in _checkpoints(out)[:-keep]:
-        shutil.rmtree(old, ignore_errors=True)
-    return path
-
-
-def _checkpoints(out: Path) -> list[Path]:
-    found = []
-    if out.is_dir():
-        for p in out.iterdir():
-            suffix = p.name[len(CHECKPOINT_PREFIX):]
-            if p.is_dir() and p.name.startswith(CHECKPOINT_PREFIX) and suffix.isdigit() and (p / STATE_FILE).exists():
-                found.append((int(suffix), p))
-    return [p for _, p in sorted(found)]
-
-
-def latest_checkpoint(out: Path) -> Path | None:
-    """The newest complete checkpoint directory in ``out``, or None."""
-    found = _checkpoints(out)
-    return found[-1] if found else None
-
-
-def load_checkpoint(path: Path, model: torch.nn.Module, loader: Callable | None = None) -> dict:
-    """Load the weights of ``path`` into ``model`` and return its trainer state; ``loader(model, weights)``
-    replaces ``model.load_state_dict(weights, strict=False)`` (a sharded model's loader)."""
-    from safetensors.torch import load_file
-
-    from trainers.checkpoint_io import CheckpointError, load_state
-
-    todo = f"delete {path}, or run with --no-resume"
-    state = load_state(path / STATE_FILE, ("step", "bad_in_row", "pool", "optimizer", "scheduler"), todo)
-    files = sorted(path.glob("*.safetensors"))
-    if not files:
-        raise CheckpointError(f"{path}: no model weights (*.safetensors) in the checkpoint; {todo}")
-    weights: dict[str, torch.Tensor] = {}
-    for f in files:
-        try:
-            weights.update(load_file(str(f)))
-        except Exception as exc:  # safetensors raises its own error type for a damaged file
-            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
-            raise CheckpointError(f"{f}: not a readable weights file ({first}); {todo}") from None
-    try:
-        missing, unexpected = (loader(model, weights) if loader is not None
-                               else model.load_state_dict(weights, strict=False))
-    except RuntimeError as exc:  # shapes of another model
-        first = (str(exc).strip().splitlines() or [""])[-1].strip()[:200]
-        raise CheckpointError(f"{path}: checkpoint does not match the model ({first}); {todo}") from None
-    tied = set(getattr(model, "_tied_weights_keys", None) or [])
-    if unexpected or [k for k in missing if k not in tied and "lm_head" not in k]:
-        raise CheckpointError(f"{path}: checkpoint does not match the model (missing {missing[:5]}, "
-                              f"unexpected {unexpected[:5]}); {todo}")
-    if hasattr(model, "tie_weights"):
-        model.tie_weights()
-    return state
-
-
-def load_tasks(path: str) -> list[dict]:
-    """Task dicts from a JSONL file; ``ValueError`` naming ``path:line`` on a bad line."""
-    from envs.jsonl import iter_jsonl
-
-    if not Path(path).is_file():
-        raise FileNotFoundError(f"task file not found: {path}")
-    tasks = []
-    for lineno, obj in iter_jsonl(path):
-        if not isinstance(obj, dict) or not isinstance(obj.get("question"), str) or "answer" not in obj:
-            raise ValueError(f"{path}:{lineno}: a task needs a string 'question' and an 'answer'")
-        tasks.append(obj)
-    if not tasks:
-        raise ValueError(f"{path}: no tasks")
-    return tasks
+# ---------------------------------------------------------------------- the task filter
 
 
 def import_callable(spec: str) -> Callable:

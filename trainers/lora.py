@@ -1,7 +1,7 @@
 """LoRA for GRPO (peft): only low-rank adapters train; the base weights stay frozen.
 
 Checkpoints hold the transformers model with the adapters injected (:func:`savable`): its
-state is the base weights plus ``lora_A``/``lora_B``, which ``grpo_state.load_checkpoint`` loads
+state is the base weights plus ``lora_A``/``lora_B``, which ``checkpoint_io.load_checkpoint`` loads
 back into a freshly wrapped model, so a resumed run continues the same adapters. The final
 model is merged (:func:`merged`): a plain transformers folder any backend (vLLM included) loads.
 """

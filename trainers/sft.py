@@ -1,7 +1,7 @@
 """SFT cold start (``websailor sft train``): supervised fine-tuning on filtered trajectories.
 
 Read top to bottom: :class:`SFTConfig` (one docstring per field), the learning-rate
-schedule, the loss, checkpoints, then :func:`train`.
+schedule, the loss, the model setup, then :func:`train`.
 
 - Input: trajectory JSONL in this project's format or the released ChatML format,
   filtered by rejection sampling (:mod:`trainers.sft_data`).
@@ -16,9 +16,10 @@ schedule, the loss, checkpoints, then :func:`train`.
   tests and benchmarks override ``lr=1e-3`` (``--lr 1e-3``) and keep the rest.
 - Checkpoints: ``output_dir/checkpoint.pt`` holds model, optimizer, scheduler, every RNG and
   the step (the data position follows from it: the order of each epoch is a seeded
-  permutation), so an interrupted run resumes and reproduces the same steps exactly.
+  permutation), so an interrupted run resumes and reproduces the same steps exactly
+  (written and read by :mod:`trainers.checkpoint_io`).
 - Metrics: ``output_dir/metrics.jsonl`` (``step``, ``loss/sft``, ``train/lr``, ``train/tokens``,
-  ...) and TensorBoard event files when ``tensorboard`` is installed.
+  ...) and TensorBoard event files (:mod:`trainers.metrics_log`, as GRPO's).
 - Output: ``output_dir/model`` (``save_pretrained``: LoRA adapters merged) and ``summary.json``.
 - Several processes (``torchrun``, ``accelerate launch``): each rank trains on its share of every
   step's batch under DDP or FSDP2 (``parallel``, :mod:`trainers.parallel`); the loss is still the
@@ -31,7 +32,6 @@ import json
 import math
 import os
 import random
-import shutil
 import time
 import warnings
 from dataclasses import asdict, dataclass, field
@@ -41,9 +41,9 @@ from typing import Any, Callable, Literal
 import numpy as np
 import torch
 
-from trainers import parallel, precision
+from trainers import lora, parallel, precision
 from trainers.parallel import Parallel
-from trainers.checkpoint_io import load_state, rng_state, save_state, set_rng_state
+from trainers.checkpoint_io import load_state, rng_state, save_model, save_state, set_rng_state
 from trainers.metrics_log import MetricsLogger
 from trainers.interrupt import StopRequest, TrainingInterrupted
 from trainers.progress import StepBar
@@ -192,13 +192,6 @@ def masked_token_loss_sum(logits: torch.Tensor, input_ids: torch.Tensor, loss_ma
     return (nll * mask).sum()
 
 
-# ---------------------------------------------------------------- checkpoints and metrics
-
-def save_checkpoint(path: Path, state: dict[str, Any]) -> None:
-    """Write ``state`` with ``torch.save`` to ``path.tmp``, then rename (no half-written checkpoint)."""
-    save_state(path, state)
-
-
 # ---------------------------------------------------------------- model setup
 
 def _wrap_lora(model: Any, config: SFTConfig) -> Any:
@@ -217,21 +210,6 @@ def _optimizer(model: Any, config: SFTConfig) -> torch.optim.Optimizer:
     no_decay = [p for p in params if p.dim() < 2]
     groups = [{"params": decay, "weight_decay": config.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
     return torch.optim.AdamW([g for g in groups if g["params"]], lr=config.lr)
-
-
-def _save_model(model: Any, tokenizer: Any, path: Path, weights: dict | None = None) -> None:
-    """``save_pretrained`` into ``path.tmp``, then swap it in (LoRA adapters merged first); ``weights``: the
-    full state dict of a sharded model."""
-    if hasattr(model, "merge_and_unload"):
-        import copy
-
-        model = copy.deepcopy(model).merge_and_unload()
-    tmp = path.with_name(path.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    model.save_pretrained(tmp, **({"state_dict": weights} if weights is not None else {}))
-    tokenizer.save_pretrained(tmp)
-    shutil.rmtree(path, ignore_errors=True)
-    os.replace(tmp, path)
 
 
 # ---------------------------------------------------------------- training
@@ -312,7 +290,7 @@ def train(config: SFTConfig, *, model: Any = None, tokenizer: Any = None,
         weights = parallel.model_state(model, dist)  # full state dicts: collectives under FSDP
         optim = parallel.optimizer_state(model, optimizer, dist)
         if dist.is_main:
-            save_checkpoint(out / "checkpoint.pt", {
+            save_state(out / "checkpoint.pt", {
                 **meta, "step": step, "counters": dict(counters), "model": weights, "optimizer": optim,
                 "scheduler": scheduler.state_dict(), "rng": rng_state(), "config": asdict(config)})
         dist.barrier()
@@ -326,7 +304,7 @@ def train(config: SFTConfig, *, model: Any = None, tokenizer: Any = None,
     history, rate = _run_steps(config, out, start, total, one_step, checkpoint, counters, on_step, dist)
     weights = parallel.model_state(model, dist) if parallel.is_sharded(model) else None
     if dist.is_main:
-        _save_model(model, tokenizer, out / "model", weights)
+        save_model(lora.merged(model), tokenizer, out / "model", weights)  # LoRA adapters merged
     dist.barrier()
     final = next((h["loss/sft"] for h in reversed(history) if h.get("loss/sft") is not None), None)
     result = SFTResult(steps=total, final_loss=final, filter_report=report.to_dict(), model_dir=str(out / "model"),

@@ -113,7 +113,7 @@ def test_exact_resume_reproduces_the_next_steps(cold_model_dir, tmp_path):
 
 
 def test_a_signal_saves_the_step_and_resume_continues_exactly(cold_model_dir, tmp_path):
-    from trainers.grpo_state import latest_checkpoint
+    from trainers.checkpoint_io import latest_checkpoint
     from trainers.interrupt import TrainingInterrupted
 
     kw = dict(batch_size=16, group_size=4, micro_batch_size=8, steps=3, save_every=0, lockstep_rollouts=True,

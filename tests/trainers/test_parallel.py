@@ -140,7 +140,7 @@ GRPO_LINE = ("grpo {model} {tasks} --env-id tests.trainers.toy_env:websailor-tes
 
 def test_readme_torchrun_grpo_fsdp_line(model_dir, tmp_path):
     from tests.trainers import toy_env
-    from trainers.grpo_state import load_checkpoint
+    from trainers.checkpoint_io import load_checkpoint
     from trainers.metrics_log import iter_metrics
 
     tasks = tmp_path / "tasks.jsonl"
