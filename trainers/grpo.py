@@ -37,7 +37,7 @@ from trainers.grpo_data import EqualGroups, TaskPool, build_batch, is_error, pre
 from trainers.interrupt import StopRequest, TrainingInterrupted
 from trainers.progress import StepBar, enabled
 from trainers.metrics_log import MetricsLogger, iter_metrics
-from trainers.losses import entropy_from_logits, kl_k3, masked_sum, policy_loss, token_logprobs
+from trainers.losses import clip_fractions, entropy_from_logits, kl_k3, masked_sum, policy_loss, token_logprobs
 
 
 @dataclass
@@ -345,7 +345,8 @@ class GRPOTrainer:
         return metrics
 
     def collect(self, tasks: list[dict]) -> list[Any]:
-        """``group_size`` episodes of each task, group after group (contract C4)."""
+        """``group_size`` episodes of each task, group after group; each trajectory carries the token ids, loss
+        mask and log-probabilities the policy sampled, which the update trains on."""
         from envs.tokens import template_switch
         from trainers.policies import TransformersPolicy
         from trainers.rollout import RolloutConfig, collect
@@ -460,13 +461,15 @@ class GRPOTrainer:
             # the ratio the loss clips: against the sampler's log-probabilities, or the trainer's own with TIS
             base = logp.detach() if cfg.tis_cap > 0 else old
             ratio = torch.exp(torch.where(keepm, logp - base, torch.zeros_like(logp)))
-            adv = mb.advantages.unsqueeze(1)
             sums["loss"] += float(loss.detach())
             entropy = entropy_from_logits(logits.detach(), temperature=cfg.temperature)
             sums["entropy"] += float(masked_sum(entropy, mask))
             sums["ratio"] += float(masked_sum(ratio, mask))
-            sums["clip_low"] += float(((ratio < 1 - cfg.clip_low) & (adv < 0) & keepm).sum())
-            sums["clip_high"] += float(((ratio > 1 + cfg.clip_high) & (adv > 0) & keepm).sum())
+            # token counts, summed over micro-batches and ranks, divided by the step's tokens at the end
+            tokens = int(keepm.sum())
+            clipped = clip_fractions(logp.detach(), base, mb.advantages, mask, cfg.clip_low, cfg.clip_high)
+            sums["clip_low"] += float(round(clipped["low"] * tokens))
+            sums["clip_high"] += float(round(clipped["high"] * tokens))
 
     def _scheduler_step(self) -> None:
         # The schedule follows training steps, skipped ones included; torch warns when a step had no optimizer step.
