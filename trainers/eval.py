@@ -444,7 +444,10 @@ def run_eval(config: EvalConfig) -> dict[str, Any]:
     progress.partial.unlink(missing_ok=True)
     _write_jsonl(out / f"{name}.jsonl", rows)
     if config.sweep_tool_calls or config.sweep_context_tokens:
-        summary["budget_sweep"] = run_sweep(policy, tasks, config, out / f"{name}.budget_sweep")
+        def evaluate_at(budget_name: str, value: int) -> dict[str, Any]:
+            return evaluate(policy, tasks, with_budget(config, **{budget_name: value}))[1]
+
+        summary["budget_sweep"] = run_sweep(evaluate_at, config, out / f"{name}.budget_sweep")
     _merge_summary(out / "summary.json", name, summary)
     print_table(summary)
     print(f"per-task results: {out / f'{name}.jsonl'}")
