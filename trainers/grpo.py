@@ -221,6 +221,8 @@ class GRPOTrainer:
                  task_filter: Any = None, env_kwargs: dict | None = None,
                  engine_factory: rollout_engine.EngineFactory | None = None):
         self.config = config
+        from trainers.models import pad_token_id
+
         self.dist = grpo_state.DistInfo.from_env()
         if config.tasks_per_step % self.dist.world_size:
             raise ValueError(f"batch_size / group_size ({config.tasks_per_step}) must be divisible by the number "
@@ -249,7 +251,7 @@ class GRPOTrainer:
         self.pool = TaskPool(tasks, pool_size=config.pool_size, window=config.retire_window * config.group_size,
                              min_active=config.tasks_per_step, seed=config.seed, task_filter=task_filter)
         self.env_kwargs = dict(env_kwargs if env_kwargs is not None else json.loads(config.env_kwargs))
-        self.pad_id = _pad_id(tokenizer)
+        self.pad_id = pad_token_id(tokenizer)
         self.step = 0
         self.resumed_from = 0
         self.bar: StepBar | None = None
@@ -520,14 +522,6 @@ class GRPOTrainer:
 def _outcome(traj: Any) -> float:
     correct = getattr(traj, "is_correct", None)
     return 1.0 if (bool(correct) if correct is not None else float(traj.reward) >= 1.0) else 0.0
-
-
-def _pad_id(tokenizer: Any) -> int:
-    for name in ("pad_token_id", "eos_token_id"):
-        value = getattr(tokenizer, name, None)
-        if value is not None:
-            return int(value)
-    return 0
 
 
 def _dummy_batch(pad_id: int, device: torch.device) -> Any:

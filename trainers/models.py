@@ -173,6 +173,15 @@ def load_tokenizer(source: str | os.PathLike, cache: str | os.PathLike | None = 
     return tokenizer
 
 
+def pad_token_id(tokenizer: Any) -> int:
+    """The id that pads a batch: the tokenizer's pad token, else its EOS token, else 0."""
+    for name in ("pad_token_id", "eos_token_id"):
+        value = getattr(tokenizer, name, None)
+        if value is not None:
+            return int(value)
+    return 0
+
+
 def load_lm(model: str | os.PathLike, tokenizer: str | os.PathLike | None = None, dtype: Any = "float32",
             cache: str | os.PathLike | None = None) -> tuple[Any, Any]:
     """``(model, tokenizer)`` from ``model`` (a folder or a short name, :func:`resolve_model`) and

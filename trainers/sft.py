@@ -194,16 +194,6 @@ def masked_token_loss_sum(logits: torch.Tensor, input_ids: torch.Tensor, loss_ma
 
 # ---------------------------------------------------------------- model setup
 
-def _wrap_lora(model: Any, config: SFTConfig) -> Any:
-    try:
-        from peft import LoraConfig, get_peft_model
-    except ImportError:
-        raise ValueError("lora=True needs peft: pip install 'websailor-gym[lora]'") from None
-    lora = LoraConfig(r=config.lora_r, lora_alpha=config.lora_alpha, target_modules=list(config.lora_targets),
-                      lora_dropout=0.0, task_type="CAUSAL_LM")
-    return get_peft_model(model, lora)
-
-
 def _optimizer(model: Any, config: SFTConfig) -> torch.optim.Optimizer:
     params = [p for p in model.parameters() if p.requires_grad]
     decay = [p for p in params if p.dim() >= 2]
@@ -252,7 +242,7 @@ def train(config: SFTConfig, *, model: Any = None, tokenizer: Any = None,
     """
     from envs.tokens import template_switch
     from trainers.grpo_state import DistInfo
-    from trainers.models import load_lm
+    from trainers.models import load_lm, pad_token_id
 
     dist = DistInfo.from_env()
     device = dist.device(config.device) if dist.active else torch.device(config.device)
@@ -275,7 +265,7 @@ def train(config: SFTConfig, *, model: Any = None, tokenizer: Any = None,
     np.random.seed(config.seed)
     model = precision.master_weights(model, config.dtype)
     if config.lora:
-        model = _wrap_lora(model, config)
+        model = lora.wrap(model, config.lora_r, config.lora_alpha, config.lora_targets)
     model.to(device)
     model.train()
     wrapped = parallel.wrap(model, dist, config.parallel, config.dtype)
@@ -296,7 +286,7 @@ def train(config: SFTConfig, *, model: Any = None, tokenizer: Any = None,
         dist.barrier()
 
     def one_step(step: int) -> dict[str, Any]:
-        metrics = _train_step(model, optimizer, scheduler, examples, step, config, pad_id=_pad_id(tokenizer),
+        metrics = _train_step(model, optimizer, scheduler, examples, step, config, pad_id=pad_token_id(tokenizer),
                               counters=counters, wrapped=wrapped, dist=dist, device=device)
         metrics["train/epoch"] = (step + 1) / per_epoch
         return metrics
@@ -358,11 +348,6 @@ def _run_steps(config: SFTConfig, out: Path, start: int, total: int, one_step: C
         if log is not None:
             log.close()
     return history, bar.tokens_per_second
-
-
-def _pad_id(tokenizer: Any) -> int:
-    pad = getattr(tokenizer, "pad_token_id", None)
-    return int(pad if pad is not None else (getattr(tokenizer, "eos_token_id", None) or 0))
 
 
 def _maybe_resume(path: Path, config: SFTConfig, meta: dict[str, Any], model: Any, optimizer: Any,
