@@ -36,7 +36,7 @@ from trainers.parallel import Parallel
 from trainers.grpo_data import EqualGroups, TaskPool, build_batch, is_error, prepare_step
 from trainers.interrupt import StopRequest, TrainingInterrupted
 from trainers.progress import StepBar, enabled
-from trainers.metrics_log import MetricsLogger, iter_metrics
+from trainers.metrics_log import TENSORBOARD_MODES, MetricsLogger, TensorBoardMode, iter_metrics
 from trainers.losses import clip_fractions, entropy_from_logits, kl_k3, masked_sum, policy_loss, token_logprobs
 
 
@@ -135,8 +135,9 @@ class GRPOConfig:
     parallel: Parallel = "ddp"
     """Several processes (torchrun): ``ddp`` keeps a replica per rank; ``fsdp`` (FSDP2) shards weights, gradients
     and AdamW state per decoder layer (not with LoRA). One process: ignored. See trainers/parallel.py."""
-    tensorboard: Literal["auto", "on", "off"] = "auto"
-    """TensorBoard event files next to ``metrics.jsonl``: ``auto`` when tensorboard is installed."""
+    tensorboard: TensorBoardMode = "auto"
+    """TensorBoard event files next to ``metrics.jsonl``: when the package is installed (``auto``; without it one
+    line on stderr says so), always (``on``: an error without it), never (``off``). See trainers/metrics_log.py."""
     progress: bool | None = None
     """Progress bars on stderr: steps (loss, reward, sampled tokens/s, ETA) and each step's rollouts;
     default: when stderr is a terminal."""
@@ -189,7 +190,7 @@ class GRPOConfig:
                              "under the full distribution, so nucleus-sampled rollouts bias the importance ratio "
                              "(lower the temperature instead)")
         for name, choices in (("advantage", ("loo", "mean")), ("equal_groups", ("keep", "dupo", "drop")),
-                              ("dtype", ("float32", "bfloat16")), ("tensorboard", ("auto", "on", "off")),
+                              ("dtype", ("float32", "bfloat16")), ("tensorboard", TENSORBOARD_MODES),
                               ("device", ("auto", "cpu", "cuda")), ("chat_template", ("auto", "on", "off")),
                               ("parallel", parallel.PARALLEL_MODES)):
             if getattr(self, name) not in choices:
@@ -220,9 +221,9 @@ class GRPOTrainer:
     def __init__(self, config: GRPOConfig, model: Any, tokenizer: Any, tasks: list[dict], *,
                  task_filter: Any = None, env_kwargs: dict | None = None,
                  engine_factory: rollout_engine.EngineFactory | None = None):
-        self.config = config
         from trainers.models import pad_token_id
 
+        self.config = config
         self.dist = grpo_state.DistInfo.from_env()
         if config.tasks_per_step % self.dist.world_size:
             raise ValueError(f"batch_size / group_size ({config.tasks_per_step}) must be divisible by the number "
@@ -536,9 +537,9 @@ def _dummy_batch(pad_id: int, device: torch.device) -> Any:
 
 def run(config: GRPOConfig) -> dict:
     """``websailor grpo``: load the model, tokenizer and tasks, train, return the last step's metrics."""
-    from envs.tasks import load_tasks
     if config.rollout_engine == "vllm":
         rollout_engine.require_vllm_gpu()  # one line saying what to install, before loading anything
+    from envs.tasks import load_tasks
     from trainers.models import load_lm
 
     # fp32 master weights whatever the compute dtype (a bf16 load would round an fp32 checkpoint first)

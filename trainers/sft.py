@@ -44,7 +44,7 @@ import torch
 from trainers import lora, parallel, precision
 from trainers.parallel import Parallel
 from trainers.checkpoint_io import load_state, rng_state, save_model, save_state, set_rng_state
-from trainers.metrics_log import MetricsLogger
+from trainers.metrics_log import TENSORBOARD_MODES, MetricsLogger, TensorBoardMode
 from trainers.interrupt import StopRequest, TrainingInterrupted
 from trainers.progress import StepBar
 from trainers.sft_data import Example, FilterConfig, build_examples, collate, fingerprint, read_records
@@ -99,8 +99,9 @@ class SFTConfig:
     """Save a checkpoint every this many steps (and at the end)."""
     resume: bool = True
     """Resume from output_dir/checkpoint.pt when it exists."""
-    tensorboard: Literal["auto", "on", "off"] = "auto"
-    """TensorBoard event files: when installed (auto), always (on: error if missing), never."""
+    tensorboard: TensorBoardMode = "auto"
+    """TensorBoard event files next to ``metrics.jsonl``: when the package is installed (``auto``; without it one
+    line on stderr says so), always (``on``: an error without it), never (``off``). See trainers/metrics_log.py."""
     lora: bool = False
     """Train LoRA adapters (peft; pip install 'websailor-gym[lora]') instead of all weights."""
     lora_r: int = 16
@@ -154,8 +155,8 @@ class SFTConfig:
                              f"{self.max_grad_norm}")
         if self.loss_on not in ("assistant", "all"):
             raise ValueError(f"loss_on must be 'assistant' or 'all', got {self.loss_on!r}")
-        if self.tensorboard not in ("auto", "on", "off"):
-            raise ValueError(f"tensorboard must be 'auto', 'on' or 'off', got {self.tensorboard!r}")
+        if self.tensorboard not in TENSORBOARD_MODES:
+            raise ValueError(f"tensorboard must be one of {list(TENSORBOARD_MODES)}, got {self.tensorboard!r}")
         if self.dtype not in ("float32", "bfloat16"):
             raise ValueError(f"dtype must be 'float32' or 'bfloat16', got {self.dtype!r}")
         parallel.check_supported(self.parallel, lora=self.lora)
