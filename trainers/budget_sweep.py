@@ -1,8 +1,9 @@
 """Budget sweep: accuracy against the tool-call and context-length budgets (the form of
 WebSailor-V2's Figure 5), written as JSON and plotted to PNG.
 
-Each point is a full evaluation (:func:`trainers.eval.evaluate`) of the same tasks with
-one budget changed; the other stays as configured.
+Each point is a full evaluation of the same tasks with one budget changed; the other stays as
+configured. The caller (:func:`trainers.eval.run_eval`) passes the evaluation in, so this module
+imports nothing of :mod:`trainers.eval`.
 """
 
 from __future__ import annotations
@@ -10,19 +11,20 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping
+
+BUDGETS = ("max_tool_calls", "max_context_tokens")
+"""The config fields a sweep varies, one at a time."""
 
 
-def run_sweep(policy: Any, tasks: Sequence[Mapping[str, Any]], config: Any, prefix: Path) -> dict[str, Any]:
+def run_sweep(evaluate_at: Callable[[str, int], Mapping[str, Any]], config: Any, prefix: Path) -> dict[str, Any]:
     """Evaluate at every budget of ``config.sweep_tool_calls`` and ``config.sweep_context_tokens``;
-    writes ``<prefix>.json`` and ``<prefix>.png``; returns the points and file names."""
-    from trainers.eval import evaluate, with_budget
-
-    points: dict[str, list[dict[str, float]]] = {"max_tool_calls": [], "max_context_tokens": []}
-    for budget_name, values in (("max_tool_calls", config.sweep_tool_calls),
-                                ("max_context_tokens", config.sweep_context_tokens)):
+    ``evaluate_at(budget_name, value)`` returns the evaluation summary with that budget set.
+    Writes ``<prefix>.json`` and ``<prefix>.png``; returns the points and file names."""
+    points: dict[str, list[dict[str, Any]]] = {name: [] for name in BUDGETS}
+    for budget_name, values in zip(BUDGETS, (config.sweep_tool_calls, config.sweep_context_tokens)):
         for value in sorted(set(values or [])):
-            _, summary, _ = evaluate(policy, tasks, with_budget(config, **{budget_name: value}))
+            summary = evaluate_at(budget_name, value)
             points[budget_name].append({
                 "budget": value, "pass@1": summary["pass@1"], f"pass@{config.k}": summary[f"pass@{config.k}"],
                 "mean_tool_calls": summary["mean_tool_calls"], "terminations": summary["terminations"]})

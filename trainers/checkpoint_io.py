@@ -1,9 +1,21 @@
-"""Trainer state files that are safe to load: ``torch.load(weights_only=True)`` only.
+"""Checkpoints of SFT and GRPO: written atomically, read back safely, for ``--resume``.
 
-A checkpoint may come from someone else (a run folder received, ``--resume`` on it): loading
-one must never run code, so trainer state holds tensors and plain containers only, and is read
-with ``weights_only=True``. The random generators' states, which ``random`` and numpy return as
-tuples with arrays inside, are stored as tensors and plain numbers (:func:`rng_state`).
+Two layouts, one per trainer, both written here:
+
+- a state file (SFT: ``output_dir/checkpoint.pt``): one ``torch.save`` dict holding the model's
+  weights, the optimizer, the scheduler, every random generator and the step
+  (:func:`save_state` / :func:`load_state`);
+- step folders (GRPO: ``output_dir/checkpoint-<step>/``): a model folder that ``from_pretrained``
+  loads as it is (``save_pretrained`` of model and tokenizer) plus ``trainer_state.pt`` (optimizer,
+  scheduler, task pool, step); the newest ``keep`` are kept (:func:`save_checkpoint`,
+  :func:`latest_checkpoint`, :func:`load_checkpoint`).
+
+Every write goes to a temporary name that is renamed when complete, so an interrupted write never
+leaves a file or folder that looks finished. A checkpoint may come from someone else (a run folder
+received, ``--resume`` on it): loading one must never run code, so trainer state holds tensors and
+plain containers only, and is read with ``torch.load(weights_only=True)``. The random generators'
+states, which ``random`` and numpy return as tuples with arrays inside, are stored as tensors and
+plain numbers (:func:`rng_state`). :func:`save_model` writes a run's final model the same way.
 """
 
 from __future__ import annotations
@@ -12,11 +24,17 @@ import os
 import pickle
 import random
 import re
+import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import torch
+
+CHECKPOINT_PREFIX = "checkpoint-"
+"""Step folders are named ``checkpoint-<step>``."""
+STATE_FILE = "trainer_state.pt"
+"""The trainer state inside a step folder."""
 
 
 class CheckpointError(ValueError):
@@ -82,4 +100,91 @@ def load_state(path: str | os.PathLike, required: tuple[str, ...] = (), hint: st
     missing = [key for key in required if key not in state]
     if missing:
         raise CheckpointError(f"{path}: trainer state lacks {', '.join(missing)}; {todo}")
+    return state
+
+
+# ---------------------------------------------------------------------- model folders
+
+
+def _write_model(tmp: Path, model: torch.nn.Module, tokenizer: Any, weights: dict | None) -> None:
+    model.save_pretrained(tmp, **({"state_dict": weights} if weights is not None else {}))
+    if tokenizer is not None and hasattr(tokenizer, "save_pretrained"):
+        tokenizer.save_pretrained(tmp)
+
+
+def _swap_in(tmp: Path, path: Path) -> None:
+    shutil.rmtree(path, ignore_errors=True)
+    os.replace(tmp, path)
+
+
+def save_model(model: torch.nn.Module, tokenizer: Any, path: Path, weights: dict | None = None) -> None:
+    """``save_pretrained`` of model and tokenizer into ``path`` through ``path.tmp`` (no half-written model);
+    ``weights``: the full state dict to write instead of the model's own (a sharded model's)."""
+    tmp = path.with_name(path.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    _write_model(tmp, model, tokenizer, weights)
+    _swap_in(tmp, path)
+
+
+def save_checkpoint(out: Path, step: int, model: torch.nn.Module, tokenizer: Any, state: dict, keep: int,
+                    weights: dict | None = None) -> Path:
+    """``out/checkpoint-<step>``: the model (``save_pretrained``; ``weights`` instead of its own state dict
+    when given: a sharded model's full one) and ``trainer_state.pt``; all but the newest ``keep`` pruned."""
+    path = out / f"{CHECKPOINT_PREFIX}{step}"
+    tmp = out / f"{CHECKPOINT_PREFIX}{step}.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    _write_model(tmp, model, tokenizer, weights)
+    torch.save(state, tmp / STATE_FILE)  # tensors and plain data only: loaded with weights_only=True
+    _swap_in(tmp, path)
+    for old in _checkpoints(out)[:-keep]:
+        shutil.rmtree(old, ignore_errors=True)
+    return path
+
+
+def _checkpoints(out: Path) -> list[Path]:
+    found = []
+    if out.is_dir():
+        for p in out.iterdir():
+            suffix = p.name[len(CHECKPOINT_PREFIX):]
+            if p.is_dir() and p.name.startswith(CHECKPOINT_PREFIX) and suffix.isdigit() and (p / STATE_FILE).exists():
+                found.append((int(suffix), p))
+    return [p for _, p in sorted(found)]
+
+
+def latest_checkpoint(out: Path) -> Path | None:
+    """The newest complete step folder in ``out``, or None."""
+    found = _checkpoints(out)
+    return found[-1] if found else None
+
+
+def load_checkpoint(path: Path, model: torch.nn.Module, loader: Callable | None = None) -> dict:
+    """Load the weights of the step folder ``path`` into ``model`` and return its trainer state;
+    ``loader(model, weights)`` replaces ``model.load_state_dict(weights, strict=False)`` (a sharded model's)."""
+    from safetensors.torch import load_file
+
+    todo = f"delete {path}, or run with --no-resume"
+    state = load_state(path / STATE_FILE, ("step", "bad_in_row", "pool", "optimizer", "scheduler"), todo)
+    files = sorted(path.glob("*.safetensors"))
+    if not files:
+        raise CheckpointError(f"{path}: no model weights (*.safetensors) in the checkpoint; {todo}")
+    weights: dict[str, torch.Tensor] = {}
+    for f in files:
+        try:
+            weights.update(load_file(str(f)))
+        except Exception as exc:  # safetensors raises its own error type for a damaged file
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+            raise CheckpointError(f"{f}: not a readable weights file ({first}); {todo}") from None
+    try:
+        missing, unexpected = (loader(model, weights) if loader is not None
+                               else model.load_state_dict(weights, strict=False))
+    except RuntimeError as exc:  # shapes of another model
+        first = (str(exc).strip().splitlines() or [""])[-1].strip()[:200]
+        raise CheckpointError(f"{path}: checkpoint does not match the model ({first}); {todo}") from None
+    tied = set(getattr(model, "_tied_weights_keys", None) or [])
+    if unexpected or [k for k in missing if k not in tied and "lm_head" not in k]:
+        raise CheckpointError(f"{path}: checkpoint does not match the model (missing {missing[:5]}, "
+                              f"unexpected {unexpected[:5]}); {todo}")
+    if hasattr(model, "tie_weights"):
+        model.tie_weights()
     return state

@@ -155,7 +155,7 @@ def load_policy(config: EvalConfig) -> Any:
 
         timeout = min(300.0, config.max_episode_seconds or 300.0)  # one turn never outlives its episode
         return OpenAIPolicy(config.base_url, config.model, api_key=_api_key(config), timeout=timeout)
-    from trainers.models import load_pretrained, resolve_model
+    from trainers.models import load_pretrained, load_tokenizer, resolve_model
 
     folder = resolve_model(config.model)
     if config.policy == "vllm":
@@ -167,18 +167,6 @@ def load_policy(config: EvalConfig) -> Any:
     tokenizer = load_tokenizer(config.tokenizer or folder)
     model = load_pretrained(folder).eval()
     return TransformersPolicy(model, tokenizer, device=config.device)
-
-
-def load_tokenizer(source: str) -> Any:
-    """A tokenizer from a directory, or ``transformers.ByT5Tokenizer()`` for ``"byt5"``;
-    ``ValueError`` if it turns text into no ids (AutoTokenizer can pick the wrong class)."""
-    from transformers import AutoTokenizer, ByT5Tokenizer
-
-    tokenizer = ByT5Tokenizer() if source == "byt5" else AutoTokenizer.from_pretrained(source)
-    if not tokenizer.encode("probe text", add_special_tokens=False):
-        raise ValueError(f"the tokenizer loaded from {source} ({type(tokenizer).__name__}) encodes text to no ids; "
-                         "pass --tokenizer (a directory, or byt5)")
-    return tokenizer
 
 
 def _judge(config: EvalConfig) -> Any:
@@ -456,7 +444,10 @@ def run_eval(config: EvalConfig) -> dict[str, Any]:
     progress.partial.unlink(missing_ok=True)
     _write_jsonl(out / f"{name}.jsonl", rows)
     if config.sweep_tool_calls or config.sweep_context_tokens:
-        summary["budget_sweep"] = run_sweep(policy, tasks, config, out / f"{name}.budget_sweep")
+        def evaluate_at(budget_name: str, value: int) -> dict[str, Any]:
+            return evaluate(policy, tasks, with_budget(config, **{budget_name: value}))[1]
+
+        summary["budget_sweep"] = run_sweep(evaluate_at, config, out / f"{name}.budget_sweep")
     _merge_summary(out / "summary.json", name, summary)
     print_table(summary)
     print(f"per-task results: {out / f'{name}.jsonl'}")

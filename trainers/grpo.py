@@ -31,12 +31,13 @@ from typing import Any, Literal
 
 import torch
 
-from trainers import grpo_state, lora, memory, mismatch, parallel, precision, rollout_engine
+from trainers import checkpoint_io, grpo_state, lora, memory, mismatch, parallel, precision, rollout_engine
 from trainers.parallel import Parallel
 from trainers.grpo_data import EqualGroups, TaskPool, build_batch, is_error, prepare_step
 from trainers.interrupt import StopRequest, TrainingInterrupted
 from trainers.progress import StepBar, enabled
-from trainers.losses import entropy_from_logits, kl_k3, masked_sum, policy_loss, token_logprobs
+from trainers.metrics_log import TENSORBOARD_MODES, MetricsLogger, TensorBoardMode, iter_metrics
+from trainers.losses import clip_fractions, entropy_from_logits, kl_k3, masked_sum, policy_loss, token_logprobs
 
 
 @dataclass
@@ -134,8 +135,9 @@ class GRPOConfig:
     parallel: Parallel = "ddp"
     """Several processes (torchrun): ``ddp`` keeps a replica per rank; ``fsdp`` (FSDP2) shards weights, gradients
     and AdamW state per decoder layer (not with LoRA). One process: ignored. See trainers/parallel.py."""
-    tensorboard: Literal["auto", "on", "off"] = "auto"
-    """TensorBoard event files next to ``metrics.jsonl``: ``auto`` when tensorboard is installed."""
+    tensorboard: TensorBoardMode = "auto"
+    """TensorBoard event files next to ``metrics.jsonl``: when the package is installed (``auto``; without it one
+    line on stderr says so), always (``on``: an error without it), never (``off``). See trainers/metrics_log.py."""
     progress: bool | None = None
     """Progress bars on stderr: steps (loss, reward, sampled tokens/s, ETA) and each step's rollouts;
     default: when stderr is a terminal."""
@@ -188,7 +190,7 @@ class GRPOConfig:
                              "under the full distribution, so nucleus-sampled rollouts bias the importance ratio "
                              "(lower the temperature instead)")
         for name, choices in (("advantage", ("loo", "mean")), ("equal_groups", ("keep", "dupo", "drop")),
-                              ("dtype", ("float32", "bfloat16")), ("tensorboard", ("auto", "on", "off")),
+                              ("dtype", ("float32", "bfloat16")), ("tensorboard", TENSORBOARD_MODES),
                               ("device", ("auto", "cpu", "cuda")), ("chat_template", ("auto", "on", "off")),
                               ("parallel", parallel.PARALLEL_MODES)):
             if getattr(self, name) not in choices:
@@ -219,6 +221,8 @@ class GRPOTrainer:
     def __init__(self, config: GRPOConfig, model: Any, tokenizer: Any, tasks: list[dict], *,
                  task_filter: Any = None, env_kwargs: dict | None = None,
                  engine_factory: rollout_engine.EngineFactory | None = None):
+        from trainers.models import pad_token_id
+
         self.config = config
         self.dist = grpo_state.DistInfo.from_env()
         if config.tasks_per_step % self.dist.world_size:
@@ -248,13 +252,13 @@ class GRPOTrainer:
         self.pool = TaskPool(tasks, pool_size=config.pool_size, window=config.retire_window * config.group_size,
                              min_active=config.tasks_per_step, seed=config.seed, task_filter=task_filter)
         self.env_kwargs = dict(env_kwargs if env_kwargs is not None else json.loads(config.env_kwargs))
-        self.pad_id = _pad_id(tokenizer)
+        self.pad_id = pad_token_id(tokenizer)
         self.step = 0
         self.resumed_from = 0
         self.bar: StepBar | None = None
         self.bad_in_row = 0
         self.out = Path(config.output_dir)
-        self.logger = grpo_state.MetricsLogger(self.out, config.tensorboard) if self.dist.is_main else None
+        self.logger = MetricsLogger(self.out, config.tensorboard) if self.dist.is_main else None
 
     # ------------------------------------------------------------------ the loop
 
@@ -264,6 +268,8 @@ class GRPOTrainer:
         if cfg.resume:
             self.load_latest()
         self.resumed_from = self.step
+        if self.logger is not None:
+            self.logger.truncate_after(self.step)  # lines of steps after the checkpoint are redone
         history = []
         self.bar = StepBar(cfg.steps, self.step, "GRPO", cfg.progress if self.dist.is_main else False)
         with StopRequest("GRPO") as stop, contextlib.closing(self.bar):
@@ -288,7 +294,7 @@ class GRPOTrainer:
         self.dist.barrier()
         weights = parallel.model_state(self.model, self.dist) if parallel.is_sharded(self.model) else None
         if self.dist.is_main:
-            grpo_state.save_model(lora.merged(self.model), self.tokenizer, self.out / "model", weights)
+            checkpoint_io.save_model(lora.merged(self.model), self.tokenizer, self.out / "model", weights)
         if self.logger is not None:
             self.logger.close()
         return history
@@ -301,7 +307,7 @@ class GRPOTrainer:
             self.logger.close()
         raise TrainingInterrupted(
             f"GRPO interrupted after step {self.step} of {self.config.steps}: checkpoint "
-            f"{self.out / f'{grpo_state.CHECKPOINT_PREFIX}{self.step}'}; run the same command again to continue "
+            f"{self.out / f'{checkpoint_io.CHECKPOINT_PREFIX}{self.step}'}; run the same command again to continue "
             "(--resume is the default)", signum or signal.SIGINT)
 
     def train_step(self) -> dict:
@@ -342,7 +348,8 @@ class GRPOTrainer:
         return metrics
 
     def collect(self, tasks: list[dict]) -> list[Any]:
-        """``group_size`` episodes of each task, group after group (contract C4)."""
+        """``group_size`` episodes of each task, group after group; each trajectory carries the token ids, loss
+        mask and log-probabilities the policy sampled, which the update trains on."""
         from envs.tokens import template_switch
         from trainers.policies import TransformersPolicy
         from trainers.rollout import RolloutConfig, collect
@@ -457,13 +464,15 @@ class GRPOTrainer:
             # the ratio the loss clips: against the sampler's log-probabilities, or the trainer's own with TIS
             base = logp.detach() if cfg.tis_cap > 0 else old
             ratio = torch.exp(torch.where(keepm, logp - base, torch.zeros_like(logp)))
-            adv = mb.advantages.unsqueeze(1)
             sums["loss"] += float(loss.detach())
             entropy = entropy_from_logits(logits.detach(), temperature=cfg.temperature)
             sums["entropy"] += float(masked_sum(entropy, mask))
             sums["ratio"] += float(masked_sum(ratio, mask))
-            sums["clip_low"] += float(((ratio < 1 - cfg.clip_low) & (adv < 0) & keepm).sum())
-            sums["clip_high"] += float(((ratio > 1 + cfg.clip_high) & (adv > 0) & keepm).sum())
+            # token counts, summed over micro-batches and ranks, divided by the step's tokens at the end
+            tokens = int(keepm.sum())
+            clipped = clip_fractions(logp.detach(), base, mb.advantages, mask, cfg.clip_low, cfg.clip_high)
+            sums["clip_low"] += float(round(clipped["low"] * tokens))
+            sums["clip_high"] += float(round(clipped["high"] * tokens))
 
     def _scheduler_step(self) -> None:
         # The schedule follows training steps, skipped ones included; torch warns when a step had no optimizer step.
@@ -492,38 +501,28 @@ class GRPOTrainer:
                      "config": asdict(self.config)}
             if self.ref_model is not None:
                 state["ref_model"] = self.ref_model.state_dict()
-            grpo_state.save_checkpoint(self.out, self.step, lora.savable(self.model), self.tokenizer, state,
+            checkpoint_io.save_checkpoint(self.out, self.step, lora.savable(self.model), self.tokenizer, state,
                                        self.config.keep_checkpoints, weights)
         self.dist.barrier()
 
     def load_latest(self) -> bool:
         """Restore the newest checkpoint in ``output_dir``; False when there is none."""
-        found = grpo_state.latest_checkpoint(self.out)
+        found = checkpoint_io.latest_checkpoint(self.out)
         if found is None:
             return False
-        state = grpo_state.load_checkpoint(found, lora.savable(self.model), loader=parallel.load_model_state)
+        state = checkpoint_io.load_checkpoint(found, lora.savable(self.model), loader=parallel.load_model_state)
         self.step, self.bad_in_row = int(state["step"]), int(state["bad_in_row"])
         self.pool.load_state_dict(state["pool"])
         parallel.load_optimizer_state(self.model, self.optimizer, state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
         if self.ref_model is not None and "ref_model" in state:
             self.ref_model.load_state_dict(state["ref_model"])
-        if self.logger is not None:
-            self.logger.truncate_after(self.step)
         return True
 
 
 def _outcome(traj: Any) -> float:
     correct = getattr(traj, "is_correct", None)
     return 1.0 if (bool(correct) if correct is not None else float(traj.reward) >= 1.0) else 0.0
-
-
-def _pad_id(tokenizer: Any) -> int:
-    for name in ("pad_token_id", "eos_token_id"):
-        value = getattr(tokenizer, name, None)
-        if value is not None:
-            return int(value)
-    return 0
 
 
 def _dummy_batch(pad_id: int, device: torch.device) -> Any:
@@ -540,9 +539,12 @@ def run(config: GRPOConfig) -> dict:
     """``websailor grpo``: load the model, tokenizer and tasks, train, return the last step's metrics."""
     if config.rollout_engine == "vllm":
         rollout_engine.require_vllm_gpu()  # one line saying what to install, before loading anything
+    from envs.tasks import load_tasks
+    from trainers.models import load_lm
+
     # fp32 master weights whatever the compute dtype (a bf16 load would round an fp32 checkpoint first)
-    model, tokenizer = grpo_state.load_model(config.model, config.tokenizer, "float32")
-    tasks = grpo_state.load_tasks(config.tasks)
+    model, tokenizer = load_lm(config.model, config.tokenizer or None, "float32")
+    tasks = [t.to_dict() for t in load_tasks(config.tasks)]  # validated as the environment validates them
     task_filter = grpo_state.import_callable(config.task_filter) if config.task_filter else None
     trainer = GRPOTrainer(config, model, tokenizer, tasks, task_filter=task_filter)
     try:
@@ -551,7 +553,7 @@ def run(config: GRPOConfig) -> dict:
         trainer.dist.destroy()
     last = history[-1] if history else {"step": trainer.step}
     if trainer.dist.is_main:
-        rows = list(grpo_state.iter_metrics(trainer.out / "metrics.jsonl")) if trainer.logger else history
+        rows = list(iter_metrics(trainer.out / "metrics.jsonl")) if trainer.logger else history
         tokens_per_s = trainer.bar.tokens_per_second if trainer.bar is not None else 0.0
         print(grpo_summary_line(rows, trainer.resumed_from, tokens_per_s))
         print(json.dumps({**{k: v for k, v in last.items()

@@ -98,7 +98,8 @@ class TrainBatch:
 
 def build_batch(trajectories: Sequence[Any], advantages: Sequence[float], include: Sequence[bool],
                 pad_id: int) -> TrainBatch:
-    """Tensors from trajectories (contract C4: ``prompt_ids``, ``token_ids``, ``loss_mask``, ``logprobs``).
+    """Tensors from trajectories (each has ``prompt_ids``, ``token_ids``, ``loss_mask`` and ``logprobs``:
+    the ids the policy sampled and their log-probabilities, :class:`trainers.rollout.Trajectory`).
 
     ``include[i]`` False keeps trajectory ``i`` in the batch (so its group's layout stays) but
     zeroes its loss mask: it contributes no token and no gradient.

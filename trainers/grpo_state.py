@@ -1,25 +1,19 @@
-"""What the GRPO loop needs around it: processes (DDP), seeds, checkpoints, metrics files,
-model and task loading. Kept apart so that :mod:`trainers.grpo` reads as the algorithm."""
+"""What the GRPO loop needs around it: processes (DDP), seeds, the reference model, step metrics and
+the task filter. Kept apart so that :mod:`trainers.grpo` reads as the algorithm; checkpoints are
+:mod:`trainers.checkpoint_io`'s, metrics files :mod:`trainers.metrics_log`'s."""
 
 from __future__ import annotations
 
 import contextlib
 import copy
 import importlib
-import json
 import math
 import os
 import random
-import shutil
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import torch
-
-CHECKPOINT_PREFIX = "checkpoint-"
-STATE_FILE = "trainer_state.pt"
-
 
 # ---------------------------------------------------------------------- processes
 
@@ -167,169 +161,7 @@ def rollout_metrics(parts: list[list[dict]]) -> dict:
     return out
 
 
-class MetricsLogger:
-    """One JSON object per step in ``metrics.jsonl``; TensorBoard scalars alongside when enabled."""
-
-    def __init__(self, out_dir: Path, tensorboard: str = "auto"):
-        out_dir.mkdir(parents=True, exist_ok=True)
-        self.path = out_dir / "metrics.jsonl"
-        self.writer = None
-        if tensorboard != "off":
-            try:
-                from torch.utils.tensorboard import SummaryWriter
-            except ImportError:
-                if tensorboard == "on":
-                    raise ImportError("tensorboard='on' needs the tensorboard package: pip install tensorboard") from None
-            else:
-                self.writer = SummaryWriter(str(out_dir / "tensorboard"))
-
-    def log(self, metrics: dict) -> None:
-        with self.path.open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps(metrics, sort_keys=True) + "\n")
-        if self.writer is not None:
-            for key, value in metrics.items():
-                if key != "step" and isinstance(value, (int, float)):
-                    self.writer.add_scalar(key, value, metrics["step"])
-            self.writer.flush()
-
-    def truncate_after(self, step: int) -> None:
-        """Drop lines of steps after ``step`` (written after the checkpoint a resumed run starts from)."""
-        if not self.path.exists():
-            return
-        keep = [line for line in self.path.read_text(encoding="utf-8").splitlines()
-                if line.strip() and json.loads(line).get("step", 0) <= step]
-        tmp = self.path.with_suffix(".jsonl.tmp")
-        tmp.write_text("".join(line + "\n" for line in keep), encoding="utf-8")
-        tmp.replace(self.path)
-
-    def close(self) -> None:
-        if self.writer is not None:
-            self.writer.close()
-
-
-# ---------------------------------------------------------------------- files
-
-
-def save_model(model: torch.nn.Module, tokenizer: Any, path: Path, weights: dict | None = None) -> None:
-    """``save_pretrained`` of model and tokenizer into ``path`` through ``path.tmp`` (no half-written model);
-    ``weights``: the full state dict to write instead of the model's own (a sharded model's)."""
-    tmp = path.with_name(path.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    model.save_pretrained(tmp, **({"state_dict": weights} if weights is not None else {}))
-    if tokenizer is not None and hasattr(tokenizer, "save_pretrained"):
-        tokenizer.save_pretrained(tmp)
-    shutil.rmtree(path, ignore_errors=True)
-    tmp.rename(path)
-
-
-def save_checkpoint(out: Path, step: int, model: torch.nn.Module, tokenizer: Any, state: dict, keep: int,
-                    weights: dict | None = None) -> Path:
-    """``out/checkpoint-<step>``: the model (``save_pretrained``; ``weights`` instead of its own state dict
-    when given: a sharded model's full one) and ``trainer_state.pt``; older ones pruned."""
-    path = out / f"{CHECKPOINT_PREFIX}{step}"
-    tmp = out / f"{CHECKPOINT_PREFIX}{step}.tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    model.save_pretrained(tmp, **({"state_dict": weights} if weights is not None else {}))
-    if tokenizer is not None and hasattr(tokenizer, "save_pretrained"):
-        tokenizer.save_pretrained(tmp)
-    torch.save(state, tmp / STATE_FILE)  # tensors and plain data only: loaded with weights_only=True
-    shutil.rmtree(path, ignore_errors=True)
-    tmp.rename(path)
-    for old in _checkpoints(out)[:-keep]:
-        shutil.rmtree(old, ignore_errors=True)
-    return path
-
-
-def _checkpoints(out: Path) -> list[Path]:
-    found = []
-    if out.is_dir():
-        for p in out.iterdir():
-            suffix = p.name[len(CHECKPOINT_PREFIX):]
-            if p.is_dir() and p.name.startswith(CHECKPOINT_PREFIX) and suffix.isdigit() and (p / STATE_FILE).exists():
-                found.append((int(suffix), p))
-    return [p for _, p in sorted(found)]
-
-
-def latest_checkpoint(out: Path) -> Path | None:
-    """The newest complete checkpoint directory in ``out``, or None."""
-    found = _checkpoints(out)
-    return found[-1] if found else None
-
-
-def load_checkpoint(path: Path, model: torch.nn.Module, loader: Callable | None = None) -> dict:
-    """Load the weights of ``path`` into ``model`` and return its trainer state; ``loader(model, weights)``
-    replaces ``model.load_state_dict(weights, strict=False)`` (a sharded model's loader)."""
-    from safetensors.torch import load_file
-
-    from trainers.checkpoint_io import CheckpointError, load_state
-
-    todo = f"delete {path}, or run with --no-resume"
-    state = load_state(path / STATE_FILE, ("step", "bad_in_row", "pool", "optimizer", "scheduler"), todo)
-    files = sorted(path.glob("*.safetensors"))
-    if not files:
-        raise CheckpointError(f"{path}: no model weights (*.safetensors) in the checkpoint; {todo}")
-    weights: dict[str, torch.Tensor] = {}
-    for f in files:
-        try:
-            weights.update(load_file(str(f)))
-        except Exception as exc:  # safetensors raises its own error type for a damaged file
-            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
-            raise CheckpointError(f"{f}: not a readable weights file ({first}); {todo}") from None
-    try:
-        missing, unexpected = (loader(model, weights) if loader is not None
-                               else model.load_state_dict(weights, strict=False))
-    except RuntimeError as exc:  # shapes of another model
-        first = (str(exc).strip().splitlines() or [""])[-1].strip()[:200]
-        raise CheckpointError(f"{path}: checkpoint does not match the model ({first}); {todo}") from None
-    tied = set(getattr(model, "_tied_weights_keys", None) or [])
-    if unexpected or [k for k in missing if k not in tied and "lm_head" not in k]:
-        raise CheckpointError(f"{path}: checkpoint does not match the model (missing {missing[:5]}, "
-                              f"unexpected {unexpected[:5]}); {todo}")
-    if hasattr(model, "tie_weights"):
-        model.tie_weights()
-    return state
-
-
-def load_model(model_dir: str, tokenizer_dir: str | None, dtype: str) -> tuple[Any, Any]:
-    """A causal LM and its tokenizer from local directories or a pretrained model's short name
-    (:func:`trainers.models.resolve_model`; nothing is downloaded)."""
-    from trainers.models import load_pretrained, resolve_model
-
-    model_dir = resolve_model(model_dir)
-    model = load_pretrained(model_dir, dtype=torch.bfloat16 if dtype == "bfloat16" else torch.float32)
-    return model, load_tokenizer(tokenizer_dir or model_dir)
-
-
-def load_tokenizer(path: str) -> Any:
-    """The tokenizer saved in ``path``, as the class its ``tokenizer_config.json`` names.
-
-    ``AutoTokenizer`` prefers the model type's tokenizer when a model ``config.json`` sits next
-    to it, which turns a saved ``ByT5Tokenizer`` next to a Qwen2 model into an empty Qwen2 one."""
-    import transformers
-
-    cfg = Path(path) / "tokenizer_config.json"
-    name = json.loads(cfg.read_text(encoding="utf-8")).get("tokenizer_class") if cfg.is_file() else None
-    cls = getattr(transformers, name, None) if isinstance(name, str) else None
-    if cls is None:
-        cls = transformers.AutoTokenizer
-    return cls.from_pretrained(path, local_files_only=True)
-
-
-def load_tasks(path: str) -> list[dict]:
-    """Task dicts from a JSONL file; ``ValueError`` naming ``path:line`` on a bad line."""
-    from envs.jsonl import iter_jsonl
-
-    if not Path(path).is_file():
-        raise FileNotFoundError(f"task file not found: {path}")
-    tasks = []
-    for lineno, obj in iter_jsonl(path):
-        if not isinstance(obj, dict) or not isinstance(obj.get("question"), str) or "answer" not in obj:
-            raise ValueError(f"{path}:{lineno}: a task needs a string 'question' and an 'answer'")
-        tasks.append(obj)
-    if not tasks:
-        raise ValueError(f"{path}: no tasks")
-    return tasks
+# ---------------------------------------------------------------------- the task filter
 
 
 def import_callable(spec: str) -> Callable:
@@ -342,10 +174,3 @@ def import_callable(spec: str) -> Callable:
     if not callable(obj):
         raise ValueError(f"{spec!r} is not callable")
     return obj
-
-
-def iter_metrics(path: Path) -> Iterator[dict]:
-    """The step records of a ``metrics.jsonl``."""
-    for line in Path(path).read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            yield json.loads(line)

@@ -1,7 +1,7 @@
-"""LoRA for GRPO (peft): only low-rank adapters train; the base weights stay frozen.
+"""LoRA for SFT and GRPO (peft): only low-rank adapters train; the base weights stay frozen.
 
 Checkpoints hold the transformers model with the adapters injected (:func:`savable`): its
-state is the base weights plus ``lora_A``/``lora_B``, which ``grpo_state.load_checkpoint`` loads
+state is the base weights plus ``lora_A``/``lora_B``, which ``checkpoint_io.load_checkpoint`` loads
 back into a freshly wrapped model, so a resumed run continues the same adapters. The final
 model is merged (:func:`merged`): a plain transformers folder any backend (vLLM included) loads.
 """
@@ -17,7 +17,7 @@ def wrap(model: Any, r: int, alpha: int, targets: Sequence[str]) -> Any:
     try:
         from peft import LoraConfig, get_peft_model
     except ImportError:
-        raise ValueError("lora_r > 0 needs peft: pip install 'websailor-gym[lora]'") from None
+        raise ValueError("LoRA (sft --lora, grpo --lora-r) needs peft: pip install 'websailor-gym[lora]'") from None
     if r < 1 or alpha < 1 or not targets:
         raise ValueError(f"expected lora_r >= 1, lora_alpha >= 1 and target modules, got {r}, {alpha}, {list(targets)}")
     config = LoraConfig(r=r, lora_alpha=alpha, target_modules=list(targets), lora_dropout=0.0, task_type="CAUSAL_LM")

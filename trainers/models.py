@@ -137,6 +137,64 @@ def load_pretrained(model: str | os.PathLike, *, dtype: Any = None, cache: str |
             from None
 
 
+def load_tokenizer(source: str | os.PathLike, cache: str | os.PathLike | None = None) -> Any:
+    """The tokenizer ``source`` names: ``"byt5"`` (``transformers.ByT5Tokenizer()``, which needs no
+    files), a pretrained model's short name (its converted folder, :func:`resolve_model`), or a folder
+    written by ``save_pretrained`` (a model's, a GGUF conversion's, or a tokenizer's alone, such as the
+    subword tokenizer of :mod:`trainers.subword`).
+
+    The class named in the folder's ``tokenizer_config.json`` is honoured: ``AutoTokenizer`` prefers
+    the model type's tokenizer when a model ``config.json`` sits next to it, which turns a saved
+    ``ByT5Tokenizer`` next to a Qwen2 model into an empty Qwen2 one. ``ModelError`` (one line) for a
+    missing folder or a tokenizer that encodes text to no ids."""
+    import transformers
+
+    text = os.fspath(source).strip()
+    if text == "byt5":
+        return transformers.ByT5Tokenizer()
+    if text in PRETRAINED and not Path(text).exists():
+        text = resolve_model(text, cache)
+    folder = Path(text).expanduser()
+    if not folder.is_dir():
+        raise ModelError(f"tokenizer {text!r} is neither a folder, byt5, nor a known model name "
+                         f"({', '.join(PRETRAINED)})")
+    config = folder / "tokenizer_config.json"
+    try:
+        name = json.loads(config.read_text(encoding="utf-8")).get("tokenizer_class") if config.is_file() else None
+    except (ValueError, AttributeError):
+        name = None
+    cls = getattr(transformers, name, None) if isinstance(name, str) else None
+    if not hasattr(cls, "from_pretrained"):
+        cls = transformers.AutoTokenizer
+    tokenizer = cls.from_pretrained(str(folder), local_files_only=True)
+    if not tokenizer.encode("probe text", add_special_tokens=False):
+        raise ModelError(f"the tokenizer loaded from {folder} ({type(tokenizer).__name__}) encodes text to no ids; "
+                         "pass another tokenizer (a folder, or byt5)")
+    return tokenizer
+
+
+def pad_token_id(tokenizer: Any) -> int:
+    """The id that pads a batch: the tokenizer's pad token, else its EOS token, else 0."""
+    for name in ("pad_token_id", "eos_token_id"):
+        value = getattr(tokenizer, name, None)
+        if value is not None:
+            return int(value)
+    return 0
+
+
+def load_lm(model: str | os.PathLike, tokenizer: str | os.PathLike | None = None, dtype: Any = "float32",
+            cache: str | os.PathLike | None = None) -> tuple[Any, Any]:
+    """``(model, tokenizer)`` from ``model`` (a folder or a short name, :func:`resolve_model`) and
+    ``tokenizer`` (default: the model's folder; :func:`load_tokenizer`); ``dtype`` ``"float32"``,
+    ``"bfloat16"`` or a torch dtype. Nothing is downloaded."""
+    import torch
+
+    if isinstance(dtype, str):
+        dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16}[dtype]
+    folder = resolve_model(model, cache)
+    return load_pretrained(folder, dtype=dtype, cache=cache), load_tokenizer(tokenizer or folder, cache)
+
+
 # ---------------------------------------------------------------------- conversion
 
 

@@ -157,7 +157,8 @@ class Trajectory:
     the trainer treats the episode as truncated, whatever the environment made of the cut text."""
 
     def to_record(self, timing: bool = True) -> dict[str, Any]:
-        """The trajectory JSONL record of DESIGN.md, plus the token fields and ``info``; ``timing=False``
+        """The trajectory JSONL record (``id``, ``task``, ``messages``, ``reward``, ``is_correct``,
+        ``termination``, ``num_tool_calls``, ``policy``), plus the token fields and ``info``; ``timing=False``
         leaves out the wall-clock measurements (:data:`WALL_CLOCK_KEYS`), so that the record of a
         reproduced episode is byte-identical."""
         info = dict(self.info, termination=self.termination, is_correct=self.is_correct,

@@ -1,7 +1,7 @@
 """SFT cold start (``websailor sft train``): supervised fine-tuning on filtered trajectories.
 
 Read top to bottom: :class:`SFTConfig` (one docstring per field), the learning-rate
-schedule, the loss, checkpoints, then :func:`train`.
+schedule, the loss, the model setup, then :func:`train`.
 
 - Input: trajectory JSONL in this project's format or the released ChatML format,
   filtered by rejection sampling (:mod:`trainers.sft_data`).
@@ -16,9 +16,10 @@ schedule, the loss, checkpoints, then :func:`train`.
   tests and benchmarks override ``lr=1e-3`` (``--lr 1e-3``) and keep the rest.
 - Checkpoints: ``output_dir/checkpoint.pt`` holds model, optimizer, scheduler, every RNG and
   the step (the data position follows from it: the order of each epoch is a seeded
-  permutation), so an interrupted run resumes and reproduces the same steps exactly.
+  permutation), so an interrupted run resumes and reproduces the same steps exactly
+  (written and read by :mod:`trainers.checkpoint_io`).
 - Metrics: ``output_dir/metrics.jsonl`` (``step``, ``loss/sft``, ``train/lr``, ``train/tokens``,
-  ...) and TensorBoard event files when ``tensorboard`` is installed.
+  ...) and TensorBoard event files (:mod:`trainers.metrics_log`, as GRPO's).
 - Output: ``output_dir/model`` (``save_pretrained``: LoRA adapters merged) and ``summary.json``.
 - Several processes (``torchrun``, ``accelerate launch``): each rank trains on its share of every
   step's batch under DDP or FSDP2 (``parallel``, :mod:`trainers.parallel`); the loss is still the
@@ -31,7 +32,6 @@ import json
 import math
 import os
 import random
-import shutil
 import time
 import warnings
 from dataclasses import asdict, dataclass, field
@@ -41,9 +41,10 @@ from typing import Any, Callable, Literal
 import numpy as np
 import torch
 
-from trainers import parallel, precision
+from trainers import lora, parallel, precision
 from trainers.parallel import Parallel
-from trainers.checkpoint_io import load_state, rng_state, save_state, set_rng_state
+from trainers.checkpoint_io import load_state, rng_state, save_model, save_state, set_rng_state
+from trainers.metrics_log import TENSORBOARD_MODES, MetricsLogger, TensorBoardMode
 from trainers.interrupt import StopRequest, TrainingInterrupted
 from trainers.progress import StepBar
 from trainers.sft_data import Example, FilterConfig, build_examples, collate, fingerprint, read_records
@@ -98,8 +99,9 @@ class SFTConfig:
     """Save a checkpoint every this many steps (and at the end)."""
     resume: bool = True
     """Resume from output_dir/checkpoint.pt when it exists."""
-    tensorboard: Literal["auto", "on", "off"] = "auto"
-    """TensorBoard event files: when installed (auto), always (on: error if missing), never."""
+    tensorboard: TensorBoardMode = "auto"
+    """TensorBoard event files next to ``metrics.jsonl``: when the package is installed (``auto``; without it one
+    line on stderr says so), always (``on``: an error without it), never (``off``). See trainers/metrics_log.py."""
     lora: bool = False
     """Train LoRA adapters (peft; pip install 'websailor-gym[lora]') instead of all weights."""
     lora_r: int = 16
@@ -153,8 +155,8 @@ class SFTConfig:
                              f"{self.max_grad_norm}")
         if self.loss_on not in ("assistant", "all"):
             raise ValueError(f"loss_on must be 'assistant' or 'all', got {self.loss_on!r}")
-        if self.tensorboard not in ("auto", "on", "off"):
-            raise ValueError(f"tensorboard must be 'auto', 'on' or 'off', got {self.tensorboard!r}")
+        if self.tensorboard not in TENSORBOARD_MODES:
+            raise ValueError(f"tensorboard must be one of {list(TENSORBOARD_MODES)}, got {self.tensorboard!r}")
         if self.dtype not in ("float32", "bfloat16"):
             raise ValueError(f"dtype must be 'float32' or 'bfloat16', got {self.dtype!r}")
         parallel.check_supported(self.parallel, lora=self.lora)
@@ -191,65 +193,7 @@ def masked_token_loss_sum(logits: torch.Tensor, input_ids: torch.Tensor, loss_ma
     return (nll * mask).sum()
 
 
-# ---------------------------------------------------------------- checkpoints and metrics
-
-def save_checkpoint(path: Path, state: dict[str, Any]) -> None:
-    """Write ``state`` with ``torch.save`` to ``path.tmp``, then rename (no half-written checkpoint)."""
-    save_state(path, state)
-
-
-class MetricsLog:
-    """One JSON object per step in ``metrics.jsonl`` (flushed per line), mirrored to TensorBoard."""
-
-    def __init__(self, output_dir: Path, keep_until_step: int, tensorboard: str):
-        self.path = output_dir / "metrics.jsonl"
-        kept = []
-        if keep_until_step > 0 and self.path.is_file():  # a resumed run drops the steps it will redo
-            kept = [line for line in self.path.read_text(encoding="utf-8").splitlines()
-                    if line.strip() and json.loads(line).get("step", 0) <= keep_until_step]
-        tmp = self.path.with_name("metrics.jsonl.tmp")
-        tmp.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
-        os.replace(tmp, self.path)
-        self._fh = self.path.open("a", encoding="utf-8")
-        self._tb = _tensorboard_writer(output_dir / "tensorboard", tensorboard)
-
-    def log(self, record: dict[str, Any]) -> None:
-        self._fh.write(json.dumps(record) + "\n")
-        self._fh.flush()
-        if self._tb is not None:
-            for key, value in record.items():
-                if key != "step" and isinstance(value, (int, float)):
-                    self._tb.add_scalar(key, value, record["step"])
-
-    def close(self) -> None:
-        self._fh.close()
-        if self._tb is not None:
-            self._tb.close()
-
-
-def _tensorboard_writer(log_dir: Path, mode: str) -> Any:
-    if mode == "off":
-        return None
-    try:
-        from torch.utils.tensorboard import SummaryWriter
-    except ImportError:
-        if mode == "on":
-            raise ValueError("tensorboard='on' needs the tensorboard package: pip install tensorboard") from None
-        return None
-    return SummaryWriter(str(log_dir))
-
-
 # ---------------------------------------------------------------- model setup
-
-def _wrap_lora(model: Any, config: SFTConfig) -> Any:
-    try:
-        from peft import LoraConfig, get_peft_model
-    except ImportError:
-        raise ValueError("lora=True needs peft: pip install 'websailor-gym[lora]'") from None
-    lora = LoraConfig(r=config.lora_r, lora_alpha=config.lora_alpha, target_modules=list(config.lora_targets),
-                      lora_dropout=0.0, task_type="CAUSAL_LM")
-    return get_peft_model(model, lora)
-
 
 def _optimizer(model: Any, config: SFTConfig) -> torch.optim.Optimizer:
     params = [p for p in model.parameters() if p.requires_grad]
@@ -257,21 +201,6 @@ def _optimizer(model: Any, config: SFTConfig) -> torch.optim.Optimizer:
     no_decay = [p for p in params if p.dim() < 2]
     groups = [{"params": decay, "weight_decay": config.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
     return torch.optim.AdamW([g for g in groups if g["params"]], lr=config.lr)
-
-
-def _save_model(model: Any, tokenizer: Any, path: Path, weights: dict | None = None) -> None:
-    """``save_pretrained`` into ``path.tmp``, then swap it in (LoRA adapters merged first); ``weights``: the
-    full state dict of a sharded model."""
-    if hasattr(model, "merge_and_unload"):
-        import copy
-
-        model = copy.deepcopy(model).merge_and_unload()
-    tmp = path.with_name(path.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    model.save_pretrained(tmp, **({"state_dict": weights} if weights is not None else {}))
-    tokenizer.save_pretrained(tmp)
-    shutil.rmtree(path, ignore_errors=True)
-    os.replace(tmp, path)
 
 
 # ---------------------------------------------------------------- training
@@ -314,7 +243,7 @@ def train(config: SFTConfig, *, model: Any = None, tokenizer: Any = None,
     """
     from envs.tokens import template_switch
     from trainers.grpo_state import DistInfo
-    from trainers.tiny_lm import load_lm
+    from trainers.models import load_lm, pad_token_id
 
     dist = DistInfo.from_env()
     device = dist.device(config.device) if dist.active else torch.device(config.device)
@@ -337,7 +266,7 @@ def train(config: SFTConfig, *, model: Any = None, tokenizer: Any = None,
     np.random.seed(config.seed)
     model = precision.master_weights(model, config.dtype)
     if config.lora:
-        model = _wrap_lora(model, config)
+        model = lora.wrap(model, config.lora_r, config.lora_alpha, config.lora_targets)
     model.to(device)
     model.train()
     wrapped = parallel.wrap(model, dist, config.parallel, config.dtype)
@@ -352,13 +281,13 @@ def train(config: SFTConfig, *, model: Any = None, tokenizer: Any = None,
         weights = parallel.model_state(model, dist)  # full state dicts: collectives under FSDP
         optim = parallel.optimizer_state(model, optimizer, dist)
         if dist.is_main:
-            save_checkpoint(out / "checkpoint.pt", {
+            save_state(out / "checkpoint.pt", {
                 **meta, "step": step, "counters": dict(counters), "model": weights, "optimizer": optim,
                 "scheduler": scheduler.state_dict(), "rng": rng_state(), "config": asdict(config)})
         dist.barrier()
 
     def one_step(step: int) -> dict[str, Any]:
-        metrics = _train_step(model, optimizer, scheduler, examples, step, config, pad_id=_pad_id(tokenizer),
+        metrics = _train_step(model, optimizer, scheduler, examples, step, config, pad_id=pad_token_id(tokenizer),
                               counters=counters, wrapped=wrapped, dist=dist, device=device)
         metrics["train/epoch"] = (step + 1) / per_epoch
         return metrics
@@ -366,7 +295,7 @@ def train(config: SFTConfig, *, model: Any = None, tokenizer: Any = None,
     history, rate = _run_steps(config, out, start, total, one_step, checkpoint, counters, on_step, dist)
     weights = parallel.model_state(model, dist) if parallel.is_sharded(model) else None
     if dist.is_main:
-        _save_model(model, tokenizer, out / "model", weights)
+        save_model(lora.merged(model), tokenizer, out / "model", weights)  # LoRA adapters merged
     dist.barrier()
     final = next((h["loss/sft"] for h in reversed(history) if h.get("loss/sft") is not None), None)
     result = SFTResult(steps=total, final_loss=final, filter_report=report.to_dict(), model_dir=str(out / "model"),
@@ -386,7 +315,9 @@ def _run_steps(config: SFTConfig, out: Path, start: int, total: int, one_step: C
     SIGINT/SIGTERM, then :class:`TrainingInterrupted`) and the progress bar; returns the metrics and
     the tokens per second of this call. Under several processes rank 0 logs and every rank stops together."""
     main = dist is None or dist.is_main
-    log = MetricsLog(out, start, config.tensorboard) if main else None
+    log = MetricsLogger(out, config.tensorboard) if main else None
+    if log is not None:
+        log.truncate_after(start)  # a resumed run drops the steps it will redo
     bar = StepBar(total, start, "SFT", config.progress if main else False)
     history: list[dict[str, Any]] = []
     try:
@@ -418,11 +349,6 @@ def _run_steps(config: SFTConfig, out: Path, start: int, total: int, one_step: C
         if log is not None:
             log.close()
     return history, bar.tokens_per_second
-
-
-def _pad_id(tokenizer: Any) -> int:
-    pad = getattr(tokenizer, "pad_token_id", None)
-    return int(pad if pad is not None else (getattr(tokenizer, "eos_token_id", None) or 0))
 
 
 def _maybe_resume(path: Path, config: SFTConfig, meta: dict[str, Any], model: Any, optimizer: Any,

@@ -5,8 +5,8 @@ Nothing is downloaded: a small Qwen2 with random weights and, by default, the by
 fallback of :mod:`envs.tokens` applies), or any tokenizer passed in, such as the locally
 trained subword tokenizer of :mod:`trainers.subword` (ChatML markers and protocol tags as
 single tokens: sequences about 3.5x shorter than bytes). ``save_tiny_lm`` writes both to a
-directory that ``AutoModelForCausalLM`` / ``AutoTokenizer.from_pretrained`` read back, so
-the CLI can train one like any local model.
+directory that :func:`trainers.models.load_lm` reads back, so the CLI can train one like any
+local model.
 """
 
 from __future__ import annotations
@@ -51,31 +51,3 @@ def save_tiny_lm(path: str | os.PathLike, **kwargs: Any) -> str:
     model.save_pretrained(path)
     tokenizer.save_pretrained(path)
     return str(path)
-
-
-def load_tokenizer(path: str | os.PathLike) -> Any:
-    """The tokenizer saved in ``path``; the class named in its ``tokenizer_config.json`` is honoured
-    for ``ByT5Tokenizer`` (``AutoTokenizer`` would pick the model type's tokenizer instead)."""
-    import json
-    from pathlib import Path
-
-    from transformers import AutoTokenizer, ByT5Tokenizer
-
-    config = Path(path) / "tokenizer_config.json"
-    if config.is_file():
-        try:
-            name = json.loads(config.read_text(encoding="utf-8")).get("tokenizer_class")
-        except ValueError:
-            name = None
-        if name == "ByT5Tokenizer":
-            return ByT5Tokenizer.from_pretrained(path)
-    return AutoTokenizer.from_pretrained(path)
-
-
-def load_lm(path: str | os.PathLike) -> tuple[Any, Any]:
-    """``(model, tokenizer)`` in float32 from a local directory (``save_pretrained`` output) or a
-    pretrained model's short name (``smollm2-135m``), resolved by :func:`trainers.models.resolve_model`."""
-    from trainers.models import load_pretrained, resolve_model
-
-    folder = resolve_model(path)
-    return load_pretrained(folder), load_tokenizer(folder)

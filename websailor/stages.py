@@ -145,7 +145,7 @@ def stage_baselines(config: Any, run_dir: Path) -> dict[str, Any]:
 def _load(model_dir: str | Path) -> tuple[Any, Any]:
     from transformers import AutoModelForCausalLM
 
-    from trainers.tiny_lm import load_tokenizer
+    from trainers.models import load_tokenizer
 
     model = AutoModelForCausalLM.from_pretrained(model_dir, local_files_only=True)
     return model, load_tokenizer(model_dir)

@@ -20,7 +20,7 @@ import torch
 
 from tests.trainers import toy_env
 from trainers.grpo import GRPOConfig, GRPOTrainer
-from trainers.grpo_state import load_model
+from trainers.models import load_lm as load_model
 from trainers.losses import token_logprobs
 
 ROWS = 8

@@ -16,7 +16,8 @@ import torch
 from trainers.checkpoint_io import CheckpointError, load_state, rng_state, save_state, set_rng_state
 from trainers.interrupt import TrainingInterrupted
 from trainers.sft import train
-from trainers.tiny_lm import load_lm, save_tiny_lm, tiny_lm
+from trainers.models import load_lm
+from trainers.tiny_lm import save_tiny_lm, tiny_lm
 from websailor.cli import main
 
 from .test_sft import _config, _record, _write
@@ -101,7 +102,7 @@ def test_sft_planted_pickle_does_not_run(tmp_path, capsys):
 
 def _grpo_checkpoint(tmp_path: Path) -> tuple[Path, Path]:
     """A real GRPO checkpoint directory of a tiny model (``checkpoint-1``) and that model's folder."""
-    from trainers.grpo_state import save_checkpoint
+    from trainers.checkpoint_io import save_checkpoint
 
     model, tok = tiny_lm(hidden=32)
     model_dir = Path(save_tiny_lm(tmp_path / "tiny", hidden=32))
@@ -111,7 +112,7 @@ def _grpo_checkpoint(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def test_grpo_planted_pickle_does_not_run_and_garbage_is_one_line(tmp_path, capsys):
-    from trainers.grpo_state import STATE_FILE, load_checkpoint
+    from trainers.checkpoint_io import STATE_FILE, load_checkpoint
 
     path, model_dir = _grpo_checkpoint(tmp_path)
     model, _ = tiny_lm(hidden=32)

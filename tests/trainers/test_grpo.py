@@ -16,7 +16,7 @@ import torch
 
 from tests.trainers import toy_env
 from trainers.grpo import GRPOConfig, GRPOTrainer, NonFiniteLoss
-from trainers.grpo_state import iter_metrics
+from trainers.metrics_log import iter_metrics
 
 ROOT = Path(__file__).resolve().parents[2]
 ONE_TASK = toy_env.TASKS[:1]  # "Code for red?" -> "cat"
@@ -39,7 +39,7 @@ def cold_model_dir(tmp_path_factory) -> Path:
 
 
 def load(path: Path):
-    from trainers.grpo_state import load_model
+    from trainers.models import load_lm as load_model
 
     return load_model(str(path), None, "float32")
 
@@ -113,7 +113,7 @@ def test_exact_resume_reproduces_the_next_steps(cold_model_dir, tmp_path):
 
 
 def test_a_signal_saves_the_step_and_resume_continues_exactly(cold_model_dir, tmp_path):
-    from trainers.grpo_state import latest_checkpoint
+    from trainers.checkpoint_io import latest_checkpoint
     from trainers.interrupt import TrainingInterrupted
 
     kw = dict(batch_size=16, group_size=4, micro_batch_size=8, steps=3, save_every=0, lockstep_rollouts=True,

@@ -119,7 +119,7 @@ def test_the_converted_smollm2_folder_loads_when_set_up():
         folder = resolve_model("smollm2-135m")
     except ModelError:
         pytest.skip("smollm2-135m is not set up here (websailor model fetch)")
-    from trainers.tiny_lm import load_lm
+    from trainers.models import load_lm
 
     torch.set_num_threads(1)
     check_converted(Path(folder), "smollm2-135m")

@@ -108,7 +108,7 @@ def test_cli_fsdp_with_lora_is_one_line_error(capsys, tmp_path):
 
 def test_sft_bfloat16_keeps_fp32_master_weights(sft_ref, tmp_path):
     from trainers.sft import SFTConfig, train
-    from trainers.tiny_lm import load_lm
+    from trainers.models import load_lm
 
     model, tok = load_lm(sft_ref["model"])
     before = {k: v.clone() for k, v in model.state_dict().items()}
@@ -140,7 +140,8 @@ GRPO_LINE = ("grpo {model} {tasks} --env-id tests.trainers.toy_env:websailor-tes
 
 def test_readme_torchrun_grpo_fsdp_line(model_dir, tmp_path):
     from tests.trainers import toy_env
-    from trainers.grpo_state import iter_metrics, load_checkpoint
+    from trainers.checkpoint_io import load_checkpoint
+    from trainers.metrics_log import iter_metrics
 
     tasks = tmp_path / "tasks.jsonl"
     tasks.write_text("".join(json.dumps(t) + "\n" for t in toy_env.TASKS[:4]))

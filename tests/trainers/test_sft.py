@@ -12,7 +12,8 @@ import torch
 from envs.protocol import format_turn
 from trainers.sft import SFTConfig, lr_factor, masked_token_loss_sum, step_batch, train
 from trainers.sft_data import FilterConfig, build_examples, read_records
-from trainers.tiny_lm import load_lm, save_tiny_lm, tiny_lm
+from trainers.models import load_lm
+from trainers.tiny_lm import save_tiny_lm, tiny_lm
 
 # ../shared/reference relative to the repository (one more level up for a git worktree under wt/).
 _REPO = Path(__file__).resolve().parents[2]

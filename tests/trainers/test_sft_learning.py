@@ -6,8 +6,8 @@ environment, rejection-sampled; the model reads the locally trained subword toke
 checks that SFT lowers the loss on the assistant tokens of *held-out* trajectories well below
 the untrained model's. It does NOT show well-formed turns: after 100 steps the model still
 writes none (measured: 0% of held-out turns strictly well formed at steps 60 and 100; the
-format is learned later, together with copying the question and URLs). The issue's claim
-(>= 90% strictly well-formed held-out turns) is measured by ``python -m
+format is learned later, together with copying the question and URLs). The target of
+>= 90% strictly well-formed held-out turns is measured by ``python -m
 benchmarks.sft_learning`` (see docs/training.md, "Gold trajectories and the learning curve").
 """
 

@@ -8,7 +8,8 @@ import torch
 from envs.protocol import format_turn, parse_turn
 from envs.tokens import prompt_ids, tokenize_messages
 from trainers.subword import PROTOCOL_TAGS, SPECIAL_TOKENS, train_subword_tokenizer, transcript_corpus, wiki_corpus
-from trainers.tiny_lm import load_lm, load_tokenizer, save_tiny_lm, tiny_lm
+from trainers.models import load_lm, load_tokenizer
+from trainers.tiny_lm import save_tiny_lm, tiny_lm
 
 TURN = format_turn("Search the title — é", tool_call=("search", {"query": ["Solar Dynamics Observatory"]}))
 MESSAGES = [{"role": "system", "content": "Answer with tools."}, {"role": "user", "content": "Which observatory (2001, café)?"},
