@@ -128,8 +128,9 @@ class WikiSim:
     take turns on the interpreter lock; see :mod:`wiki_sim.search_processes`): ``None``
     for one per core (at most 4), ``0`` to search only in the calling threads. Helpers
     start on the first such search, never for a single-threaded caller.
-    ``term_cache_bytes`` bounds the search engine's per-term cache (score arrays of the
-    terms searched; default :data:`~wiki_sim.index.DEFAULT_TERM_CACHE_BYTES`, per process).
+    ``term_cache_bytes`` bounds the search engine's per-term cache, least recently used
+    terms dropped first (the Whoosh engine's score arrays, the tantivy engine's document
+    frequencies; default :data:`~wiki_sim.index.DEFAULT_TERM_CACHE_BYTES`, per process).
 
     Opening maps the build's tables (titles, field lengths, forward index) read-only instead
     of loading them: every process opening the same simulator (search helpers, the
