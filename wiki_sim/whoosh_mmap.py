@@ -18,6 +18,7 @@ from whoosh.filedb import compound
 from whoosh.filedb.structfile import BufferFile
 
 _LINE_CHUNK = 256
+_PEEK_BYTES = 512
 
 
 class MemoryReader(io.RawIOBase):
@@ -51,6 +52,12 @@ class MemoryReader(io.RawIOBase):
         out = bytes(self._buf[self._pos:end])
         self._pos = end
         return out
+
+    def peek(self, size: int = 0) -> bytes:
+        """Up to :data:`_PEEK_BYTES` bytes ahead, without moving: the unpickler prefetches
+        through this (Whoosh unpickles a small tuple per posting block) instead of calling
+        :meth:`read` for every few bytes."""
+        return bytes(self._buf[self._pos:self._pos + min(max(size, 1), _PEEK_BYTES)])
 
     def readinto(self, b: Any) -> int:
         data = self.read(len(memoryview(b).cast("B")))
