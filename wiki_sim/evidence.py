@@ -112,7 +112,7 @@ _STEM_CACHE: dict[str, str] = {}
 def _stem(word: str) -> str:
     cached = _STEM_CACHE.get(word)
     if cached is None:
-        if len(_STEM_CACHE) > 200_000:  # bounded: a page of random words cannot grow it forever
+        if len(_STEM_CACHE) > 50_000:  # bounded (about 8 MB per process): a page of random words cannot grow it forever
             _STEM_CACHE.clear()
         cached = _STEM_CACHE[word] = stem(word)
     return cached
