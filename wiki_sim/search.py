@@ -71,7 +71,7 @@ class SearchResults(list):
     corrected_query: str | None = None
 
 
-@lru_cache(maxsize=8192)
+@lru_cache(maxsize=4096)
 def title_terms(title: str) -> tuple[frozenset[str], frozenset[str]]:
     """The index terms of a title, with and without its trailing parenthetical (cached for
     the titles most recently ranked: about 0.7 KB each, per process)."""
