@@ -10,10 +10,11 @@ wiki build`` CLI instead.
 (``{"q": ...}``) with ``{"titles": [...], "ms": ...}`` (top 10 with snippets, as an agent gets them;
 the time is the search call's, measured here).
 
-``python -m benchmarks._scale_systems env WIKI TASKS NUM_ENVS SECONDS``: ``gym.make(
+``python -m benchmarks._scale_systems env WIKI TASKS NUM_ENVS SECONDS [STEPS]``: ``gym.make(
 "websailor/WikiSim-v0")`` (one environment, or an ``AsyncVectorEnv`` of NUM_ENVS) played by the
-scripted heuristic agent for SECONDS after one warm-up episode; prints sub-environment steps per
-second, the time to create it and the episodes' success.
+scripted heuristic agent for SECONDS (or until STEPS sub-environment steps, all together, if
+sooner: memory compared at equal work, as the caches grow with it) after one warm-up episode;
+prints sub-environment steps per second, the time to create it and the episodes' success.
 """
 
 from __future__ import annotations
@@ -173,7 +174,7 @@ def serve(system: str, path: Path) -> None:
         print(json.dumps({"titles": titles, "ms": ms}), flush=True)
 
 
-def env_run(wiki: str, tasks: str, num_envs: int, seconds: float) -> dict:
+def env_run(wiki: str, tasks: str, num_envs: int, seconds: float, max_steps: int | None = None) -> dict:
     import gymnasium as gym
     import numpy as np
 
@@ -226,7 +227,7 @@ def env_run(wiki: str, tasks: str, num_envs: int, seconds: float) -> dict:
                 t0, steps, episodes = time.perf_counter(), 0, 0
             continue
         steps += num_envs
-        if time.perf_counter() - t0 >= seconds:
+        if time.perf_counter() - t0 >= seconds or (max_steps is not None and steps >= max_steps):
             break
     elapsed = time.perf_counter() - t0
     vec.close()
@@ -243,11 +244,12 @@ def main(argv: list[str]) -> int:
         builders[argv[1]](Path(argv[2]), out)
     elif argv[:1] == ["serve"] and len(argv) == 3:
         serve(argv[1], Path(argv[2]))
-    elif argv[:1] == ["env"] and len(argv) == 5:
-        print(json.dumps(env_run(argv[1], argv[2], int(argv[3]), float(argv[4]))), flush=True)
+    elif argv[:1] == ["env"] and len(argv) in (5, 6):
+        steps = int(argv[5]) if len(argv) == 6 else None
+        print(json.dumps(env_run(argv[1], argv[2], int(argv[3]), float(argv[4]), steps)), flush=True)
     else:
         raise SystemExit("usage: python -m benchmarks._scale_systems build SYSTEM CORPUS OUT | serve SYSTEM PATH "
-                         "| env WIKI TASKS NUM_ENVS SECONDS")
+                         "| env WIKI TASKS NUM_ENVS SECONDS [STEPS]")
     return 0
 
 

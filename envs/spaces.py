@@ -12,8 +12,8 @@ string at all, in the space or not.
 ``ModelText`` is a plain ``Text`` in behaviour (``contains``, ``sample``, flattening to
 character indices). It differs in cost only: ``Text.__init__`` builds lookup tables for
 the ~66k characters per instance (about 0.6 s and 10 MiB; every environment has two
-spaces and vector environments deep-copy them), so they are built once per process and
-shared read-only; and flattening, which ``Text`` does one character at a time in Python,
+spaces and vector environments deep-copy them), so they are built once per process, on
+first use (stepping an environment never needs them), and shared read-only; and flattening, which ``Text`` does one character at a time in Python,
 is done with numpy here (same indices, same padding).
 
 Shared memory (``AsyncVectorEnv(shared_memory=True)``, the default of ``make_vec``): for
@@ -87,8 +87,14 @@ class ModelText(spaces.Text):
             raise ValueError(f"expected 0 <= min_length <= max_length, got {min_length} and {max_length}")
         self.min_length = int(min_length)
         self.max_length = int(max_length)
-        self._char_set, self._char_list, self._char_index, self._char_str = _tables()
         spaces.Space.__init__(self, dtype=str, seed=seed)
+
+    # Text's lookup tables, built on first use (sampling, ``character_index``, comparing
+    # charsets), never by stepping an environment: every process saves their 10 MiB.
+    _char_set = property(lambda self: _tables()[0])
+    _char_list = property(lambda self: _tables()[1])
+    _char_index = property(lambda self: _tables()[2])
+    _char_str = property(lambda self: _tables()[3])
 
     def contains(self, x: Any) -> bool:
         # Same answer as Text.contains, with the character test done by one regex in C.
@@ -98,7 +104,7 @@ class ModelText(spaces.Text):
     def __repr__(self) -> str:
         # Text's repr prints every character of the charset (64k of them).
         return (f"ModelText({self.min_length}, {self.max_length}, "
-                f"charset=<{len(self._char_list)} characters in {len(MODEL_TEXT_RANGES)} ranges>)")
+                f"charset=<{_NUM_CHARS} characters in {len(MODEL_TEXT_RANGES)} ranges>)")
 
     def __deepcopy__(self, memo: dict) -> "ModelText":
         new = object.__new__(type(self))
@@ -109,12 +115,11 @@ class ModelText(spaces.Text):
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         for key in ("_char_set", "_char_list", "_char_index", "_char_str"):
-            state.pop(key, None)
+            state.pop(key, None)  # spaces pickled by an older version held them
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        self._char_set, self._char_list, self._char_index, self._char_str = _tables()
 
 
 def to_model_text(text: str, max_length: int = MAX_TEXT_CHARS) -> str:

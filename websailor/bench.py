@@ -195,6 +195,8 @@ SPECS: dict[str, Spec] = {
     "synth_difficulty": Spec(lambda c: ["--wiki", c.wiki_dir], lambda c: ["--wiki", c.wiki_dir, "--n", "10"],
                              _simulator),
     "update_memory": Spec(lambda c: [], lambda c: ["--tokens", "2048", "--vocab", "16000", "--chunk", "256"]),
+    "vector_memory": Spec(lambda c: ["--wiki-dir", c.wiki_dir],
+                          lambda c: ["--wiki-dir", c.wiki_dir, "--steps", "400"], _simulator),
     "visit": Spec(lambda c: [], lambda c: ["--n", "20"]),
 }
 """Every benchmark this command knows how to call. A module in benchmarks/ that is not here

@@ -124,7 +124,7 @@ def open_engine(path: Path, build_info: dict[str, Any], term_cache_bytes: int | 
     if engine == "tantivy":
         from wiki_sim.tantivy_index import TantivySearcher
 
-        return engine, TantivySearcher(path / index_dir_name(engine), path / STORE_FILE, titles=titles)
+        return engine, TantivySearcher(path / index_dir_name(engine), path / STORE_FILE, titles=titles, **cache)
     from wiki_sim.index import IndexSearcher
 
     return engine, IndexSearcher(path / index_dir_name(engine), titles=titles, **cache)

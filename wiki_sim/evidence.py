@@ -27,6 +27,9 @@ from dataclasses import dataclass
 
 from whoosh.lang.porter import stem
 
+from wiki_sim.analysis import STOPWORDS as INDEX_STOPWORDS
+from wiki_sim.analysis import stem_word
+
 MAX_TEXT_CHARS = 600_000
 """Text beyond this is not read (a hostile or broken page must not cost more)."""
 MAX_SENTENCE_CHARS = 600
@@ -106,16 +109,17 @@ def split_sentences(text: str) -> list[Sentence]:
     return out
 
 
-_STEM_CACHE: dict[str, str] = {}
+# Stems of the index analyzer's stopwords, which its cached stemmer does not stem.
+_STOPWORD_STEMS = {w: stem(w) for w in INDEX_STOPWORDS}
 
 
 def _stem(word: str) -> str:
-    cached = _STEM_CACHE.get(word)
-    if cached is None:
-        if len(_STEM_CACHE) > 200_000:  # bounded: a page of random words cannot grow it forever
-            _STEM_CACHE.clear()
-        cached = _STEM_CACHE[word] = stem(word)
-    return cached
+    """The Porter stem of a lower-case word, through the index analyzer's bounded cache: one
+    stem cache per process (shared with search), not two."""
+    stemmed = stem_word(word)
+    if stemmed is None:
+        stemmed = _STOPWORD_STEMS.get(word) or stem(word)
+    return stemmed
 
 
 def _stems(text: str) -> list[str]:

@@ -32,7 +32,7 @@ import shutil
 import sqlite3
 import threading
 import time
-from collections import Counter, OrderedDict
+from collections import Counter
 from array import array
 from math import log
 from pathlib import Path
@@ -51,6 +51,8 @@ from whoosh.writing import SegmentWriter
 from wiki_sim.analysis import WikiText, analyze
 from wiki_sim.budget import check_budget, resident_bytes
 from wiki_sim.errors import WikiSimError
+from wiki_sim.term_cache import TermCache
+from wiki_sim.whoosh_mmap import read_segments_in_place
 
 INDEX_DIR = "index"
 # A title or alias match counts 1.5 occurrences (a term frequency, so it saturates like any
@@ -389,18 +391,20 @@ class IndexSearcher:
     postings (read with Whoosh) and cached; a query then adds a few arrays and takes the
     top ``k``. Only a cache miss reads the index, under a lock (Whoosh's file handles are
     shared); everything else runs concurrently. Titles (the simulator's shared title table
-    when given) and field lengths (``lengths.i32``) are memory-mapped, not loaded; the term
-    cache holds at most ``max_cache_bytes`` of arrays.
+    when given), field lengths (``lengths.i32``) and the segment files
+    (:mod:`wiki_sim.whoosh_mmap`) are memory-mapped, not loaded; the term cache holds at
+    most ``max_cache_bytes`` of arrays, least recently used terms dropped first.
     """
 
-    def __init__(self, index_dir: str | Path, max_cached_terms: int = 50_000, B: float = LENGTH_B, K1: float = 1.2,
+    def __init__(self, index_dir: str | Path, B: float = LENGTH_B, K1: float = 1.2,
                  head_boost: float = HEAD_BOOST, titles: Sequence[str] | None = None,
                  max_cache_bytes: int = DEFAULT_TERM_CACHE_BYTES):
         self.index_dir = Path(index_dir)
         if not whoosh_index.exists_in(str(self.index_dir)):
             raise WikiSimError(f"no search index at {self.index_dir}; rebuild with `websailor wiki build`")
-        if max_cache_bytes < 0:
-            raise ValueError(f"max_cache_bytes must be >= 0, got {max_cache_bytes}")
+        self._idf: dict[str, float] = {}  # of the cached terms only (dropped with them)
+        read_segments_in_place()  # the segment files shared through the page cache, not copied
+        self._terms = TermCache(max_cache_bytes, on_evict=lambda term: self._idf.pop(term, None))
         self.ix = whoosh_index.open_dir(str(self.index_dir))
         self._searcher = self.ix.searcher(weighting=DocumentIdfBM25F())
         self._reader = self._searcher.reader()
@@ -419,12 +423,16 @@ class IndexSearcher:
             self._lengths = {f: self._field_lengths(f) for f in SEARCH_FIELDS}
         self._avgfl = {f: self._searcher.avg_field_length(f) or 1 for f in SEARCH_FIELDS}
         self._boost = {f: self.ix.schema[f].format.field_boost for f in SEARCH_FIELDS}
-        self._terms: OrderedDict[str, tuple[np.ndarray, np.ndarray]] = OrderedDict()
-        self._idf: dict[str, float] = {}
-        self._max_cached_terms = max_cached_terms
-        self.max_cache_bytes = max_cache_bytes
-        self.cache_bytes = 0
         self._lock = threading.Lock()
+
+    @property
+    def max_cache_bytes(self) -> int:
+        return self._terms.max_bytes
+
+    @property
+    def cache_bytes(self) -> int:
+        """Bytes the term cache holds now (its arrays and :data:`_ENTRY_OVERHEAD` per term)."""
+        return self._terms.bytes
 
     def _mapped_lengths(self) -> dict[str, np.ndarray] | None:
         """The field lengths the build wrote beside the index, memory-mapped (``None`` if absent)."""
@@ -449,9 +457,9 @@ class IndexSearcher:
     def idf(self, term: str) -> float:
         """The body idf of ``term`` (the snippet weight), as the scorer uses it."""
         idf = self._idf.get(term)
-        if idf is None:
+        if idf is None:  # not kept: only the cached terms' idf are (a bounded number)
             with self._lock:
-                idf = self._idf[term] = log(self._n / (self._reader.doc_frequency("body", term) + 1)) + 1
+                idf = log(self._n / (self._reader.doc_frequency("body", term) + 1)) + 1
         return idf
 
     def _term_idf(self, df: int) -> float:
@@ -476,7 +484,7 @@ class IndexSearcher:
                     except TermNotFound:
                         continue
                     found.append((field, seg, offset))
-            self._idf[term] = self._term_idf(df["body"])
+            body_idf = self._term_idf(df["body"])
             parts_ids, parts_scores = [], []
             for field, seg, offset in found:
                 idf = self._term_idf(max(df[field], df["body"]))
@@ -495,15 +503,9 @@ class IndexSearcher:
                 entry = (np.concatenate(parts_ids), np.concatenate(parts_scores))
             else:
                 entry = (np.zeros(0, np.int64), np.zeros(0, np.float64))
-            size = entry[0].nbytes + entry[1].nbytes + _ENTRY_OVERHEAD
-            if size > self.max_cache_bytes:  # larger than the whole cache: answered, not kept
-                return entry
-            self._terms[term] = entry
-            self.cache_bytes += size
-            while len(self._terms) > self._max_cached_terms or self.cache_bytes > self.max_cache_bytes:
-                old_term, (ids, scores) = self._terms.popitem(last=False)
-                self.cache_bytes -= ids.nbytes + scores.nbytes + _ENTRY_OVERHEAD
-                self._idf.pop(old_term, None)
+            # Larger than the whole cache: answered, not kept.
+            if self._terms.put(term, entry, entry[0].nbytes + entry[1].nbytes + _ENTRY_OVERHEAD):
+                self._idf[term] = body_idf
         return entry
 
     def known(self, term: str) -> bool:

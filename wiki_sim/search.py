@@ -71,9 +71,10 @@ class SearchResults(list):
     corrected_query: str | None = None
 
 
-@lru_cache(maxsize=100_000)
+@lru_cache(maxsize=4096)
 def title_terms(title: str) -> tuple[frozenset[str], frozenset[str]]:
-    """The index terms of a title, with and without its trailing parenthetical."""
+    """The index terms of a title, with and without its trailing parenthetical (cached for
+    the titles most recently ranked: about 0.7 KB each, per process)."""
     full = frozenset(analyze(title))
     return full, frozenset(analyze(_PAREN.sub("", title))) or full
 
@@ -96,26 +97,27 @@ def title_similarity(query: set[str], title: str) -> float:
     return 0.0
 
 
-def proximity(sequences: list[np.ndarray], member: np.ndarray, n_terms: int) -> np.ndarray:
+def proximity(sequences: list[np.ndarray], query_ids: np.ndarray, n_terms: int) -> np.ndarray:
     """For each page's term-id array, the share of a query's possible adjacent pairs
     (``n_terms - 1``) found there: distinct pairs of different query terms next to each
-    other (stopwords between them allowed). ``member[id]`` says whether a term id is a
-    query term. All pages at once, in a few array operations: (pages,) -> (pages,)."""
+    other (stopwords between them allowed). ``query_ids`` are the query terms' ids. All
+    pages at once, in a few array operations whose size is the pages' and the query's, never
+    the vocabulary's: (pages,) -> (pages,)."""
     out = np.zeros(len(sequences))
     lengths = np.array([len(s) for s in sequences], dtype=np.int64)
-    if n_terms < 2 or lengths.sum() < 2:
+    query_ids = np.unique(np.asarray(query_ids, dtype=np.int64))  # sorted, for the binary search below
+    if n_terms < 2 or len(query_ids) < 2 or lengths.sum() < 2:
         return out
     seq = np.concatenate(sequences).astype(np.int64)
     page = np.repeat(np.arange(len(sequences)), lengths)
-    hit = np.zeros(len(seq), dtype=bool)
-    known = seq < len(member)
-    hit[known] = member[seq[known]]
-    left, right = seq[:-1], seq[1:]
+    rank = np.minimum(np.searchsorted(query_ids, seq), len(query_ids) - 1)  # a term's place among the query's
+    hit = query_ids[rank] == seq
+    left, right = rank[:-1], rank[1:]
     both = hit[:-1] & hit[1:] & (left != right) & (page[:-1] == page[1:])
     if not both.any():
         return out
     a, b, p = left[both], right[both], page[:-1][both]
-    size = int(seq.max()) + 1
+    size = len(query_ids)
     pairs = np.unique((p * size + np.minimum(a, b)) * size + np.maximum(a, b))
     counts = np.bincount(pairs // (size * size), minlength=len(sequences))
     return np.minimum(1.0, counts / (n_terms - 1))
@@ -124,7 +126,8 @@ def proximity(sequences: list[np.ndarray], member: np.ndarray, n_terms: int) -> 
 def rerank(candidates: list[tuple[int, float]], titles: list[str], forward: Any, texts: dict[int, str],
            terms: list[str]) -> list[tuple[int, float]]:
     """Candidates (docnum, score) re-scored with the title and proximity bonuses, best
-    first (stable). ``forward`` gives each page's term ids (``texts``: for a lazy one)."""
+    first (stable). ``forward`` gives each page's term ids (``texts``: for a lazy one).
+    The work is in the query's and the candidates' sizes (not the vocabulary's)."""
     if not candidates:
         return []
     top = max(score for _, score in candidates)
@@ -132,10 +135,8 @@ def rerank(candidates: list[tuple[int, float]], titles: list[str], forward: Any,
     near = np.zeros(len(candidates))
     if len(terms) > 1:  # a lazy forward index assigns the ids of new terms as it goes: sequences first
         sequences = [forward.sequence(doc, titles[doc], texts.get(doc, "")) for doc, _ in candidates]
-        member = np.zeros(forward.vocabulary_size() + 1, dtype=bool)
-        member[forward.ids(terms)] = True
-        member[0] = False
-        near = proximity(sequences, member, len(terms))
+        ids = [i for i in forward.ids(terms) if i != 0]  # 0 separates a page's title from its text
+        near = proximity(sequences, np.array(ids, dtype=np.int64), len(terms))
     rescored = [(doc, score + top * (TITLE_WEIGHT * title_similarity(query, titles[doc]) + PROXIMITY_WEIGHT * float(p)))
                 for (doc, score), p in zip(candidates, near)]
     rescored.sort(key=lambda item: -item[1])

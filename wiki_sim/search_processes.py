@@ -312,8 +312,8 @@ class SearchProcesses:
     (same build, snippet length and ``processes``) shares one pool of helpers: six
     :class:`~wiki_sim.WikiSim` objects on the default simulator start ``processes`` helpers,
     not six times as many. Memory: each helper is a process with the simulator open, about
-    77 MB resident on the default simulator, 44 MB of it private (its store pages and index files are
-    shared through the page cache). A helper that dies is restarted (see :class:`_Pool`)."""
+    53 MB resident on the default simulator after a search, 28 MB of it private (its store pages
+    and index files, Whoosh's segment files included, are shared through the page cache). A helper that dies is restarted (see :class:`_Pool`)."""
 
     def __init__(self, path: str | Path, local: Callable[[str, int], SearchResults], processes: int,
                  snippet_chars: int, fingerprint: str):

@@ -15,10 +15,11 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import sys
 import threading
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any, Hashable, Iterator, Literal
+from typing import Any, Callable, Hashable, Iterator, Literal
 
 from wiki_sim.errors import WikiSimError
 from wiki_sim.focus import ExtractiveSummarizer, Focused, Summarizer, format_not_found, format_visit
@@ -39,12 +40,20 @@ BUILD_FORMAT = STORE_FORMAT
 
 
 class LRUCache:
-    """A thread-safe least-recently-used map with hit/miss counts."""
+    """A thread-safe least-recently-used map with hit/miss counts, holding at most ``maxsize``
+    entries and, when ``max_bytes`` is given, at most that many bytes as ``sizeof(key, value)``
+    counts them (an entry larger than the whole budget is not kept)."""
 
-    def __init__(self, maxsize: int):
+    def __init__(self, maxsize: int, max_bytes: int | None = None,
+                 sizeof: Callable[[Hashable, Any], int] | None = None):
+        if max_bytes is not None and (not isinstance(max_bytes, int) or isinstance(max_bytes, bool) or max_bytes < 0):
+            raise ValueError(f"max_bytes must be None or an integer >= 0, got {max_bytes!r}")
         self.maxsize = maxsize
-        self._data: OrderedDict[Hashable, Any] = OrderedDict()
+        self.max_bytes = max_bytes
+        self._sizeof = sizeof or (lambda key, value: sys.getsizeof(key) + sys.getsizeof(value))
+        self._data: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
         self._lock = threading.Lock()
+        self.bytes = 0
         self.hits = 0
         self.misses = 0
 
@@ -53,22 +62,57 @@ class LRUCache:
             if key in self._data:
                 self._data.move_to_end(key)
                 self.hits += 1
-                return self._data[key]
+                return self._data[key][0]
             self.misses += 1
             return None
 
     def put(self, key: Hashable, value: Any) -> None:
         if self.maxsize <= 0:
             return
+        size = self._sizeof(key, value) if self.max_bytes is not None else 0
+        if self.max_bytes is not None and size > self.max_bytes:
+            return
         with self._lock:
-            self._data[key] = value
-            self._data.move_to_end(key)
-            while len(self._data) > self.maxsize:
-                self._data.popitem(last=False)
+            old = self._data.pop(key, None)
+            if old is not None:
+                self.bytes -= old[1]
+            self._data[key] = (value, size)
+            self.bytes += size
+            while len(self._data) > self.maxsize or (self.max_bytes is not None and self.bytes > self.max_bytes):
+                self.bytes -= self._data.popitem(last=False)[1][1]
 
-    def info(self) -> dict[str, int]:
+    def info(self) -> dict[str, int | None]:
         with self._lock:
-            return {"hits": self.hits, "misses": self.misses, "size": len(self._data), "maxsize": self.maxsize}
+            return {"hits": self.hits, "misses": self.misses, "size": len(self._data), "maxsize": self.maxsize,
+                    "bytes": self.bytes, "max_bytes": self.max_bytes}
+
+
+# Bytes counted per cached entry besides its strings (the key tuple, the entry, the map's slot;
+# per hit: the Hit object and its slot in the list).
+_ENTRY_BYTES = 250
+_HIT_BYTES = 200
+
+
+def _text_bytes(text: object) -> int:
+    return sys.getsizeof(text) if isinstance(text, str) else 0
+
+
+def search_entry_bytes(key: Hashable, hits: list[Hit]) -> int:
+    """What a cached search costs: its query, and each hit's title, url and snippet."""
+    query = key[0] if isinstance(key, tuple) else key
+    return (_ENTRY_BYTES + _text_bytes(query) + sys.getsizeof(hits)
+            + sum(_HIT_BYTES + _text_bytes(h.title) + _text_bytes(h.url) + _text_bytes(h.snippet) for h in hits))
+
+
+def visit_entry_bytes(key: Hashable, text: str) -> int:
+    """What a cached visit costs: its url, goal and text."""
+    url, goal = key if isinstance(key, tuple) else (key, "")
+    return _ENTRY_BYTES + _text_bytes(url) + _text_bytes(goal) + _text_bytes(text)
+
+
+DEFAULT_CACHE_BYTES = 8 * 2 ** 20
+"""Default bound of the search cache and of the visit cache, each (bytes, per process): about
+2,000 searches or visits of the default corpus's pages."""
 
 
 # What a build leaves in its directory besides build.json (a folder holding some of these
@@ -121,15 +165,17 @@ class WikiSim:
     """A built simulator directory, opened once.
 
     ``summarizer`` turns a page into the visit tool's evidence and summary (default:
-    :class:`~wiki_sim.focus.ExtractiveSummarizer`, no model). ``cache_size`` bounds the
-    search and visit LRU caches (entries each); ``snippet_chars`` is the snippet length.
+    :class:`~wiki_sim.focus.ExtractiveSummarizer`, no model). ``cache_size`` (entries) and
+    ``cache_bytes`` (default :data:`DEFAULT_CACHE_BYTES`) bound each of the search and visit
+    LRU caches, per process; ``snippet_chars`` is the snippet length.
     ``search_processes`` is how many helper processes may take searches that arrive while
     one already runs in this process (a search is mostly Python, so threads alone would
     take turns on the interpreter lock; see :mod:`wiki_sim.search_processes`): ``None``
     for one per core (at most 4), ``0`` to search only in the calling threads. Helpers
     start on the first such search, never for a single-threaded caller.
-    ``term_cache_bytes`` bounds the search engine's per-term cache (score arrays of the
-    terms searched; default :data:`~wiki_sim.index.DEFAULT_TERM_CACHE_BYTES`, per process).
+    ``term_cache_bytes`` bounds the search engine's per-term cache, least recently used
+    terms dropped first (the Whoosh engine's score arrays, the tantivy engine's document
+    frequencies; default :data:`~wiki_sim.index.DEFAULT_TERM_CACHE_BYTES`, per process).
 
     Opening maps the build's tables (titles, field lengths, forward index) read-only instead
     of loading them: every process opening the same simulator (search helpers, the
@@ -138,13 +184,15 @@ class WikiSim:
 
     def __init__(self, path: str | Path, summarizer: Summarizer | None = None, cache_size: int = 4096,
                  snippet_chars: int = 300, search_processes: int | None = None,
-                 term_cache_bytes: int | None = None):
+                 term_cache_bytes: int | None = None, cache_bytes: int = DEFAULT_CACHE_BYTES):
         if search_processes is not None and (not isinstance(search_processes, int)
                                              or isinstance(search_processes, bool) or search_processes < 0):
             raise ValueError(f"search_processes must be None or an integer >= 0, got {search_processes!r}")
         self.path = Path(path)
         self.build_info = read_build_info(self.path)
         self.store = Store(self.path / STORE_FILE)
+        if not isinstance(cache_bytes, int) or isinstance(cache_bytes, bool) or cache_bytes < 0:
+            raise ValueError(f"cache_bytes must be an integer >= 0, got {cache_bytes!r}")
         if term_cache_bytes is not None and (not isinstance(term_cache_bytes, int) or term_cache_bytes < 0):
             raise ValueError(f"term_cache_bytes must be None or an integer >= 0, got {term_cache_bytes!r}")
         self.engine_name, self.index = open_engine(self.path, self.build_info, term_cache_bytes)
@@ -152,8 +200,8 @@ class WikiSim:
         self.snippet_chars = snippet_chars
         self.searcher = Searcher(self.index, self.store, forward=open_forward_index(self.path, self.index.doc_count()),
                                  snippet_chars=snippet_chars)
-        self._search_cache = LRUCache(cache_size)
-        self._visit_cache = LRUCache(cache_size)
+        self._search_cache = LRUCache(cache_size, cache_bytes, search_entry_bytes)
+        self._visit_cache = LRUCache(cache_size, cache_bytes, visit_entry_bytes)
         self.searches = SearchProcesses(
             self.path, self.searcher.search, default_processes() if search_processes is None else search_processes,
             snippet_chars, build_fingerprint(self.build_info))

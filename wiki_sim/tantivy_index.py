@@ -14,6 +14,7 @@ tantivy is an optional dependency (``pip install 'websailor-gym[tantivy]'``).
 from __future__ import annotations
 
 import sqlite3
+import sys
 import threading
 import time
 from math import log
@@ -22,7 +23,8 @@ from typing import Any, Sequence
 
 from wiki_sim.analysis import analyze
 from wiki_sim.errors import WikiSimError
-from wiki_sim.index import _documents, _ids, edit_distance, letters_apart
+from wiki_sim.index import DEFAULT_TERM_CACHE_BYTES, _documents, _ids, edit_distance, letters_apart
+from wiki_sim.term_cache import TermCache
 
 TANTIVY_DIR = "tantivy"
 TOKENIZER = "wiki_terms"
@@ -113,14 +115,26 @@ def build_tantivy_index(store_path: str | Path, index_dir: str | Path, *, thread
             "seconds": round(time.perf_counter() - start, 3)}
 
 
+# Bytes counted per cached document frequency besides its term's string (the int, the
+# cache's entry tuple and its ordered-dict slot: 180 measured with tracemalloc).
+_DF_ENTRY_OVERHEAD = 200
+
+
+def df_entry_bytes(term: str) -> int:
+    """What one cached document frequency costs: the term's string and the entry around it."""
+    return sys.getsizeof(term) + _DF_ENTRY_OVERHEAD
+
+
 class TantivySearcher:
     """BM25 over a tantivy index, with the :class:`wiki_sim.index.IndexSearcher` API.
 
     tantivy's searcher is thread-safe and searches outside Python's lock, so one is shared.
     """
 
-    def __init__(self, index_dir: str | Path, store_path: str | Path, max_cached_terms: int = 50_000,
-                 titles: Sequence[str] | None = None):
+    def __init__(self, index_dir: str | Path, store_path: str | Path, titles: Sequence[str] | None = None,
+                 max_cache_bytes: int | None = None):
+        # Document frequencies of the terms searched, bounded in bytes as the Whoosh engine's cache is.
+        self._df = TermCache(DEFAULT_TERM_CACHE_BYTES if max_cache_bytes is None else max_cache_bytes)
         tantivy = self._tantivy = import_tantivy()
         self.index_dir = Path(index_dir)
         if not tantivy.Index.exists(str(self.index_dir)):
@@ -135,22 +149,26 @@ class TantivySearcher:
         else:
             with sqlite3.connect(f"file:{Path(store_path)}?mode=ro", uri=True) as conn:
                 self.titles = [r[0] for r in conn.execute("SELECT title FROM pages ORDER BY id")]
-        self._df: dict[str, int] = {}
-        self._max_cached_terms = max_cached_terms
         self._lock = threading.Lock()
         self._speller: Any = None
 
     def doc_count(self) -> int:
         return self._n
 
+    @property
+    def max_cache_bytes(self) -> int:
+        return self._df.max_bytes
+
+    @property
+    def cache_bytes(self) -> int:
+        """Bytes the term cache holds now (:func:`df_entry_bytes` per term)."""
+        return self._df.bytes
+
     def doc_frequency(self, term: str) -> int:
         df = self._df.get(term)
         if df is None:
             df = self.searcher.doc_freq("text", term)
-            with self._lock:
-                if len(self._df) >= self._max_cached_terms:
-                    self._df.clear()
-                self._df[term] = df
+            self._df.put(term, df, df_entry_bytes(term))
         return df
 
     def known(self, term: str) -> bool:

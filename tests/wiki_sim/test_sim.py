@@ -86,8 +86,35 @@ def test_lru_cache_evicts_least_recently_used():
     assert cache.get("a") == 1
     cache.put("c", 3)  # evicts b, the least recently used
     assert cache.get("b") is None and cache.get("a") == 1 and cache.get("c") == 3
-    assert cache.info() == {"hits": 3, "misses": 1, "size": 2, "maxsize": 2}
+    assert cache.info() == {"hits": 3, "misses": 1, "size": 2, "maxsize": 2, "bytes": 0, "max_bytes": None}
     LRUCache(0).put("x", 1)
+
+
+def test_lru_cache_filled_past_its_byte_bound_keeps_the_most_recent_within_it():
+    cache = LRUCache(1000, max_bytes=1000, sizeof=lambda key, value: len(value))
+    for i in range(50):
+        cache.put(i, "x" * 90)
+        assert cache.bytes <= 1000
+    assert cache.info()["size"] == 11 and cache.bytes == 990
+    assert cache.get(38) is None and cache.get(39) == "x" * 90 and cache.get(49) == "x" * 90
+    cache.put("huge", "y" * 1001)  # larger than the whole budget: not kept, nothing evicted
+    assert cache.get("huge") is None and cache.info()["size"] == 11
+    with pytest.raises(ValueError, match="max_bytes"):
+        LRUCache(10, max_bytes=-1)
+
+
+def test_simulator_caches_stay_within_cache_bytes(gensim_wiki):
+    with WikiSim(gensim_wiki, cache_bytes=20_000, search_processes=0) as sim:
+        for word in ("philosopher", "river", "city", "music", "war", "king", "science", "empire", "island"):
+            hits = sim.search([f"{word} history"], k=10)[0]
+            for hit in hits[:3]:
+                sim.visit(hit.url, f"what {word}")
+        stats = sim.stats()
+        for name in ("search_cache", "visit_cache"):
+            assert 0 < stats[name]["bytes"] <= 20_000 and stats[name]["max_bytes"] == 20_000
+        assert stats["search_cache"]["size"] < 9  # some were dropped for their bytes, not their count
+    with pytest.raises(ValueError, match="cache_bytes"):
+        WikiSim(gensim_wiki, cache_bytes=-1)
 
 
 def test_normalize_query():
