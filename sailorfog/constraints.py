@@ -30,7 +30,7 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 
 from sailorfog.corpus import CorpusIndex
-from sailorfog.pagesets import EMPTY, as_pages, contains, difference, intersect, isin_sorted
+from sailorfog.pagesets import EMPTY, as_pages, contains, dedupe_sorted, difference, distinct, intersect, isin_sorted
 
 UNARY = {"type", "person", "name_words", "words", "description", "year", "number", "fact", "prefix", "initials",
          "not_title", "not_prefix"}
@@ -168,9 +168,8 @@ def _link_support(arrays: dict[str, np.ndarray], dom_x: Any, dom_y: np.ndarray) 
         else None
     if links_x is not None and links_x < links_y:
         rows, nbs = _gather(off, val, dom_x)
-        hit = rows[isin_sorted(nbs, dom_y)]
-        return hit[np.r_[True, hit[1:] != hit[:-1]]] if len(hit) else dom_x[:0]
-    support = np.unique(_gather(off, val, dom_y)[1])
+        return dedupe_sorted(rows[isin_sorted(nbs, dom_y)])
+    support = distinct(_gather(off, val, dom_y)[1], arrays["n"])
     return support if dom_x is None else intersect(dom_x, support)
 
 
@@ -191,7 +190,7 @@ def _with_year_near(arrays: dict[str, np.ndarray], dom: Any, years: np.ndarray, 
     i = np.searchsorted(values, ys + lo, "left")
     ok = i < len(values)
     ok[ok] = values[i[ok]] <= (ys + hi)[ok]
-    return np.unique(rows[ok])
+    return dedupe_sorted(rows[ok])
 
 
 def _size(arrays: dict[str, np.ndarray], dom: Any) -> int:

@@ -25,7 +25,7 @@ import numpy as np
 from sailorfog.corpus_files import FORMAT, NO_YEAR, SEP, title_hash, write_corpus_index
 from sailorfog.corpus import CACHE_BYTES
 from sailorfog.describe import type_key
-from sailorfog.pagesets import ByteLRU, as_pages
+from sailorfog.pagesets import ByteLRU, as_pages, distinct
 from sailorfog.text import display_title
 
 INDEX_DIR = "synth_index"
@@ -111,7 +111,7 @@ class _TitleIds:
         if not isinstance(title, str):
             return default
         h = title_hash(title)
-        i = int(np.searchsorted(self._hashes, h))
+        i = int(np.searchsorted(self._hashes, np.uint64(h)))  # a Python int above 2**63 would copy the array
         while i < len(self._hashes) and int(self._hashes[i]) == h:
             pid = int(self._pids[i])
             if self._titles[pid] == title:
@@ -151,7 +151,7 @@ class _Postings:
 
     def get(self, key: Any) -> np.ndarray:
         if self.numeric:
-            i = int(np.searchsorted(self.keys, key))
+            i = int(np.searchsorted(self.keys, np.int64(key)))
             found = i < len(self.keys) and int(self.keys[i]) == key
         else:
             i = bisect_left(self.keys, key)
@@ -210,6 +210,7 @@ class DiskCorpusIndex:
         self._linked: set[int] | None = None
         self._everything: frozenset[int] | None = None
         self._solver: dict[str, Any] | None = None
+        self._typed: np.ndarray | None = None
 
     def __len__(self) -> int:
         return self._n
@@ -238,7 +239,9 @@ class DiskCorpusIndex:
 
     def typed(self) -> np.ndarray:
         """Whether each page's defining sentence gives a type."""
-        return np.diff(self.page_type._s._off) > 0
+        if self._typed is None:
+            self._typed = np.diff(self.page_type._s._off) > 0
+        return self._typed
 
     def degrees(self) -> np.ndarray:
         return self._degree
@@ -258,9 +261,9 @@ class DiskCorpusIndex:
             n = check["n"]
             return np.flatnonzero(self._name_words == n) if 0 <= n < 256 else np.zeros(0, np.int64)
         if kind == "year":
-            return np.unique(self._post["year"].span(int(check["lo"]), int(check["hi"])))
+            return distinct(self._post["year"].span(int(check["lo"]), int(check["hi"])), self._n)
         if kind == "number":
-            return np.unique(self._numbers(check["lo"], check["hi"]))
+            return distinct(self._numbers(check["lo"], check["hi"]), self._n)
         if kind == "fact":
             return as_pages(self._post["fact"].get(
                 f"{check['key']}{SEP}{' '.join(check['value'].split()).lower()}"))
@@ -342,7 +345,7 @@ class DiskCorpusIndex:
         if len(p) >= 2:
             return np.fromiter((i for i in self._post["prefix2"].get(p[:2]).tolist()
                                 if display_title(self.titles[i]).lower().startswith(p)), np.int64)
-        return np.unique(self._post["prefix2"].span(p, None))
+        return distinct(self._post["prefix2"].span(p, None), self._n)
 
     def with_prefix(self, prefix: str) -> set[int]:
         return set(self._prefix(prefix).tolist())

@@ -25,6 +25,21 @@ def as_pages(pages: Iterable[int] | np.ndarray) -> np.ndarray:
     return np.fromiter(sorted(pages), np.int64)
 
 
+def distinct(pages: np.ndarray, n: int) -> np.ndarray:
+    """The sorted distinct values of ``pages`` (ids below ``n``): a hash pass when few, a pass
+    over an ``n``-byte mark array when many (cheaper than hashing a large share of the corpus)."""
+    if len(pages) * 16 < n:
+        return np.unique(pages)
+    mark = np.zeros(n, bool)
+    mark[pages] = True
+    return np.flatnonzero(mark)
+
+
+def dedupe_sorted(pages: np.ndarray) -> np.ndarray:
+    """``pages`` (sorted, maybe with repeats) without repeats."""
+    return pages[np.r_[True, pages[1:] != pages[:-1]]] if len(pages) > 1 else pages
+
+
 def is_sorted_unique(a: np.ndarray) -> bool:
     return len(a) < 2 or bool(np.all(a[1:] > a[:-1]))
 

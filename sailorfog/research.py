@@ -148,7 +148,9 @@ class ResearchSynthesizer:
     def _neighbor(self, title: str, avoid: set[str], rng: random.Random, label: str,
                   other: tuple[str, str]) -> tuple[str, Statement, Statement] | None:
         pid = self.index.ids[title]
-        options = sorted(self.index.titles[n] for n in self.index.neighbors[pid] if self.index.page_type[n])
+        typed = self.index.typed() if hasattr(self.index, "typed") else None  # the memory-mapped index
+        options = sorted(self.index.titles[n] for n in self.index.neighbors[pid]
+                         if (typed[n] if typed is not None else self.index.page_type[n]))
         rng.shuffle(options)
         found = []
         for cand in options[:12]:
