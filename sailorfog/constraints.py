@@ -248,8 +248,17 @@ def _has_between(sorted_values: list[int], lo: float, hi: float) -> bool:
 def solve_arrays(index: CorpusIndex, checks: Iterable[Mapping[str, Any]], labels: Iterable[str],
                  max_rounds: int = 50) -> ArrayDomains:
     """Arc-consistent candidate sets for every label under ``checks``: sorted page-id arrays
-    (``None``: every page, when no check constrains the label)."""
-    checks = list(checks)
+    (``None``: every page, when no check constrains the label). Kept in the index's cache: the
+    uniqueness steps solve the same clue sets again (one clue added, dropped, or alone)."""
+    checks, labels = list(checks), list(labels)
+    key = "solve:" + json.dumps([checks, labels, max_rounds], sort_keys=True)
+    found = index.cache.get(key)
+    if found is None:
+        found = index.cache[key] = _solve(index, checks, labels, max_rounds)
+    return dict(found)
+
+
+def _solve(index: CorpusIndex, checks: list[Mapping[str, Any]], labels: list[str], max_rounds: int) -> ArrayDomains:
     doms: ArrayDomains = {label: None for label in labels}
     excluded: dict[str, list[np.ndarray]] = {}
     for check in checks:

@@ -20,7 +20,8 @@ EMPTY = np.zeros(0, np.int64)
 
 def as_pages(pages: Iterable[int] | np.ndarray) -> np.ndarray:
     """A sorted array without repeats of ``pages`` (a set, a list or an array)."""
-    if isinstance(pages, np.ndarray):
+    if isinstance(pages, np.ndarray):  # int64 throughout: searchsorted across dtypes would copy the sorted side
+        pages = pages.astype(np.int64, copy=False)
         return pages if is_sorted_unique(pages) else np.unique(pages)
     return np.fromiter(sorted(pages), np.int64)
 
@@ -29,7 +30,7 @@ def distinct(pages: np.ndarray, n: int) -> np.ndarray:
     """The sorted distinct values of ``pages`` (ids below ``n``): a hash pass when few, a pass
     over an ``n``-byte mark array when many (cheaper than hashing a large share of the corpus)."""
     if len(pages) * 16 < n:
-        return np.unique(pages)
+        return np.unique(pages).astype(np.int64, copy=False)
     mark = np.zeros(n, bool)
     mark[pages] = True
     return np.flatnonzero(mark)
@@ -45,9 +46,18 @@ def is_sorted_unique(a: np.ndarray) -> bool:
 
 
 def isin_sorted(values: np.ndarray, pages: np.ndarray) -> np.ndarray:
-    """``values[i] in pages`` for each i (``pages`` sorted): a binary search each."""
+    """``values[i] in pages`` for each i (``pages`` sorted, both page ids >= 0): a binary search
+    each, or, when that costs more, a look-up in a mark array as long as the largest page id."""
     if not len(pages) or not len(values):
         return np.zeros(len(values), bool)
+    top = int(pages[-1])
+    if len(values) * max(1, int(len(pages)).bit_length()) > 4 * (len(pages) + len(values)) + top // 4:
+        mark = np.zeros(top + 1, bool)
+        mark[pages] = True
+        inside = values <= top
+        out = np.zeros(len(values), bool)
+        out[inside] = mark[values[inside]]
+        return out
     at = np.searchsorted(pages, values)
     at[at == len(pages)] = 0
     return pages[at] == values
@@ -57,11 +67,7 @@ def intersect(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``a & b`` of two sorted arrays without repeats."""
     if len(a) > len(b):
         a, b = b, a
-    if not len(a):
-        return a
-    if len(b) > 8 * len(a):  # binary searches of the small one's pages in the large one
-        return a[isin_sorted(a, b)]
-    return np.intersect1d(a, b, assume_unique=True)
+    return a[isin_sorted(a, b)] if len(a) else a
 
 
 def difference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -82,8 +88,8 @@ def size_of(value: Any) -> int:
         return value.nbytes + 112
     if isinstance(value, (set, frozenset)):
         return sys.getsizeof(value) + 32 * len(value)
-    if isinstance(value, str):
-        return sys.getsizeof(value)
+    if isinstance(value, dict):
+        return sys.getsizeof(value) + sum(size_of(v) + sys.getsizeof(k) for k, v in value.items())
     return sys.getsizeof(value)
 
 
