@@ -122,7 +122,8 @@ def name_statement(index: CorpusIndex, label: str, title: str, sid: str) -> Stat
     if not letter.isascii() or not letter.isalpha():
         return None
     return Statement(sid, "name", label, value=letter, checks=[{"type": "prefix", "node": label, "prefix": letter}],
-                     evidence=_evidence(index, title, name), alone=unary_size(index, {"type": "prefix", "prefix": letter}),
+                     evidence=_evidence(index, title, name),
+                     alone=unary_size(index, {"type": "prefix", "prefix": letter}),
                      uncertainty=["partial_names"])
 
 
@@ -160,7 +161,8 @@ def number_statements(index: CorpusIndex, label: str, title: str, text: str, sid
         out.append(Statement(f"{sid}{len(out)}", "number", label, value=f"{phrase} {unit}",
                              checks=[{"type": "number", "node": label, "lo": lo, "hi": hi}],
                              evidence=_evidence(index, title, q.get("sentence", "")),
-                             alone=unary_size(index, {"type": "number", "lo": lo, "hi": hi}), uncertainty=["fuzzy_quantities"]))
+                             alone=unary_size(index, {"type": "number", "lo": lo, "hi": hi}),
+                             uncertainty=["fuzzy_quantities"]))
     return out[:2]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import sys
 
 import numpy as np
 import pytest
@@ -41,7 +42,7 @@ def test_the_cache_holds_at_most_its_bytes_and_drops_the_least_recently_used():
         cache.get("k0")  # read again and again: kept
         assert cache.nbytes <= cache.max_bytes
     assert 0 < len(cache) < 100 and "k0" in cache and "k1" not in cache and "k99" in cache
-    assert cache.nbytes == sum(size_of(cache[k]) + __import__("sys").getsizeof(k) for k in list(cache._items))
+    assert cache.nbytes == sum(size_of(cache[k]) + sys.getsizeof(k) for k in list(cache._items))
     cache["huge"] = np.zeros(1 << 20)  # larger than the bound alone: not kept, nothing evicted for it
     assert "huge" not in cache and "k99" in cache
     cache.clear()
