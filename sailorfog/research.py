@@ -343,10 +343,9 @@ class ResearchSynthesizer:
         if not oracle.solved:
             return Outcome(i, None, f"oracle: {oracle.reason}", steps)
         if self.attack_filter:
-            from sailorfog.attacks import shortcut_ranks
+            from sailorfog.attacks import first_shortcut
 
-            ranks = shortcut_ranks(self.sim, question, {target})
-            hit = next((k for k, r in ranks.items() if r is not None), None)
+            hit = first_shortcut(self.sim, question, {target})
             if hit:
                 return Outcome(i, None, f"shortcut: one search of the {hit} finds the answer", steps)
         sub, H = self.subgraph(chain, statements)
