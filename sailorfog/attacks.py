@@ -74,6 +74,17 @@ def shortcut_ranks(sim: Any, question: str, answers: Iterable[str]) -> dict[str,
             "window": _best_rank(sim, windows(question), answers)}
 
 
+def first_shortcut(sim: Any, question: str, answers: Iterable[str]) -> str | None:
+    """The first of ``whole``, ``clause``, ``window`` (:func:`shortcut_ranks`' order) whose search
+    puts an answer in the top 10, or ``None``; the later searches are not made once one finds it."""
+    answers = set(answers)
+    for name, queries in (("whole", lambda: [question]), ("clause", lambda: clauses(question) or [question]),
+                          ("window", lambda: windows(question))):
+        if _best_rank(sim, queries(), answers) is not None:
+            return name
+    return None
+
+
 def _terms(text: str) -> set[str]:
     return {w.lower() for w in _WORD.findall(text) if len(w) > 3}
 

@@ -14,8 +14,12 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from sailorfog.describe import PERSON_HEADS, defining_type, type_key
+from sailorfog.pagesets import ByteLRU
 from sailorfog.text import display_title, numbers, years
 from wiki_sim.focus import tokenize
+
+CACHE_BYTES = 64 << 20
+"""Default bound of an index's candidate-set cache (per process)."""
 
 
 @dataclass
@@ -44,12 +48,16 @@ class CorpusIndex:
     inbound: list[int] = field(default_factory=list)
     """Inbound links of each page (its popularity), when known."""
     _persons: set[int] | None = None
-    cache: dict[str, frozenset[int]] = field(default_factory=dict)
-    """Unary candidate sets by check (filled by :mod:`sailorfog.constraints`)."""
+    cache: ByteLRU = field(default_factory=lambda: ByteLRU(CACHE_BYTES))
+    """Unary candidate sets by check (filled by :mod:`sailorfog.constraints`), least recently used
+    dropped past its byte bound."""
+    _solver: Any = field(default=None, repr=False, compare=False)
+    """The arrays :mod:`sailorfog.constraints` reads (rebuilt after a change)."""
 
     def add_page(self, title: str, text: str, facts: Iterable[dict[str, Any]] = ()) -> int:
         """Index one page; returns its id."""
         pid = len(self.titles)
+        self._solver = None
         self.titles.append(title)
         self.ids[title] = pid
         for word in set(tokenize(f"{display_title(title)} {text}")):
@@ -81,12 +89,14 @@ class CorpusIndex:
     def add_link(self, source: str, target: str) -> None:
         a, b = self.ids.get(source), self.ids.get(target)
         if a is not None and b is not None and a != b:
+            self._solver = None
             self.neighbors[a].add(b)
             self.neighbors[b].add(a)
 
     def finish(self) -> CorpusIndex:
         """Sort the number index (call once after the last page)."""
         self._linked = None
+        self._solver = None
         self._numbers.sort()
         self._number_keys = [v for v, _ in self._numbers]
         return self
@@ -136,9 +146,11 @@ class CorpusIndex:
     def with_name_words(self, n: int) -> set[int]:
         """Pages whose name (title without its disambiguator) has ``n`` words."""
         key = f"name_words:{n}"
-        if key not in self.cache:
-            self.cache[key] = frozenset(i for i, t in enumerate(self.titles) if len(display_title(t).split()) == n)
-        return set(self.cache[key])
+        found = self.cache.get(key)
+        if found is None:
+            found = self.cache[key] = frozenset(i for i, t in enumerate(self.titles)
+                                                if len(display_title(t).split()) == n)
+        return set(found)
 
     def with_year(self, lo: int, hi: int) -> set[int]:
         out: set[int] = set()

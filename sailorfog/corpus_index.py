@@ -23,7 +23,9 @@ from typing import Any, Iterable, Iterator
 import numpy as np
 
 from sailorfog.corpus_files import FORMAT, NO_YEAR, SEP, title_hash, write_corpus_index
+from sailorfog.corpus import CACHE_BYTES
 from sailorfog.describe import type_key
+from sailorfog.pagesets import ByteLRU, as_pages, distinct
 from sailorfog.text import display_title
 
 INDEX_DIR = "synth_index"
@@ -70,6 +72,23 @@ class _Sets:
         return np.repeat(rows, lengths), self._val[positions]
 
 
+class _Column:
+    """``column[p]``: a per-page integer as a Python int (``missing`` where it holds ``NO_YEAR``)."""
+
+    def __init__(self, values: np.ndarray, missing: bool = False):
+        self.values, self._missing = values, missing
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def __getitem__(self, p: int) -> int | None:
+        v = int(self.values[p])
+        return None if self._missing and v == NO_YEAR else v
+
+    def __iter__(self) -> Iterator[int | None]:
+        return (None if self._missing and v == NO_YEAR else v for v in self.values.tolist())
+
+
 class _Types:
     def __init__(self, strings: _Strings):
         self._s = strings
@@ -92,7 +111,7 @@ class _TitleIds:
         if not isinstance(title, str):
             return default
         h = title_hash(title)
-        i = int(np.searchsorted(self._hashes, h))
+        i = int(np.searchsorted(self._hashes, np.uint64(h)))  # a Python int above 2**63 would copy the array
         while i < len(self._hashes) and int(self._hashes[i]) == h:
             pid = int(self._pids[i])
             if self._titles[pid] == title:
@@ -132,7 +151,7 @@ class _Postings:
 
     def get(self, key: Any) -> np.ndarray:
         if self.numeric:
-            i = int(np.searchsorted(self.keys, key))
+            i = int(np.searchsorted(self.keys, np.int64(key)))
             found = i < len(self.keys) and int(self.keys[i]) == key
         else:
             i = bisect_left(self.keys, key)
@@ -165,7 +184,7 @@ def _load(path: Path, name: str) -> np.ndarray:
 class DiskCorpusIndex:
     """:class:`sailorfog.corpus.CorpusIndex`'s reading API over the files of :func:`write_corpus_index`."""
 
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, cache_bytes: int = CACHE_BYTES):
         path = self.path = Path(path)
         meta = json.loads((path / "meta.json").read_text())
         if meta.get("format") != FORMAT:
@@ -173,9 +192,8 @@ class DiskCorpusIndex:
         self._n = int(meta["pages"])
         self.titles = _Strings(_blob(path / "titles.bin"), _load(path, "titles.off.npy"))
         self.ids = _TitleIds(self.titles, _load(path, "title_hash.npy"), _load(path, "title_hash_pid.npy"))
-        # Read per page in the constraint loops: plain lists (about 40 bytes a page each).
-        self.inbound: list[int] = _load(path, "inbound.npy").tolist()
-        self.page_min_year: list[int | None] = [None if y == NO_YEAR else y for y in _load(path, "min_year.npy").tolist()]
+        self.inbound = _Column(_load(path, "inbound.npy"))
+        self.page_min_year = _Column(_load(path, "min_year.npy"), missing=True)
         self.page_years = _Sets(_load(path, "years.off.npy"), _load(path, "years.val.npy"), frozen=True)
         self.neighbors = _Sets(_load(path, "nb.off.npy"), _load(path, "nb.val.npy"))
         self.page_type = _Types(_Strings(_blob(path / "types.bin"), _load(path, "types.off.npy")))
@@ -187,9 +205,12 @@ class DiskCorpusIndex:
                                                                 "initials")}
         if not len(self.titles) == self._n == len(self.inbound) == len(self.neighbors) == len(self.page_type):
             raise ValueError(f"the corpus index at {path} is inconsistent; delete it to rebuild")
-        self.cache: dict[str, frozenset[int]] = {}
+        self.cache = ByteLRU(cache_bytes)
+        """Candidate sets by check (:mod:`sailorfog.constraints`), bounded in bytes."""
         self._linked: set[int] | None = None
         self._everything: frozenset[int] | None = None
+        self._solver: dict[str, Any] | None = None
+        self._typed: np.ndarray | None = None
 
     def __len__(self) -> int:
         return self._n
@@ -203,6 +224,58 @@ class DiskCorpusIndex:
         if self._linked is None:
             self._linked = set(np.flatnonzero(self._degree).tolist())
         return self._linked
+
+    # --- arrays for the constraint solver (sailorfog.constraints uses them when present) ---
+    def solver_arrays(self) -> dict[str, Any]:
+        """Adjacency and years as CSR arrays, earliest years, every year, the linked pages (views
+        of the memory-mapped files, but for the last two)."""
+        if self._solver is None:
+            years = self._post["year"]
+            self._solver = {"n": self._n, "nb_off": self.neighbors._off, "nb_val": self.neighbors._val,
+                            "y_off": self.page_years._off, "y_val": self.page_years._val,
+                            "min_year": self.page_min_year.values, "years": np.asarray(years.keys, np.int64),
+                            "linked": np.flatnonzero(self._degree)}
+        return self._solver
+
+    def typed(self) -> np.ndarray:
+        """Whether each page's defining sentence gives a type."""
+        if self._typed is None:
+            self._typed = np.diff(self.page_type._s._off) > 0
+        return self._typed
+
+    def degrees(self) -> np.ndarray:
+        return self._degree
+
+    def unary_array(self, check: Any) -> np.ndarray:
+        """The pages satisfying a unary check (:mod:`sailorfog.constraints`), a sorted array."""
+        kind = check["type"]
+        if kind in ("words", "description"):
+            out = self._all_of("desc" if kind == "description" else "word", list(check["words"]), arrays=True)
+            return np.arange(self._n) if out is None else out
+        if kind == "type":
+            out = self._all_of("type", type_key(check["words"]), arrays=True)
+            return np.zeros(0, np.int64) if out is None else out
+        if kind == "person":
+            return np.flatnonzero(self._person)
+        if kind == "name_words":
+            n = check["n"]
+            return np.flatnonzero(self._name_words == n) if 0 <= n < 256 else np.zeros(0, np.int64)
+        if kind == "year":
+            return distinct(self._post["year"].span(int(check["lo"]), int(check["hi"])), self._n)
+        if kind == "number":
+            return distinct(self._numbers(check["lo"], check["hi"]), self._n)
+        if kind == "fact":
+            return as_pages(self._post["fact"].get(
+                f"{check['key']}{SEP}{' '.join(check['value'].split()).lower()}"))
+        if kind == "prefix":
+            return self._prefix(check["prefix"])
+        if kind == "initials":
+            return as_pages(self._post["initials"].get(
+                check["initials"].replace(".", "").replace(" ", "").upper()))
+        if kind == "title":
+            pid = self.ids.get(check["title"])
+            return np.asarray([] if pid is None else [pid], np.int64)
+        raise ValueError(f"unknown check type {kind!r}")
 
     # --- bulk reads for the constraint solver (sailorfog.constraints uses them when present) ---
     def neighbors_of(self, pages: Iterable[int]) -> set[int]:
@@ -225,18 +298,20 @@ class DiskCorpusIndex:
         ok[ok] = values[i[ok]] <= (ys + hi)[ok]
         return set(np.unique(rows[ok]).tolist())
 
-    def _all_of(self, name: str, keys: Iterable[Any]) -> set[int] | None:
-        """Pages holding every key (``None``: no keys)."""
+    def _all_of(self, name: str, keys: Iterable[Any], arrays: bool = False) -> Any:
+        """Pages holding every key (``None``: no keys), a set (a sorted array with ``arrays``)."""
+        from sailorfog.pagesets import intersect
+
         post = self._post[name]
-        arrays = sorted((post.get(k) for k in keys), key=len)
-        if not arrays:
+        rows = sorted((as_pages(post.get(k)) for k in keys), key=len)
+        if not rows:
             return None
-        out = np.asarray(arrays[0])
-        for a in arrays[1:]:
+        out = rows[0]
+        for a in rows[1:]:
             if not len(out):
                 break
-            out = np.intersect1d(out, a, assume_unique=True)
-        return set(out.tolist())
+            out = intersect(out, a)
+        return out if arrays else set(out.tolist())
 
     def with_words(self, words: Iterable[str], description: bool = False) -> set[int]:
         out = self._all_of("desc" if description else "word", list(words))
@@ -250,28 +325,30 @@ class DiskCorpusIndex:
         return set(np.flatnonzero(self._person).tolist())
 
     def with_name_words(self, n: int) -> set[int]:
-        key = f"name_words:{n}"
-        if key not in self.cache:
-            self.cache[key] = frozenset(np.flatnonzero(self._name_words == n).tolist()) if 0 <= n < 256 \
-                else frozenset()
-        return set(self.cache[key])
+        return set(self.unary_array({"type": "name_words", "n": n}).tolist())
 
     def with_year(self, lo: int, hi: int) -> set[int]:
         return set(self._post["year"].span(int(lo), int(hi)).tolist())
 
-    def with_number(self, lo: float, hi: float) -> set[int]:
+    def _numbers(self, lo: float, hi: float) -> np.ndarray:
         i, j = np.searchsorted(self._num_val, lo, "left"), np.searchsorted(self._num_val, hi, "right")
-        return set(self._num_pid[i:j].tolist())
+        return self._num_pid[i:j]
+
+    def with_number(self, lo: float, hi: float) -> set[int]:
+        return set(self._numbers(lo, hi).tolist())
 
     def with_fact(self, key: str, value: str) -> set[int]:
         return set(self._post["fact"].get(f"{key}{SEP}{' '.join(value.split()).lower()}").tolist())
 
-    def with_prefix(self, prefix: str) -> set[int]:
+    def _prefix(self, prefix: str) -> np.ndarray:
         p = prefix.lower()
         if len(p) >= 2:
-            return {i for i in self._post["prefix2"].get(p[:2]).tolist()
-                    if display_title(self.titles[i]).lower().startswith(p)}
-        return set(self._post["prefix2"].span(p, None).tolist())
+            return np.fromiter((i for i in self._post["prefix2"].get(p[:2]).tolist()
+                                if display_title(self.titles[i]).lower().startswith(p)), np.int64)
+        return distinct(self._post["prefix2"].span(p, None), self._n)
+
+    def with_prefix(self, prefix: str) -> set[int]:
+        return set(self._prefix(prefix).tolist())
 
     def with_initials(self, initials: str) -> set[int]:
         return set(self._post["initials"].get(initials.replace(".", "").replace(" ", "").upper()).tolist())

@@ -22,6 +22,7 @@ from envs.protocol import format_turn
 from envs.tasks import task_from_dict
 from envs.trajectory import trajectory_record
 from sailorfog.clues import Clue, ClueSet
+from sailorfog.constraints import unary_size
 from sailorfog.corpus import CorpusIndex
 from sailorfog.text import content_words, display_title, mask, numbers, stem_leaks
 from sailorfog.writers import render
@@ -90,7 +91,7 @@ def _start_order(cs: ClueSet, index: CorpusIndex) -> list[tuple[str, list[str]]]
     options = []
     for label in sorted(cs.titles):
         for _, words in _clue_words(cs, label):
-            options.append((len(index.with_words(words)), label, words))
+            options.append((unary_size(index, {"type": "words", "words": list(words)}), label, words))
     return [(label, words) for _, label, words in sorted(options)]
 
 

@@ -18,8 +18,10 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 import networkx as nx
+import numpy as np
 
-from sailorfog.constraints import candidates
+from sailorfog.constraints import candidate_pages, count_candidates
+from sailorfog.pagesets import ByteLRU, contains
 from sailorfog.corpus import CorpusIndex
 from sailorfog.describe import other_names
 from sailorfog.statements import (Statement, date_statements, name_statement, name_words_statement,
@@ -33,6 +35,8 @@ LABELS = "BCDEFG"
 QUOTE_WORDS = 6
 """No run of this many consecutive question words may appear in a page of the task."""
 _WORDS = re.compile(r"[a-z0-9]+")
+TEXT_CACHE_BYTES = 32 << 20
+"""Page texts kept per process (least recently read dropped first)."""
 
 
 def answer_order(index: CorpusIndex, seed: int, alpha: float = 0.5) -> list[int]:
@@ -40,16 +44,25 @@ def answer_order(index: CorpusIndex, seed: int, alpha: float = 0.5) -> list[int]
     (weight ``(1 + inbound) ** -alpha``, exponential keys): long-tail answers come first, no page
     is drawn twice, and the corpus's top 1% by inbound links are left out."""
     rng = random.Random(f"sailorfog-answers:{seed}")
-    known = sorted(index.inbound)
-    hub = known[int(0.99 * (len(known) - 1))] if known else 0  # the corpus's top 1% are never answers
+    n = len(index)
+    if hasattr(index, "typed"):  # the memory-mapped index: per-page arrays
+        typed, degree = index.typed(), index.degrees()
+        inbound = np.asarray(index.inbound.values, np.int64)
+    else:
+        typed = np.fromiter((bool(t) for t in index.page_type), bool, n)
+        degree = np.fromiter((len(nb) for nb in index.neighbors), np.int64, n)
+        inbound = np.asarray(index.inbound, np.int64)
+    known = len(inbound) > 0
+    hub = int(np.sort(inbound)[int(0.99 * (len(inbound) - 1))]) if known else 0  # the top 1% are never answers
+    full = np.zeros(n, np.int64)
+    full[:min(n, len(inbound))] = inbound[:n]
+    keep = typed & (degree > 0) & (full <= hub) if known else typed & (degree > 0)
+    weights: dict[int, float] = {}
     keys = []
-    for pid in range(len(index)):
-        if not index.page_type[pid] or not index.neighbors[pid]:
-            continue
-        inbound = index.inbound[pid] if pid < len(index.inbound) else 0
-        if known and inbound > hub:
-            continue
-        weight = (1.0 + max(inbound, 0)) ** -alpha
+    for pid, links in zip(np.flatnonzero(keep).tolist(), full[keep].tolist()):
+        weight = weights.get(links)
+        if weight is None:
+            weight = weights[links] = (1.0 + max(links, 0)) ** -alpha
         keys.append((-math.log(1.0 - rng.random()) / weight, pid))
     keys.sort()
     return [pid for _, pid in keys]
@@ -123,20 +136,21 @@ class ResearchSynthesizer:
     attack_filter: bool = True
     """Drop a task when one search (the whole question, one clause, or one 6-word window of it)
     lists the answer in the top 10."""
-    texts: dict[str, str] = field(default_factory=dict)
+    texts: ByteLRU = field(default_factory=lambda: ByteLRU(TEXT_CACHE_BYTES))
 
     def text(self, title: str) -> str:
-        if title not in self.texts:
-            if len(self.texts) > 5000:
-                self.texts.clear()
-            self.texts[title] = (self.sim.page(title) or {}).get("text", "")
-        return self.texts[title]
+        found = self.texts.get(title)
+        if found is None:
+            found = self.texts[title] = (self.sim.page(title) or {}).get("text", "")
+        return found
 
     # --- choosing the chain -------------------------------------------------------------
     def _neighbor(self, title: str, avoid: set[str], rng: random.Random, label: str,
                   other: tuple[str, str]) -> tuple[str, Statement, Statement] | None:
         pid = self.index.ids[title]
-        options = sorted(self.index.titles[n] for n in self.index.neighbors[pid] if self.index.page_type[n])
+        typed = self.index.typed() if hasattr(self.index, "typed") else None  # the memory-mapped index
+        options = sorted(self.index.titles[n] for n in self.index.neighbors[pid]
+                         if (typed[n] if typed is not None else self.index.page_type[n]))
         rng.shuffle(options)
         found = []
         for cand in options[:12]:
@@ -194,7 +208,7 @@ class ResearchSynthesizer:
     # --- uniqueness ------------------------------------------------------------------------
     def count(self, statements: Sequence[Statement], labels: Sequence[str]) -> int:
         checks = [c for s in statements for c in s.checks if all(lab in labels for lab in s.labels)]
-        return len(candidates(self.index, checks, labels))
+        return count_candidates(self.index, checks, labels)
 
     def x_only(self, statements: Sequence[Statement], path: Sequence[str] = ()) -> int:
         """Candidates of the answer under every statement that does not involve a hidden intermediate."""
@@ -236,8 +250,8 @@ class ResearchSynthesizer:
                 continue
             chosen.append(s)
             steps.append({"step": "weak", "statement": s.id, "candidates": 1})
-        if self.index.ids[chain.titles["X"]] not in candidates(
-                self.index, [c for s in chosen for c in s.checks], labels):
+        if not contains(candidate_pages(self.index, [c for s in chosen for c in s.checks], labels),
+                        self.index.ids[chain.titles["X"]]):
             return "inconsistent: the answer does not satisfy its own clues"
         return chosen, steps
 
@@ -329,10 +343,9 @@ class ResearchSynthesizer:
         if not oracle.solved:
             return Outcome(i, None, f"oracle: {oracle.reason}", steps)
         if self.attack_filter:
-            from sailorfog.attacks import shortcut_ranks
+            from sailorfog.attacks import first_shortcut
 
-            ranks = shortcut_ranks(self.sim, question, {target})
-            hit = next((k for k, r in ranks.items() if r is not None), None)
+            hit = first_shortcut(self.sim, question, {target})
             if hit:
                 return Outcome(i, None, f"shortcut: one search of the {hit} finds the answer", steps)
         sub, H = self.subgraph(chain, statements)

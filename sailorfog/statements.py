@@ -15,6 +15,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from sailorfog.constraints import linked_size, unary_size
 from sailorfog.corpus import CorpusIndex
 from sailorfog.describe import PERSON_HEADS, date_event, defining_type, first_sentence, predicate
 from sailorfog.extract import extract_dates, extract_numbers
@@ -70,17 +71,17 @@ def type_statement(index: CorpusIndex, label: str, title: str, text: str, sid: s
     """``label`` is a <type>: the longest tail of the defining type that still fits ``min_alone`` pages
     (a person of a rarer type is "a person"; another entity of a rarer type gets no type statement)."""
     words = list(index.page_type[index.ids[title]]) or defining_type(text)
-    if not words or len(index.with_type(words[-1:])) < 2:  # a head no other page has is no type ("a narrow")
+    if not words or _type_size(index, words[-1:]) < 2:  # a head no other page has is no type ("a narrow")
         return None
     evidence = _evidence(index, title, first_sentence(text))
-    chosen, count = words[-1:], len(index.with_type(words[-1:]))
+    chosen, count = words[-1:], _type_size(index, words[-1:])
     if count < min_alone:
         if words[-1].lower() not in PERSON_HEADS:
             return None
         return Statement(sid, "type", label, value="person", checks=[{"type": "person", "node": label}],
-                         evidence=evidence, alone=len(index.with_person()))
+                         evidence=evidence, alone=unary_size(index, {"type": "person"}))
     for k in range(2, len(words) + 1):
-        n = len(index.with_type(words[-k:]))
+        n = _type_size(index, words[-k:])
         if n < min_alone:
             break
         chosen, count = words[-k:], n
@@ -89,6 +90,10 @@ def type_statement(index: CorpusIndex, label: str, title: str, text: str, sid: s
         return None
     return Statement(sid, "type", label, value=value, checks=[{"type": "type", "node": label, "words": chosen}],
                      evidence=evidence, alone=count)
+
+
+def _type_size(index: CorpusIndex, words: list[str]) -> int:
+    return unary_size(index, {"type": "type", "words": list(words)})
 
 
 def date_statements(index: CorpusIndex, label: str, title: str, text: str, sid: str,
@@ -105,7 +110,7 @@ def date_statements(index: CorpusIndex, label: str, title: str, text: str, sid: 
         check = {"type": "year", "node": label, "lo": lo, "hi": hi}
         out.append(Statement(f"{sid}{len(out)}", "date", label, value=phrase, predicate=verb, checks=[check],
                              evidence=_evidence(index, title, d.get("sentence", "")),
-                             alone=len(index.with_year(lo, hi)), uncertainty=["vague_time"]))
+                             alone=unary_size(index, check), uncertainty=["vague_time"]))
     out.sort(key=lambda s: (not s.predicate, s.id))
     return out
 
@@ -117,7 +122,8 @@ def name_statement(index: CorpusIndex, label: str, title: str, sid: str) -> Stat
     if not letter.isascii() or not letter.isalpha():
         return None
     return Statement(sid, "name", label, value=letter, checks=[{"type": "prefix", "node": label, "prefix": letter}],
-                     evidence=_evidence(index, title, name), alone=len(index.with_prefix(letter)),
+                     evidence=_evidence(index, title, name),
+                     alone=unary_size(index, {"type": "prefix", "prefix": letter}),
                      uncertainty=["partial_names"])
 
 
@@ -131,7 +137,7 @@ def name_words_statement(index: CorpusIndex, label: str, title: str, sid: str) -
         return None
     return Statement(sid, "name_words", label, value=_NUMBER_WORDS[n - 1],
                      checks=[{"type": "name_words", "node": label, "n": n}], evidence=_evidence(index, title, title),
-                     alone=len(index.with_name_words(n)), uncertainty=["partial_names"])
+                     alone=unary_size(index, {"type": "name_words", "n": n}), uncertainty=["partial_names"])
 
 
 _UNIT_NAMES = {"km": "kilometres", "km2": "square kilometres", "km²": "square kilometres", "m": "metres",
@@ -155,7 +161,8 @@ def number_statements(index: CorpusIndex, label: str, title: str, text: str, sid
         out.append(Statement(f"{sid}{len(out)}", "number", label, value=f"{phrase} {unit}",
                              checks=[{"type": "number", "node": label, "lo": lo, "hi": hi}],
                              evidence=_evidence(index, title, q.get("sentence", "")),
-                             alone=len(index.with_number(lo, hi)), uncertainty=["fuzzy_quantities"]))
+                             alone=unary_size(index, {"type": "number", "lo": lo, "hi": hi}),
+                             uncertainty=["fuzzy_quantities"]))
     return out[:2]
 
 
@@ -195,4 +202,4 @@ def relation_statement(index: CorpusIndex, sim: Any, a: tuple[str, str], b: tupl
     pred, sl, ol, st, sentence = options[0]
     return Statement(sid, "relation", sl, predicate=pred, object=ol,
                      checks=[{"type": "link", "a": sl, "b": ol}], evidence=_evidence(index, st, sentence),
-                     alone=len(index.linked()))
+                     alone=linked_size(index))

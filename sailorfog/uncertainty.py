@@ -16,7 +16,7 @@ import random
 from typing import Callable, Optional
 
 from sailorfog.clues import TARGET_LABEL, Clue, ClueSet
-from sailorfog.constraints import candidates, satisfied_by
+from sailorfog.constraints import candidate_pages, count_candidates, only, satisfied_by
 from sailorfog.corpus import CorpusIndex, initials
 from sailorfog.text import display_title
 
@@ -239,10 +239,15 @@ def exclusion(cs: ClueSet, rng: random.Random, index: CorpusIndex | None = None)
     """Rule out a near candidate: "{X} is not the one whose name begins with “Q”"."""
     if index is None:
         return None
-    cands = sorted(candidates(index, all_checks(cs), cs.titles) - {index.ids.get(cs.target)})
+    target = index.ids.get(cs.target)
     own = display_title(cs.target)[:2].lower()
-    rivals = [p for p in cands if display_title(index.titles[p])[:2].lower() != own
-              and display_title(index.titles[p])[:2].isalpha()]
+    rivals = []
+    for p in candidate_pages(index, all_checks(cs), cs.titles).tolist():  # sorted; the first 20 rivals are drawn from
+        name = display_title(index.titles[p])[:2]
+        if p != target and name.lower() != own and name.isalpha():
+            rivals.append(p)
+            if len(rivals) == 20:
+                break
     if not rivals:
         return None
     rival = index.titles[rng.choice(rivals[:20])]
@@ -263,16 +268,15 @@ def weak_constraints(cs: ClueSet, rng: random.Random, index: CorpusIndex | None 
         return None
     out = cs.copy()
     target = index.ids.get(cs.target)
-    if candidates(index, all_checks(out), out.titles) != {target}:
+    if not only(index, all_checks(out), out.titles, target):
         return None
-    for clue in sorted(out.clues, key=lambda c: len(candidates(index, c.checks, out.titles))):
-        alone = candidates(index, clue.checks, out.titles)
-        if len(alone) > 1:
+    for clue in sorted(out.clues, key=lambda c: count_candidates(index, c.checks, out.titles)):
+        if count_candidates(index, clue.checks, out.titles) > 1:
             continue
         rest = [c for c in out.clues if c.id != clue.id]
-        if rest and candidates(index, [k for c in rest for k in c.checks], out.titles) == {target}:
+        if rest and only(index, [k for c in rest for k in c.checks], out.titles, target):
             out.clues = rest
-    if len(out.clues) < 2 or any(len(candidates(index, c.checks, out.titles)) <= 1 for c in out.clues):
+    if len(out.clues) < 2 or any(count_candidates(index, c.checks, out.titles) <= 1 for c in out.clues):
         return None
     out.add_kind("weak_constraints")
     return out
@@ -288,9 +292,12 @@ def distractor(cs: ClueSet, rng: random.Random, index: CorpusIndex | None = None
     options = []
     for clue in sorted(cs.clues, key=lambda c: c.id):
         rest = [k for c in cs.clues if c.id != clue.id for k in c.checks]
-        near = candidates(index, rest, cs.titles) - {target}
+        pages = candidate_pages(index, rest, cs.titles)
+        if len(pages) > max_rivals + 1:
+            continue
+        near = [p for p in pages.tolist() if p != target]
         if 0 < len(near) <= max_rivals:
-            options.append((len(near), clue.id, sorted(near)))
+            options.append((len(near), clue.id, near))
     if not options:
         return None
     _, failed, near = min(options)

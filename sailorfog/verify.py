@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sailorfog.clues import TARGET_LABEL, Clue, ClueSet
-from sailorfog.constraints import candidates
+from sailorfog.constraints import candidate_pages, count_candidates
 from sailorfog.corpus import CorpusIndex
+from sailorfog.pagesets import contains
 from sailorfog.uncertainty import all_checks, exclusion
 
 _POOL_ORDER = {"description": 0, "fact": 1, "date": 2, "number": 3}
@@ -38,7 +39,7 @@ class Uniqueness:
 
 
 def _count(index: CorpusIndex, cs: ClueSet) -> int:
-    return len(candidates(index, all_checks(cs), cs.titles))
+    return count_candidates(index, all_checks(cs), cs.titles)
 
 
 def _pool_key(clue: Clue) -> tuple[int, int, str]:
@@ -56,7 +57,7 @@ def make_unique(cs: ClueSet, index: CorpusIndex, rng: random.Random, max_added: 
     cs = cs.copy()
     count = _count(index, cs)
     steps = [{"step": "base", "clue": "", "candidates": count}]
-    if target not in candidates(index, all_checks(cs), cs.titles):
+    if not contains(candidate_pages(index, all_checks(cs), cs.titles), target):
         return Uniqueness(None, steps, "the answer does not satisfy its own clues")
     added = 0
     for clue in sorted(cs.pool, key=_pool_key):
