@@ -129,6 +129,7 @@ def make_wikisim_env(wiki_dir: str | os.PathLike, tasks: str | os.PathLike | Seq
         if callable(getattr(obj, "close", None)):
             env.add_closer(obj.close)
     env.add_closer(release)
+    env.simulator = sim  # the WikiSim the tools read, for callers that need more of it (synthesis)
     return with_episode_limit(env, max_episode_seconds)
 
 

@@ -47,14 +47,11 @@ def make_synthesizer(shared: Shared) -> Synthesizer:
     env = gym.make("websailor/WikiSim-v0", wiki_dir=shared.wiki, tasks=[{"question": "placeholder", "answer": "placeholder"}],
                    tools=["search", "visit"], current_date=shared.current_date)
     if shared.mode == "research":
-        from envs.wikisim import SHARED_SIMS
         from sailorfog.research import ResearchRunner, ResearchSynthesizer
 
         # The environment's simulator, not a second copy (one per process: at 1M pages a copy is
-        # hundreds of MB); released when the environment closes.
-        sim, release = SHARED_SIMS.acquire(shared.wiki)
-        env.unwrapped.add_closer(release)
-        synth = ResearchSynthesizer(shared.index, sim, shared.seed, depth=shared.depth)
+        # hundreds of MB); it closes with the environment.
+        synth = ResearchSynthesizer(shared.index, env.unwrapped.simulator, shared.seed, depth=shared.depth)
         return ResearchRunner(synth, env, shared.writer, shared.heuristic, shared.corpus)  # type: ignore[return-value]
     return Synthesizer(shared.G, shared.index, env, shared.writer, shared.seed, shared.aliases,
                        heuristic=shared.heuristic, corpus=shared.corpus)
