@@ -33,7 +33,7 @@ import torch
 
 from trainers import checkpoint_io, grpo_state, lora, memory, mismatch, parallel, precision, rollout_engine
 from trainers.parallel import Parallel
-from trainers.grpo_data import EqualGroups, TaskPool, build_batch, is_error, prepare_step
+from trainers.grpo_data import EqualGroups, Overlong, TaskPool, build_batch, is_error, prepare_step
 from trainers.interrupt import StopRequest, TrainingInterrupted
 from trainers.progress import StepBar, enabled
 from trainers.metrics_log import TENSORBOARD_MODES, MetricsLogger, TensorBoardMode, iter_metrics
@@ -96,6 +96,10 @@ class GRPOConfig:
     """Weight of the KL penalty to the initial model (0: off, no reference model kept)."""
     exclude_truncated: bool = True
     """Leave trajectories that ended without an answer (token, turn or context limit) out of the loss."""
+    overlong: Overlong = "exclude"
+    """An episode whose last turn the token limit cut (``token_limit``): ``exclude`` it from the loss
+    with the other cut-off ones (DAPO's overlong filtering), or ``penalize`` it: keep it with its
+    reward 0, so that turns running past ``max_new_tokens`` are pushed down."""
     equal_groups: EqualGroups = "keep"
     """Groups whose rewards are all equal: ``keep`` them, ``dupo`` (replace with copies of groups with signal), ``drop``."""
     pool_size: int = 64
@@ -324,7 +328,8 @@ class GRPOTrainer:
         rng = random.Random(cfg.seed * 7_919 + self.step * 31 + self.dist.rank)
         chosen, advs, include, gstats = prepare_step(
             trajectories, cfg.group_size, advantage=cfg.advantage, scale_std=cfg.scale_std,
-            equal_groups=cfg.equal_groups, exclude_truncated=cfg.exclude_truncated, rng=rng)
+            equal_groups=cfg.equal_groups, exclude_truncated=cfg.exclude_truncated, rng=rng,
+            overlong=cfg.overlong)
         update = self.update(chosen, advs, include)
         t2 = time.perf_counter()
         outcomes = [(i, _outcome(t)) for k, i in enumerate(mine) for t in trajectories[k * cfg.group_size:

@@ -131,7 +131,10 @@ def build_batch(trajectories: Sequence[Any], advantages: Sequence[float], includ
     return TrainBatch(ids, att, lmask, old, torch.tensor(list(advantages), dtype=torch.float32), first)
 
 
-def is_cut_off(traj: Any) -> bool:
+Overlong = Literal["exclude", "penalize"]
+
+
+def is_cut_off(traj: Any, overlong: Overlong = "exclude") -> bool:
     """True when the episode was cut off by a limit before a finished answer: the tool-call (turn)
     budget, the context, the wall clock, or the token limit of its last turn (``last_turn_cut``, set
     by the rollout; an answer the token limit cut, ``<answer>Par``, is ``token_limit``: truncated,
@@ -142,8 +145,17 @@ def is_cut_off(traj: Any) -> bool:
     reward, so that bad format is pushed down. Leaving it out would bias the update towards
     malformed turns (well-formed wrong answers get negative advantages, malformed ones would get
     none). Records without ``last_turn_cut`` (other producers) fall back to the loss mask: a last
-    turn closed with ids the policy did not sample (mask 0) was cut."""
+    turn closed with ids the policy did not sample (mask 0) was cut.
+
+    ``overlong="penalize"``: a last turn the token limit cut (``token_limit``) is the policy's own
+    doing, not a budget the environment set, so such an episode is *not* cut off: it stays in the
+    loss with its reward (0), which pushes down turns that run past the limit instead of ending
+    (left out, as DAPO's overlong filtering does, they are never pushed down, while the end-of-turn
+    marker of every wrong answer is)."""
     termination = str(getattr(traj, "termination", ""))
+    if overlong == "penalize" and (termination == "token_limit" or
+                                   (termination not in CUT_OFF_TERMINATIONS and getattr(traj, "last_turn_cut", None))):
+        return False
     if termination in CUT_OFF_TERMINATIONS:
         return True
     cut = getattr(traj, "last_turn_cut", None)
@@ -180,13 +192,13 @@ def impute_error_rewards(trajectories: Sequence[Any], group_size: int) -> list[f
 
 def prepare_step(trajectories: Sequence[Any], group_size: int, *, advantage: Literal["loo", "mean"],
                  scale_std: bool, equal_groups: EqualGroups, exclude_truncated: bool,
-                 rng: random.Random) -> tuple[list[Any], list[float], list[bool], GroupStats]:
+                 rng: random.Random, overlong: Overlong = "exclude") -> tuple[list[Any], list[float], list[bool], GroupStats]:
     """Choose groups, compute advantages and which trajectories feed the loss.
 
     Advantages are computed over the whole group, truncated trajectories included (their
     reward, usually 0, is part of the baseline; an error trajectory's reward is imputed,
     :func:`impute_error_rewards`, and it never feeds the loss); ``exclude_truncated`` then only takes the
-    cut-off ones (:func:`is_cut_off`) out of the loss. Returns trajectories, advantages and ``include`` flags
+    cut-off ones (:func:`is_cut_off`, with ``overlong``) out of the loss. Returns trajectories, advantages and ``include`` flags
     in training order, and the group statistics.
     """
     rewards = impute_error_rewards(trajectories, group_size)
@@ -197,7 +209,7 @@ def prepare_step(trajectories: Sequence[Any], group_size: int, *, advantage: Lit
         for i in range(g * group_size, (g + 1) * group_size):
             t = trajectories[i]
             error = is_error(t)
-            inc = not error and not (exclude_truncated and is_cut_off(t))
+            inc = not error and not (exclude_truncated and is_cut_off(t, overlong))
             stats.error_trajectories += int(error)
             stats.excluded_trajectories += 0 if inc or error else 1
             out_t.append(t)

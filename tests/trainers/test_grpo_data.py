@@ -115,3 +115,19 @@ def test_cut_off_rule_follows_the_rollouts_flag_not_the_last_token():
     answered = traj(1.0)
     answered.last_turn_cut = True  # an answer cut mid-way is truncated, not answered
     assert is_cut_off(answered) and is_cut_off(traj(0.0, termination="token_limit"))
+
+
+def test_overlong_penalize_keeps_turns_the_token_limit_cut_and_only_those():
+    cut_turn = traj(0.0, termination="format_error")
+    cut_turn.last_turn_cut = True
+    budget = traj(0.0, termination="max_tool_calls")
+    budget.last_turn_cut = True  # the environment's budget ended it: still out of the loss
+    for t in (traj(0.0, termination="token_limit"), cut_turn):
+        assert is_cut_off(t) and not is_cut_off(t, "penalize")
+    for t in (budget, traj(0.0, termination="context_limit"), traj(0.0, termination="time_limit")):
+        assert is_cut_off(t) and is_cut_off(t, "penalize")
+    ts = [traj(1.0), traj(0.0, termination="token_limit"), traj(0.0, termination="max_tool_calls"), traj(0.0)]
+    _, adv, inc, stats = prepare_step(ts, 4, advantage="loo", scale_std=False, equal_groups="keep",
+                                      exclude_truncated=True, rng=random.Random(0), overlong="penalize")
+    assert inc == [True, True, False, True] and stats.excluded_trajectories == 1
+    assert adv[1] == pytest.approx(-1 / 3)  # pushed down like a wrong answer
