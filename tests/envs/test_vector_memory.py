@@ -12,7 +12,8 @@ import envs.wikisim  # noqa: F401  (registers the freeze of forked children)
 from envs import spaces
 from envs.baselines import HeuristicAgent
 from envs.env import ResearchEnv
-from envs.wikisim import SearchTool, VisitTool
+from envs.tools.search import SearchTool
+from envs.tools.visit import VisitTool
 
 from .conftest import TASKS, EchoTool, MiniWiki
 
