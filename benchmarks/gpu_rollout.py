@@ -66,7 +66,7 @@ def save_model(size: str, out: Path) -> Path:
     return out
 
 
-def make_policy(backend: str, model_dir: Path, device: str) -> Any:
+def make_agent(backend: str, model_dir: Path, device: str) -> Any:
     if backend == "vllm":
         from trainers.policies import VLLMPolicy
 
@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parser.parse_args(argv)
     tasks = [t.to_dict() for t in load_tasks(args.tasks)][: args.episodes]
     with tempfile.TemporaryDirectory() as tmp:
-        policy = RecordingPolicy(make_policy(args.backend, save_model(args.size, Path(tmp) / "model"), args.device))
+        policy = RecordingPolicy(make_agent(args.backend, save_model(args.size, Path(tmp) / "model"), args.device))
         rollout = rollouts(policy, tasks, args)
         bare = bare_generation(policy.inner, policy.prompts, args)
     ratio = rollout["tokens_per_s"] / bare["tokens_per_s"]

@@ -3,7 +3,7 @@
 Both read only the observations (as a model would): the question from the first prompt,
 search results and page evidence from the tool responses.
 
-- :class:`RandomPolicy` picks among a random search, a random visit of a URL it has
+- :class:`RandomAgent` picks among a random search, a random visit of a URL it has
   seen, an answer with a random title it has seen, and a malformed turn.
 - :class:`HeuristicAgent` searches the question's salient words, visits the best hits,
   and answers with the candidate title the evidence supports most.
@@ -36,8 +36,9 @@ META_WORDS = frozenset("answer answers article articles title titles wikipedia q
 _CAPITALIZED = re.compile(r"\b[A-Z][\w'’.-]*(?:\s+(?:(?:of|the|de|von|van|and)\s+|&\s*)?[A-Z][\w'’.-]*)+")
 
 
-class Policy(Protocol):
-    """A policy over the environment's text observations."""
+class Agent(Protocol):
+    """A scripted agent over the environment's text observations (the trainers' policies are token
+    in, token out: :class:`trainers.policies.Policy`)."""
 
     name: str
 
@@ -228,7 +229,7 @@ def _display_title(title: str) -> str:
 
 
 @dataclass
-class RandomPolicy:
+class RandomAgent:
     """Uniformly random among search, visit, answer and a malformed turn (seeded)."""
 
     seed: int | None = None
@@ -260,20 +261,20 @@ class RandomPolicy:
         return "I am not sure what to do."
 
 
-POLICIES = {"heuristic": HeuristicAgent, "random": RandomPolicy}
+POLICIES = {"heuristic": HeuristicAgent, "random": RandomAgent}
 
 
-def make_policy(name: str, seed: int | None = None) -> Policy:
+def make_agent(name: str, seed: int | None = None) -> Agent:
     """A baseline policy by name."""
     if name == "heuristic":
         return HeuristicAgent()
     if name == "random":
-        return RandomPolicy(seed=seed)
+        return RandomAgent(seed=seed)
     raise ValueError(f"policy must be one of {sorted(POLICIES)}, got {name!r}")
 
 
 
-def run_episode(env: Any, policy: Policy, *, options: dict[str, Any] | None = None,
+def run_episode(env: Any, policy: Agent, *, options: dict[str, Any] | None = None,
                 seed: int | None = None) -> tuple[float, dict[str, Any]]:
     """Play one episode of ``env`` (a Gymnasium env, wrapped or not) with ``policy``.
 

@@ -57,13 +57,13 @@ def run_baseline(config: BaselineConfig) -> dict:
     import gymnasium as gym
 
     import envs  # noqa: F401  (registers the environments)
-    from envs.baselines import make_policy, run_episode
+    from envs.baselines import make_agent, run_episode
     from envs.trajectory import TrajectoryWriter, trajectory_record
 
     env = gym.make("websailor/WikiSim-v0", wiki_dir=config.wiki_dir, tasks=config.tasks, tools=list(config.tools),
                    max_tool_calls=config.max_tool_calls)
     tasks = env.unwrapped.tasks[: config.limit]
-    policy = make_policy(config.policy, seed=config.seed)
+    policy = make_agent(config.policy, seed=config.seed)
     writer = TrajectoryWriter(config.out) if config.out else None
     correct, tool_calls, terminations = 0, 0, Counter()
     start = time.perf_counter()

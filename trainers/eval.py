@@ -284,7 +284,7 @@ def play_baseline(name: str, tasks: Sequence[Mapping[str, Any]], rollout: Any, k
     """``k`` episodes per task of a baseline policy (:mod:`envs.baselines`), ``num_envs`` at once;
     ``on_trajectory`` as in :func:`evaluate`."""
     import envs  # noqa: F401  (registers the environments)
-    from envs.baselines import make_policy, run_episode
+    from envs.baselines import make_agent, run_episode
     from envs.wrappers import EpisodeTimeLimit
     from trainers.rollout import Trajectory, make_env
 
@@ -307,7 +307,7 @@ def play_baseline(name: str, tasks: Sequence[Mapping[str, Any]], rollout: Any, k
                     index, task = jobs.get_nowait()
                 except queue.Empty:
                     return
-                agent = make_policy(name, seed=rollout.seed + index)
+                agent = make_agent(name, seed=rollout.seed + index)
                 reward, info = run_episode(env, agent, options={"task": task})
                 termination = str(info.get("termination") or "unknown")
                 results[index] = Trajectory(

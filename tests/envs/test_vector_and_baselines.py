@@ -4,7 +4,7 @@ import pytest
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 from gymnasium.wrappers import RecordEpisodeStatistics, TimeLimit
 
-from envs.baselines import (HeuristicAgent, RandomPolicy, make_policy, parse_search_results, parse_visit_pages,
+from envs.baselines import (HeuristicAgent, RandomAgent, make_agent, parse_search_results, parse_visit_pages,
                             question_of, quote_support, run_episode, salient_queries,
                             tool_names_of)
 from envs.env import ResearchEnv
@@ -60,14 +60,14 @@ def test_gymnasium_wrappers_fit():
     reward, info = run_episode(env, HeuristicAgent(), options={"task_index": 2})
     assert "episode" in info and info["episode"]["l"] == 2
     # TimeLimit truncates on its own count, on top of the environment's budgets.
-    reward, info = run_episode(env, RandomPolicy(seed=1), options={"task_index": 2})
+    reward, info = run_episode(env, RandomAgent(seed=1), options={"task_index": 2})
     assert info["episode"]["l"] <= 2
 
 
 def test_heuristic_solves_the_mini_wiki_and_beats_random():
     env = _make()
     heuristic = [run_episode(env, HeuristicAgent(), options={"task_index": i})[1]["is_correct"] for i in range(3)]
-    rng_policy = RandomPolicy(seed=0)
+    rng_policy = RandomAgent(seed=0)
     random_runs = [run_episode(env, rng_policy, options={"task_index": i % 3})[1]["is_correct"] for i in range(30)]
     assert all(heuristic)
     assert np.mean(random_runs) < 1.0
@@ -95,9 +95,9 @@ def test_policy_helpers_read_the_observations():
     assert quote_support('Which city is "the ___ of Spain"?', page) == 0.0
     queries = salient_queries('Which film, called "The Big Sleep" in English, did Howard Hawks direct in 1946?')
     assert queries[0] == "The Big Sleep" and any("Howard Hawks" in q for q in queries)
-    assert make_policy("random", seed=1).name == "random"
+    assert make_agent("random", seed=1).name == "random"
     with pytest.raises(ValueError, match="policy must be"):
-        make_policy("oracle")
+        make_agent("oracle")
 
 
 def test_gym_make_with_a_registered_entry_point_is_lazy():
