@@ -23,7 +23,7 @@ def helper_children() -> list[int]:
                 cmd = f.read()
         except OSError:
             continue
-        if ppid == me and b"wiki_sim.search_processes" in cmd:
+        if ppid == me and b"wiki_sim.search_helper" in cmd:
             found.append(int(entry))
     return found
 
