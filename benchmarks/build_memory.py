@@ -9,7 +9,9 @@ index writer processes included) and the size of its temporary build directory:
 
 - ``build_s``, ``peak_rss_mb``, ``peak_pss_mb``: wall time and the largest summed RSS and PSS
   of the tree (PSS also per phase of the build: parse and store, which is the JSONL ingest and
-  link pass, finalize the store, index, forward index);
+  link pass, finalize the store, index, forward index); ``ingest_peak_rss_mb``: the build
+  process's own peak RSS when the store is written, before indexing (``build.json``; codes
+  before it leave it ``None``);
 - ``final_mb``, ``peak_disk_mb``, ``temp_ratio``: the finished simulator's size, the largest
   size of the build directory while it ran and ``(peak - final) / final`` (what the build
   wrote beyond its result, relative to it);
@@ -147,6 +149,7 @@ def run_build(code: Path, corpus: Path, out: Path, engine: str, memory_mb: int |
     return {"build_s": round(seconds, 1), "segments": info.get("counts", {}).get("index_segments"),
             "peak_rss_mb": round(peak["rss"] / 2 ** 20), "peak_pss_mb": round(peak["pss"] / 2 ** 20),
             "peak_pss_mb_by_phase": _phase_peaks(series, info, seconds),
+            "ingest_peak_rss_mb": info.get("ingest_peak_rss_mb"),
             "final_mb": round(final / 2 ** 20, 1), "peak_disk_mb": round(max(peak["disk"], final) / 2 ** 20, 1),
             "temp_ratio": round(max(0, peak["disk"] - final) / final, 2)}
 
