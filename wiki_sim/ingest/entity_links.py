@@ -154,7 +154,6 @@ _CLASS = 1 << 40
 """Precedence of a key's entries: any title (the last one), then the first lower-case form or
 plural, then the first alias, then the first variant: what inserting them one by one into a
 dict (titles overwriting, the rest only where free) leaves."""
-_VARIANT_CACHE = 1024
 
 
 class EntityLinker:
@@ -194,7 +193,6 @@ class EntityLinker:
                 self._add(alias, _ALIAS, t, 2 * _CLASS + order, entries)
         self._add_variants(kept, entries)
         self._resolve(entries)
-        self._variants: dict[int, tuple[tuple[int, frozenset[str]], ...]] = {}
         self._live: tuple[np.ndarray, HashTable] | None = None
 
     def _index_of(self, title: str) -> int:
@@ -237,26 +235,34 @@ class EntityLinker:
 
     def _add_variants(self, kept: np.ndarray, entries: "_Entries") -> None:
         """``X (qualifier)`` found as ``X`` where no page is titled ``X``: one entry per ``X``
-        listing its titles that have qualifier words (in title order)."""
-        base_hash, members, usable = array("q"), array("q"), array("b")
+        listing its titles that have qualifier words (in title order), each with the hashes of
+        its qualifier words (flat arrays: a variant with many titles is judged in one pass)."""
+        base_hash, members, counts, flat = array("q"), array("q"), array("q"), array("q")
         for i in kept.tolist():
             m = _QUALIFIED.match(self.titles[i])
             if m and self._index_of(m.group(1)) < 0:
+                words = qualifier_words(m.group(2))
                 base_hash.append(hash(m.group(1)))
                 members.append(i)
-                usable.append(1 if qualifier_words(m.group(2)) else 0)
+                counts.append(len(words))
+                flat.extend(map(hash, words))
+        self._var_offsets, self._var_titles = np.zeros(1, dtype=np.int64), np.empty(0, dtype=np.int64)
+        self._var_word_offsets, self._var_words = np.zeros(1, dtype=np.int64), np.empty(0, dtype=np.int64)
         if not members:
-            self._var_offsets, self._var_titles = np.zeros(1, dtype=np.int64), np.empty(0, dtype=np.int64)
             return
-        bh, mem, ok = np.frombuffer(base_hash, np.int64), np.frombuffer(members, np.int64), np.frombuffer(usable, np.int8)
+        bh, mem, nw = (np.frombuffer(a, np.int64) for a in (base_hash, members, counts))
+        sw = np.r_[0, np.cumsum(nw)[:-1]]
         order = np.argsort(bh, kind="stable")  # groups of one base, each in title order
-        bh, mem, ok = bh[order], mem[order], ok[order]
+        bh, mem, nw, sw = bh[order], mem[order], nw[order], sw[order]
         starts = np.flatnonzero(np.r_[True, bh[1:] != bh[:-1]])
         group_of = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, len(bh)]))
-        keep = ok.astype(bool)
-        counts = np.bincount(group_of[keep], minlength=len(starts))
-        self._var_offsets = np.r_[0, np.cumsum(counts)].astype(np.int64)
+        keep = nw > 0
+        self._var_offsets = np.r_[0, np.cumsum(np.bincount(group_of[keep], minlength=len(starts)))].astype(np.int64)
         self._var_titles = mem[keep]
+        opt_nw, opt_sw = nw[keep], sw[keep]
+        self._var_word_offsets = np.r_[0, np.cumsum(opt_nw)].astype(np.int64)
+        gather = np.repeat(opt_sw - self._var_word_offsets[:-1], opt_nw) + np.arange(int(opt_nw.sum()))
+        self._var_words = np.frombuffer(flat, np.int64)[gather]
         for g, first in enumerate(mem[starts].tolist()):  # a group's first title places it among the variants
             base = _QUALIFIED.match(self.titles[first]).group(1)  # type: ignore[union-attr]
             self._add(base, _VARIANT, g, 3 * _CLASS + first, entries)
@@ -277,7 +283,8 @@ class EntityLinker:
     def nbytes(self) -> int:
         """Bytes held by the tables (titles, flags, keys, variants, and the compiled lookup)."""
         arrays = (self._flags, self._title_index.keys, self._title_index.values, self._keys, self._kind, self._value,
-                  self._first, self._length, self._var_offsets, self._var_titles)
+                  self._first, self._length, self._var_offsets, self._var_titles, self._var_word_offsets,
+                  self._var_words)
         live = (self._live[0].nbytes + self._live[1].nbytes) if self._live else 0
         return self.titles.nbytes + sum(a.nbytes for a in arrays) + live
 
@@ -398,24 +405,27 @@ class EntityLinker:
         pos[pos == len(self._keys)] = 0
         return np.where((self._keys[pos] == keys) & live[pos], pos, -1)
 
-    def _variant(self, group: int) -> tuple[tuple[int, frozenset[str]], ...]:
-        """``(title index, qualifier words)`` of a variant entry's titles (a bounded cache)."""
-        options = self._variants.get(group)
-        if options is None:
-            lo, hi = int(self._var_offsets[group]), int(self._var_offsets[group + 1])
-            options = tuple((t, qualifier_words(_QUALIFIED.match(self.titles[t]).group(2)))  # type: ignore[union-attr]
-                            for t in self._var_titles[lo:hi].tolist())
-            if len(self._variants) >= _VARIANT_CACHE:
-                self._variants.clear()
-            self._variants[group] = options
-        return options
+    def _supported(self, group: int, words: frozenset[str]) -> list[int]:
+        """Titles of variant entry ``group`` all of whose qualifier words are in ``words``."""
+        lo, hi = int(self._var_offsets[group]), int(self._var_offsets[group + 1])
+        if lo == hi:
+            return []
+        sentence = {hash(w) for w in words}
+        bounds = self._var_word_offsets[lo:hi + 1]
+        wlo, whi = int(bounds[0]), int(bounds[-1])
+        if hi - lo <= 16:
+            titles, ws, ends = self._var_titles[lo:hi].tolist(), self._var_words[wlo:whi].tolist(), bounds.tolist()
+            return [t for k, t in enumerate(titles)
+                    if all(w in sentence for w in ws[ends[k] - wlo:ends[k + 1] - wlo])]
+        hit = np.isin(self._var_words[wlo:whi], np.fromiter(sentence, dtype=np.int64, count=len(sentence)))
+        return self._var_titles[lo:hi][np.logical_and.reduceat(hit, bounds[:-1] - wlo)].tolist()
 
     def _judge(self, kind: int, value: int, tokens: list[str], i: int, length: int, text: str, start: int,
                end: int, context: _Context) -> int | None:
         """The index of the title this match names, or ``None`` when it does not name one."""
         if kind == _VARIANT:
             words = context.words_at(start)
-            supported = [t for t, q in self._variant(value) if q <= words]
+            supported = self._supported(value, words)
             if len(supported) != 1:
                 return None
             return supported[0] if not _inside_name(tokens, i, length) else None
