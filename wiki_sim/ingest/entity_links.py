@@ -411,14 +411,16 @@ class EntityLinker:
         if lo == hi:
             return []
         sentence = {hash(w) for w in words}
-        bounds = self._var_word_offsets[lo:hi + 1]
-        wlo, whi = int(bounds[0]), int(bounds[-1])
-        if hi - lo <= 16:
-            titles, ws, ends = self._var_titles[lo:hi].tolist(), self._var_words[wlo:whi].tolist(), bounds.tolist()
-            return [t for k, t in enumerate(titles)
-                    if all(w in sentence for w in ws[ends[k] - wlo:ends[k + 1] - wlo])]
-        hit = np.isin(self._var_words[wlo:whi], np.fromiter(sentence, dtype=np.int64, count=len(sentence)))
-        return self._var_titles[lo:hi][np.logical_and.reduceat(hit, bounds[:-1] - wlo)].tolist()
+        bounds = self._var_word_offsets[lo:hi + 1].tolist()
+        wlo = bounds[0]
+        # Most qualifier words are not in the sentence: only the options holding one of its words are checked.
+        hits = [j for j, w in enumerate(self._var_words[wlo:bounds[-1]].tolist(), wlo) if w in sentence]
+        if not hits:
+            return []
+        words_of = self._var_words
+        options = sorted({bisect_right(bounds, j) - 1 for j in hits})
+        return [int(self._var_titles[lo + k]) for k in options
+                if all(int(w) in sentence for w in words_of[bounds[k]:bounds[k + 1]].tolist())]
 
     def _judge(self, kind: int, value: int, tokens: list[str], i: int, length: int, text: str, start: int,
                end: int, context: _Context) -> int | None:
