@@ -1,14 +1,17 @@
 """Build and open costs of the simulator at scale: peak RSS, temporary disk, open time, shared memory.
 
-Corpora of ``--pages`` pages are made from real sentences: every sentence of the default
-simulator's pages (``--wiki-dir``) goes into one pool; page ``i`` takes 3-8 sentences drawn
-from it (seeded) and the title of a real page with ``(i)`` appended (titles are unique).
+Corpora of ``--pages`` pages are made from real sentences of the default simulator's pages
+(``--wiki-dir``) as ``benchmarks.scale`` makes them (:mod:`benchmarks._scale_corpus`: 3-8
+sentences a page, titles ``Base (w1 w2)``).
 For each corpus and engine, ``websailor wiki build`` runs in a child process while a
 sampler reads, every 0.2 s, the resident memory of the build's whole process tree (its
 index writer processes included) and the size of its temporary build directory:
 
-- ``build_s``, ``peak_rss_mb``: wall time and the largest summed RSS of the tree (and per
-  phase of the build: parse and store, finalize the store, index, forward index);
+- ``build_s``, ``peak_rss_mb``, ``peak_pss_mb``: wall time and the largest summed RSS and PSS
+  of the tree (PSS also per phase of the build: parse and store, which is the JSONL ingest and
+  link pass, finalize the store, index, forward index); ``ingest_peak_rss_mb``: the build
+  process's own peak RSS when the store is written, before indexing (``build.json``; codes
+  before it leave it ``None``);
 - ``final_mb``, ``peak_disk_mb``, ``temp_ratio``: the finished simulator's size, the largest
   size of the build directory while it ran and ``(peak - final) / final`` (what the build
   wrote beyond its result, relative to it);
@@ -32,10 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
-import re
 import shutil
-import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -44,29 +44,20 @@ import time
 from pathlib import Path
 from typing import Any
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
-
 
 def make_corpus(wiki_dir: Path, pages: int, seed: int, path: Path) -> Path:
-    """Write a JSONL corpus of ``pages`` pages recombined from the sentences of ``wiki_dir``."""
-    conn = sqlite3.connect(f"file:{wiki_dir / 'store.sqlite'}?mode=ro", uri=True)
-    titles, sentences = [], []
-    for title, text in conn.execute("SELECT title, text FROM pages ORDER BY id"):
-        titles.append(title)
-        sentences.extend(s.strip() for s in _SENTENCE.split(text or "") if 20 <= len(s.strip()) <= 400)
-    conn.close()
-    rng = random.Random(seed)
-    with open(path, "w", encoding="utf-8") as f:
-        for i in range(pages):
-            text = " ".join(rng.choice(sentences) for _ in range(rng.randint(3, 8)))
-            f.write(json.dumps({"title": f"{rng.choice(titles)} ({i})", "text": text}) + "\n")
+    """Write a JSONL corpus of ``pages`` pages recombined from the sentences of ``wiki_dir``
+    (:func:`benchmarks._scale_corpus.write_corpus`, the corpora of ``benchmarks.scale``)."""
+    from benchmarks._scale_corpus import load_pool, write_corpus
+
+    write_corpus(load_pool([wiki_dir / "store.sqlite"]), pages, path, queries=0, seed=seed)
     return path
 
 
-def _tree_rss(pid: int) -> int:
-    """Summed RSS (bytes) of ``pid`` and all its descendants."""
+def _tree_memory(pid: int) -> tuple[int, int]:
+    """Summed RSS and PSS (bytes) of ``pid`` and all its descendants (PSS counts a page shared by
+    several of them, or mapped from the page cache by others, once in all)."""
     children: dict[int, list[int]] = {}
-    rss: dict[int, int] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -76,13 +67,20 @@ def _tree_rss(pid: int) -> int:
         except OSError:
             continue
         children.setdefault(int(fields[1]), []).append(int(entry))
-        rss[int(entry)] = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
-    total, todo = 0, [pid]
+    rss = pss = 0
+    todo = [pid]
     while todo:
         p = todo.pop()
-        total += rss.get(p, 0)
+        try:
+            with open(f"/proc/{p}/smaps_rollup") as f:
+                for line in f:
+                    if line.startswith(("Rss:", "Pss:")):
+                        value = int(line.split()[1]) * 1024
+                        rss, pss = (rss + value, pss) if line.startswith("Rss:") else (rss, pss + value)
+        except OSError:
+            pass
         todo.extend(children.get(p, []))
-    return total
+    return rss, pss
 
 
 def _dir_size(path: Path) -> int:
@@ -97,7 +95,7 @@ def _dir_size(path: Path) -> int:
 
 
 def _phase_peaks(series: list[tuple[float, int]], info: dict[str, Any], seconds: float) -> dict[str, int]:
-    """Peak tree RSS (MB) in each phase of the build, placed by build.json's durations (the
+    """Peak tree memory (MB) in each phase of the build, placed by build.json's durations (the
     phases end ``seconds - total`` after the start: the time spent before, importing)."""
     d = info.get("durations_s", {})
     at = seconds - d.get("total", 0)
@@ -124,16 +122,16 @@ def run_build(code: Path, corpus: Path, out: Path, engine: str, memory_mb: int |
     env = {**os.environ, "PYTHONPATH": str(code)}
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=code, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    peak = {"rss": 0, "disk": 0}
+    peak = {"rss": 0, "pss": 0, "disk": 0}
     done = threading.Event()
 
     series: list[tuple[float, int]] = []
 
     def sample() -> None:
         while not done.is_set():
-            rss = _tree_rss(proc.pid)
-            series.append((time.perf_counter() - start, rss))
-            peak["rss"] = max(peak["rss"], rss)
+            rss, pss = _tree_memory(proc.pid)
+            series.append((time.perf_counter() - start, pss))
+            peak["rss"], peak["pss"] = max(peak["rss"], rss), max(peak["pss"], pss)
             for entry in out.parent.glob(f".{out.name}.building-*"):
                 peak["disk"] = max(peak["disk"], _dir_size(entry))
             time.sleep(0.2)
@@ -149,7 +147,9 @@ def run_build(code: Path, corpus: Path, out: Path, engine: str, memory_mb: int |
     final = _dir_size(out)
     info = json.loads((out / "build.json").read_text(encoding="utf-8"))
     return {"build_s": round(seconds, 1), "segments": info.get("counts", {}).get("index_segments"),
-            "peak_rss_mb": round(peak["rss"] / 2 ** 20), "peak_rss_mb_by_phase": _phase_peaks(series, info, seconds),
+            "peak_rss_mb": round(peak["rss"] / 2 ** 20), "peak_pss_mb": round(peak["pss"] / 2 ** 20),
+            "peak_pss_mb_by_phase": _phase_peaks(series, info, seconds),
+            "ingest_peak_rss_mb": info.get("ingest_peak_rss_mb"),
             "final_mb": round(final / 2 ** 20, 1), "peak_disk_mb": round(max(peak["disk"], final) / 2 ** 20, 1),
             "temp_ratio": round(max(0, peak["disk"] - final) / final, 2)}
 

@@ -25,3 +25,15 @@ def check_budget(memory_bytes: int, need_bytes: int, what: str) -> int:
                            f"needs {need_bytes >> 20} MB more; --memory-mb {memory_bytes >> 20} is too small, "
                            f"give at least {(held + need_bytes) // 2 ** 20 + 1}")
     return memory_bytes - held
+
+
+def peak_resident_bytes() -> int:
+    """The largest resident memory this process has held so far (``VmHWM``; 0 where /proc is missing)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0

@@ -27,7 +27,7 @@ from typing import Any
 from wiki_sim.errors import WikiSimError
 from wiki_sim.forward import FORWARD_DIR, build_forward_index
 from wiki_sim.engines import BUILD_ENGINES, build_engine_index, check_engine, choose_engine, index_dir_name
-from wiki_sim.budget import check_budget, resident_bytes
+from wiki_sim.budget import check_budget, peak_resident_bytes, resident_bytes
 from wiki_sim.index import ALIASES_BOOST, INDEX_DIR, TITLE_BOOST
 from wiki_sim.records import Page
 from wiki_sim.sim import BUILD_FILE, BUILD_FORMAT
@@ -130,6 +130,7 @@ def _build_into(tmp: Path, source: Any, fingerprint: dict[str, Any], workers: in
         writer.db.conn.close()
         raise
     stored = time.perf_counter()
+    ingest_peak = peak_resident_bytes()  # the corpus read, links derived, store written: this process alone
     if counts["pages"] == 0:
         raise WikiSimError(f"the corpus {source.meta.get('path', '')} has no pages")
     engine = choose_engine(engine, counts["pages"])  # --engine auto, and each engine's size limit
@@ -153,6 +154,7 @@ def _build_into(tmp: Path, source: Any, fingerprint: dict[str, Any], workers: in
         "index": _index_info(engine),
         "workers": workers,
         "memory_mb": memory_bytes // 2 ** 20,
+        "ingest_peak_rss_mb": ingest_peak // 2 ** 20,
         "versions": versions(),
         "built_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "durations_s": {

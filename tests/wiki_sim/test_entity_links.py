@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import gc
+import hashlib
+import json
+
 import pytest
 
 from wiki_sim import WikiSim
 from wiki_sim.ingest.entity_links import EntityLinker, own_usage, sentence_start
+from wiki_sim.ingest import open_source
 from wiki_sim.ingest.link_finder import LinkFinder
+from wiki_sim.ingest.name_table import SeenTitles, TitleList
+from wiki_sim.sources import fetch_default_corpus
 
 TITLES = ["Thought", "Party", "Shape", "Switch", "River", "Amazon River", "Peanuts", "Peanut", "Berlin",
           "Berlin (band)", "Mercury (planet)", "Queen (band)", "Queen (chess)", "Mammal", "Albedo", "Water",
@@ -124,3 +131,75 @@ def test_precision_against_real_wikilinks(gensim_wiki):
     # Strict counts every true mention that Wikipedia's editors left unlinked as wrong.
     assert strict >= 0.8 and consistent >= 0.9
     assert consistent > old_consistent and strict > old_strict
+
+
+# --- the compact tables (issue 23: a link pass whose memory does not grow by Python objects per title) ----------
+# Links that the dict-based EntityLinker (before the compact tables, commit 9c63cdd) derived from real text:
+# their count and the sha256 (first 16 hex digits) of their JSON list. The compact tables must give the same.
+_PREVIOUS_API = (3381, "aef628699d5975f0")
+_PREVIOUS_JSONL = (1012, "467909140938dc6e")
+
+
+def _digest(items) -> tuple[int, str]:
+    return len(items), hashlib.sha256(json.dumps(items).encode()).hexdigest()[:16]
+
+
+@pytest.fixture(scope="module")
+def default_articles():
+    data = json.loads(fetch_default_corpus().read_text(encoding="utf-8"))
+    return [(v["title"], v["extract"]) for v in data.values() if v.get("extract")]
+
+
+def test_links_equal_the_dict_based_linkers_on_real_text(default_articles, tmp_path):
+    articles = default_articles
+    extra = ["Mercury (planet)", "Mercury (element)", "Queen (band)", "Berlin (band)", "Paris (mythology)",
+             "Water (disambiguation)", "Apple", "Apple"]  # variants, a disambiguation page, a repeated title
+    linker = EntityLinker([t for t, _ in articles] + extra)
+    linker.learn(articles)
+    found = [(t, f.target, f.anchor, f.start) for t, x in articles[:1000] for f in linker.find(x, t)]
+    assert (len(found), _digest(found)[1]) == _PREVIOUS_API
+    # The JSONL ingest (titles streamed into a TitleList, usage as one byte a page), renamed namesakes included.
+    path = tmp_path / "c.jsonl"
+    with path.open("w") as fh:
+        for title, text in articles[:1200]:
+            fh.write(json.dumps({"title": title, "text": text}) + "\n")
+        for i, (title, text) in enumerate(articles[1200:1500]):
+            fh.write(json.dumps({"title": f"{articles[i][0]} ({title.split()[0].lower()})", "text": text}) + "\n")
+    pages = [(p.title, p.links, p.link_starts) for p in open_source("jsonl", path, progress=False)]
+    assert (sum(len(p[1]) for p in pages), _digest(pages)[1]) == _PREVIOUS_JSONL
+
+
+def _synthetic_titles(n: int) -> list[str]:
+    words = ["river", "stone", "north", "castle", "music", "garden", "Lake", "Saint", "valley", "bridge"]
+    return [f"{words[i % 10].capitalize()} {words[i // 10 % 10]} ({i})" if i % 3 else f"{words[i % 10]}{i}"
+            for i in range(n)]
+
+
+def test_the_link_tables_hold_no_python_objects_per_title():
+    """The linker of 6,000 titles holds as many Python objects as that of 1,000, in under 200 bytes a title."""
+    counts, sizes = [], []
+    for n in (1000, 6000):
+        titles = _synthetic_titles(n)
+        gc.collect()
+        before = len(gc.get_objects())
+        linker = EntityLinker(titles)
+        linker.find("Castle music and river7 were near Stone north.")
+        gc.collect()
+        counts.append(len(gc.get_objects()) - before)
+        sizes.append(linker.nbytes / n)
+        del linker
+    assert counts[1] - counts[0] < 50, counts
+    assert max(sizes) < 200, sizes
+
+
+def test_title_list_and_seen_titles_round_trip():
+    titles = ["Ångström", "北京", "A (b)", "", "x" * 300]
+    tl = TitleList(titles)
+    assert list(tl) == titles and [tl[i] for i in range(len(tl))] == titles and len(tl) == 5
+    seen = SeenTitles(recent=4)  # merges into the sorted arrays every few titles
+    for i in range(50):
+        seen.add(f"t{i}", i * 7)
+    assert len(seen) == 50 and all(seen.get(f"t{i}") == i * 7 for i in range(50))
+    assert seen.get("t50") is None and "t3" in seen and "nope" not in seen
+    seen.add("t3", 2 ** 32 + 5)  # a crc32 is 32 bits; newer value wins over the merged one
+    assert seen.get("t3") == 5

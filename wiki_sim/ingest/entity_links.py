@@ -40,12 +40,16 @@ its offsets in the text, so the store records the sentence that really carries i
 from __future__ import annotations
 
 import re
+from array import array
 from bisect import bisect_right
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterable, Literal, Mapping
 
+import numpy as np
+
 from wiki_sim.ingest.link_finder import LOWERCASE_STOP, _hyphen_glued
+from wiki_sim.ingest.name_table import HashTable, TitleList, hashes
 from wiki_sim.sentences import sentence_spans
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
@@ -142,48 +146,57 @@ def own_usage(title: str, text: str) -> tuple[int, int]:
     return cap, lower
 
 
-@dataclass
-class _Title:
-    title: str
-    single: bool
-    """One word (``Thought``) rather than a phrase."""
-    everyday: bool
-    """Everyday English (Zipf >= EVERYDAY_ZIPF, or a phrase >= EVERYDAY_PHRASE_ZIPF, or a stop word)."""
-    zipf: float
-    usage: Usage = "unknown"
-    cap: int = 0
-    lower: int = 0
+# Title flags (one byte a title) and entry kinds (one byte an entry) of the compact tables.
+_HAS_INFO, _SINGLE, _EVERYDAY, _RARE, _NAME, _WORD_USAGE = 1, 2, 4, 8, 16, 32
+_TITLE, _LOWER, _PLURAL, _ALIAS, _VARIANT, _UPPER = 0, 1, 2, 3, 4, 8
+_KIND_NAMES = {_TITLE: "title", _LOWER: "lower", _PLURAL: "plural", _ALIAS: "alias", _VARIANT: "variant"}
+_CLASS = 1 << 40
+"""Precedence of a key's entries: any title (the last one), then the first lower-case form or
+plural, then the first alias, then the first variant: what inserting them one by one into a
+dict (titles overwriting, the rest only where free) leaves."""
 
 
 class EntityLinker:
     """Find mentions of known titles that name their pages; see the module docstring for the rules.
 
-    ``titles``: the corpus's page titles; ``aliases``: redirect -> title (matched in exact
-    case). Call :meth:`learn` with every ``(title, text)`` of the corpus before :meth:`find`
-    (without it every title is judged by its English frequency alone).
+    ``titles``: the corpus's page titles (any iterable, or a :class:`~wiki_sim.ingest.name_table.TitleList`);
+    ``aliases``: redirect -> title (matched in exact case). Call :meth:`learn` with every
+    ``(title, text)`` of the corpus before :meth:`find` (without it every title is judged by
+    its English frequency alone).
+
+    Held compactly (:mod:`wiki_sim.ingest.name_table`): the titles as one blob, one flag byte
+    a title, and each name key as a 64-bit hash with its kind and target in sorted arrays:
+    about 100 bytes a title, not the 2 KB of Python strings, tuples and dicts.
     """
 
     def __init__(self, titles: Iterable[str], aliases: Mapping[str, str] | None = None, *,
                  min_chars: int = 3, max_tokens: int = 12):
-        titles = [t for t in dict.fromkeys(titles) if not t.endswith("(disambiguation)")]
-        title_set = set(titles)
         self._min_chars, self._max_tokens = min_chars, max_tokens
-        self.info: dict[str, _Title] = {}
-        # key -> ("title", target) | ("lower", target) | ("alias", target) | ("variant", ((target, words), ...))
-        self.table: dict[tuple[str, ...], tuple[str, object]] = {}
-        variants: dict[str, list[tuple[str, frozenset[str]]]] = {}
-        for t in titles:
-            m = _QUALIFIED.match(t)
-            if m and m.group(1) not in title_set:
-                variants.setdefault(m.group(1), []).append((t, qualifier_words(m.group(2))))
-        for t in titles:
-            self._add_title(t)
-        for alias, target in (aliases or {}).items():
-            if alias not in title_set and target in title_set:
-                self._add(alias, ("alias", target))
-        for base, options in variants.items():
-            self._add(base, ("variant", tuple(o for o in options if o[1])))
-        self._live: tuple[dict, dict] | None = None
+        self.titles = titles if isinstance(titles, TitleList) else TitleList(titles)
+        n = len(self.titles)
+        self._flags = np.zeros(n, dtype=np.uint8)
+        included = np.zeros(n, dtype=bool)
+        title_hashes = hashes(self.titles, n)
+        included[np.unique(title_hashes, return_index=True)[1]] = True  # first of each title
+        for i, t in enumerate(self.titles):
+            if included[i] and t.endswith("(disambiguation)"):
+                included[i] = False
+        kept = np.flatnonzero(included)
+        self._title_index = HashTable(title_hashes[kept], kept)
+        del title_hashes
+        entries = _Entries()
+        for i in kept.tolist():
+            self._add_title(i, self.titles[i], entries)
+        for order, (alias, target) in enumerate((aliases or {}).items()):
+            t = self._index_of(target)
+            if self._index_of(alias) < 0 and t >= 0:
+                self._add(alias, _ALIAS, t, 2 * _CLASS + order, entries)
+        self._add_variants(kept, entries)
+        self._resolve(entries)
+        self._live: tuple[np.ndarray, HashTable] | None = None
+
+    def _index_of(self, title: str) -> int:
+        return self._title_index.get(hash(title))
 
     def _key(self, name: str) -> tuple[str, ...] | None:
         if len(name) < self._min_chars or _NOT_A_NAME.match(name):
@@ -191,13 +204,12 @@ class EntityLinker:
         tokens = tuple(_TOKEN.findall(name))
         return tokens if tokens and len(tokens) <= self._max_tokens else None
 
-    def _add(self, name: str, entry: tuple[str, object]) -> None:
+    def _add(self, name: str, kind: int, value: int, prio: int, entries: "_Entries") -> None:
         key = self._key(name)
-        if key is None or key in self.table:
-            return  # titles first: a real title displaces nothing and is displaced by nothing
-        self.table[key] = entry
+        if key is not None:
+            entries.add(key, kind, value, prio)
 
-    def _add_title(self, title: str) -> None:
+    def _add_title(self, i: int, title: str, entries: "_Entries") -> None:
         key = self._key(title)
         if key is None:
             return
@@ -207,128 +219,286 @@ class EntityLinker:
         zipf = english_zipf(plain) if words else 0.0
         everyday = (zipf >= (EVERYDAY_ZIPF if single else EVERYDAY_PHRASE_ZIPF)
                     or (single and key[0].lower() in LOWERCASE_STOP))
-        self.info[title] = _Title(title, single, everyday, zipf)
-        self.table[key] = ("title", title)
+        self._flags[i] = _HAS_INFO | (_SINGLE if single else 0) | (_EVERYDAY if everyday else 0) \
+            | (_RARE if zipf < UNKNOWN_LOWER_ZIPF else 0)
+        entries.add(key, _TITLE, i, _CLASS - 1 - i)
         lowered = (_lower_first(key[0]),) + key[1:]
-        if lowered != key and lowered not in self.table:
-            self.table[lowered] = ("lower", title)
+        if lowered != key:
+            entries.add(lowered, _LOWER | _upper(lowered), i, _CLASS + 4 * i)
         if key[-1].isalpha() and key[-1].islower() or (single and key[0].isalpha()):
             # Plurals of a common noun: "mammals", "algae" stays as it is.
             last = key[-1]
             plural = last[:-1] + "ies" if last.endswith("y") and last[-2:-1] not in "aeiou" else \
                 last + "es" if last.endswith(("s", "x", "z", "ch", "sh")) else last + "s"
             for k in {key[:-1] + (plural,), (lowered[:-1] + (plural,)) if len(key) > 1 else (_lower_first(plural),)}:
-                if k not in self.table:
-                    self.table[k] = ("plural", title)
+                entries.add(k, _PLURAL | _upper(k), i, _CLASS + 4 * i + 1)
+
+    def _add_variants(self, kept: np.ndarray, entries: "_Entries") -> None:
+        """``X (qualifier)`` found as ``X`` where no page is titled ``X``: one entry per ``X``
+        listing its titles that have qualifier words (in title order), each with the hashes of
+        its qualifier words (flat arrays: a variant with many titles is judged in one pass)."""
+        base_hash, members, counts, flat = array("q"), array("q"), array("q"), array("q")
+        for i in kept.tolist():
+            m = _QUALIFIED.match(self.titles[i])
+            if m and self._index_of(m.group(1)) < 0:
+                words = qualifier_words(m.group(2))
+                base_hash.append(hash(m.group(1)))
+                members.append(i)
+                counts.append(len(words))
+                flat.extend(map(hash, words))
+        self._var_offsets, self._var_titles = np.zeros(1, dtype=np.int64), np.empty(0, dtype=np.int64)
+        self._var_word_offsets, self._var_words = np.zeros(1, dtype=np.int64), np.empty(0, dtype=np.int64)
+        if not members:
+            return
+        bh, mem, nw = (np.frombuffer(a, np.int64) for a in (base_hash, members, counts))
+        sw = np.r_[0, np.cumsum(nw)[:-1]]
+        order = np.argsort(bh, kind="stable")  # groups of one base, each in title order
+        bh, mem, nw, sw = bh[order], mem[order], nw[order], sw[order]
+        starts = np.flatnonzero(np.r_[True, bh[1:] != bh[:-1]])
+        group_of = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, len(bh)]))
+        keep = nw > 0
+        self._var_offsets = np.r_[0, np.cumsum(np.bincount(group_of[keep], minlength=len(starts)))].astype(np.int64)
+        self._var_titles = mem[keep]
+        opt_nw, opt_sw = nw[keep], sw[keep]
+        self._var_word_offsets = np.r_[0, np.cumsum(opt_nw)].astype(np.int64)
+        gather = np.repeat(opt_sw - self._var_word_offsets[:-1], opt_nw) + np.arange(int(opt_nw.sum()))
+        self._var_words = np.frombuffer(flat, np.int64)[gather]
+        for g, first in enumerate(mem[starts].tolist()):  # a group's first title places it among the variants
+            base = _QUALIFIED.match(self.titles[first]).group(1)  # type: ignore[union-attr]
+            self._add(base, _VARIANT, g, 3 * _CLASS + first, entries)
+
+    def _resolve(self, entries: "_Entries") -> None:
+        """Keep each key's winning entry (see :data:`_CLASS`), in arrays sorted by key hash."""
+        h, prio = np.frombuffer(entries.hash, np.int64), np.frombuffer(entries.prio, np.int64)
+        order = np.lexsort((prio, h))
+        hs = h[order]
+        win = order[np.r_[True, hs[1:] != hs[:-1]]] if len(hs) else order
+        self._keys = h[win]
+        self._kind = np.frombuffer(entries.kind, np.uint8)[win]
+        self._value = np.frombuffer(entries.value, np.int64)[win]
+        self._first = np.frombuffer(entries.first, np.int64)[win]
+        self._length = np.frombuffer(entries.length, np.uint8)[win]
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the tables (titles, flags, keys, variants, and the compiled lookup)."""
+        arrays = (self._flags, self._title_index.keys, self._title_index.values, self._keys, self._kind, self._value,
+                  self._first, self._length, self._var_offsets, self._var_titles, self._var_word_offsets,
+                  self._var_words)
+        live = (self._live[0].nbytes + self._live[1].nbytes) if self._live else 0
+        return self.titles.nbytes + sum(a.nbytes for a in arrays) + live
+
+    @property
+    def info(self) -> dict[str, dict[str, object]]:
+        """Per title (for inspection, not for large corpora): ``single``, ``everyday``, ``usage``."""
+        out = {}
+        for i in np.flatnonzero(self._flags & _HAS_INFO).tolist():
+            f = int(self._flags[i])
+            out[self.titles[i]] = {"single": bool(f & _SINGLE), "everyday": bool(f & _EVERYDAY),
+                                   "usage": _usage_name(f)}
+        return out
 
     # --- learning how each page writes its own name -------------------------------------
     def learn(self, pages: Iterable[tuple[str, str]]) -> None:
         """Read how each page writes its own title mid-sentence (capitalized or not)."""
-        self.set_usage({title: own_usage(title, text) for title, text in pages if title in self.info})
+        for title, text in pages:
+            i = self._index_of(title)
+            if i >= 0 and self._flags[i] & _HAS_INFO:
+                self._set_usage(i, *own_usage(title, text))
+        self._live = None
 
     def set_usage(self, usage: Mapping[str, tuple[int, int]]) -> None:
         """``title -> (capitalized, lower-case)`` mid-sentence mentions of the title in its own page
         (:func:`own_usage`), for a corpus read in one streaming pass before the linker is made."""
         for title, (cap, lower) in usage.items():
-            info = self.info.get(title)
-            if info is not None:
-                info.cap, info.lower = cap, lower
-                info.usage = "name" if cap > lower else "word" if lower > cap else "unknown"
+            i = self._index_of(title)
+            if i >= 0 and self._flags[i] & _HAS_INFO:
+                self._set_usage(i, cap, lower)
         self._live = None
 
-    def _compiled(self) -> tuple[dict, dict]:
-        """The table without lower-case keys that can never link (everyday words: "the", "water"),
-        and the key lengths by first token; rebuilt after :meth:`set_usage`. Dropping them changes
-        no result (a key judged not to link consumes nothing) and spares the scan most candidates."""
+    def set_usage_codes(self, codes: bytes | bytearray) -> None:
+        """Usage of the ``i``-th title given to the constructor as :func:`usage_code` ``codes[i]``
+        (a streamed corpus's own usage, one byte a page, without a title -> usage dict)."""
+        if len(codes) != len(self._flags):
+            raise ValueError(f"expected one usage code per title ({len(self._flags)}), got {len(codes)}")
+        usage = np.frombuffer(bytes(codes), np.uint8) & (_NAME | _WORD_USAGE)
+        info = (self._flags & _HAS_INFO).astype(bool)
+        self._flags[info] = (self._flags[info] & ~np.uint8(_NAME | _WORD_USAGE)) | usage[info]
+        self._live = None
+
+    def _set_usage(self, i: int, cap: int, lower: int) -> None:
+        self._flags[i] = (int(self._flags[i]) & ~(_NAME | _WORD_USAGE)) | usage_code(cap, lower)
+
+    def _compiled(self) -> tuple[np.ndarray, HashTable]:
+        """Which keys can link (not lower-case keys of everyday words: "the", "water"), and the key
+        lengths by first token; rebuilt after :meth:`set_usage`. Dropping them changes no result (a
+        key judged not to link consumes nothing) and spares the scan most candidates."""
         if self._live is None:
-            table = {}
-            for key, entry in self.table.items():
-                kind, value = entry
-                if kind in ("lower", "plural") and not any(c.isupper() for t in key for c in t) \
-                        and not _lower_ok(self.info[value]):  # type: ignore[index]
-                    continue
-                table[key] = entry
-            starts: dict[str, set[int]] = {}
-            for key in table:
-                starts.setdefault(key[0], set()).add(len(key))
-            self._live = table, {first: sorted(ls, reverse=True) for first, ls in starts.items()}
+            kind = self._kind & 7
+            lower_form = ((kind == _LOWER) | (kind == _PLURAL)) & ((self._kind & _UPPER) == 0)
+            lower_ok = _lower_ok_flags(self._flags)
+            live = ~(lower_form & ~lower_ok[np.where(lower_form, self._value, 0)]) if len(self._flags) \
+                else np.ones(len(self._keys), dtype=bool)
+            first, length = self._first[live], self._length[live].astype(np.int64)
+            order = np.argsort(first, kind="stable")
+            first, masks = first[order], np.left_shift(1, length[order])
+            starts = np.flatnonzero(np.r_[True, first[1:] != first[:-1]]) if len(first) else order
+            masks = np.bitwise_or.reduceat(masks, starts) if len(first) else masks
+            self._live = live, HashTable(first[starts], masks)
         return self._live
 
     # --- finding ------------------------------------------------------------------------
     def find(self, text: str, self_title: str = "") -> list[FoundLink]:
         """The first mention of each page named in ``text``, in reading order."""
         tokens = _TOKEN.findall(text)
-        table, lengths = self._compiled()
-        # Only tokens that begin some name need work; the scan skips the rest in C.
-        candidates = [i for i, t in enumerate(tokens) if t in lengths]
-        if not candidates:
+        live, first = self._compiled()
+        if not tokens or not len(first):
             return []
-        spans: list[tuple[int, int]] = []
+        # Only tokens that begin some name need work; every key they could start is looked up at once.
+        pos = first.positions(hashes(tokens, len(tokens)))
+        candidates = np.flatnonzero(pos >= 0)
+        if not len(candidates):
+            return []
         n = len(tokens)
+        tries: list[tuple[int, tuple[int, ...]]] = []
+        keys: list[int] = []
+        for i, mask in zip(candidates.tolist(), first.values[pos[candidates]].tolist()):
+            lengths = tuple(k for k in _lengths(mask) if i + k <= n)
+            tries.append((i, lengths))
+            keys.extend(hash(tuple(tokens[i:i + k])) for k in lengths)
+        at = self._table_positions(np.array(keys, dtype=np.int64), live).tolist()
+        spans: list[tuple[int, int]] = []
         found: list[FoundLink] = []
         seen = {self_title}
         context = _Context(text)
-        resume = 0
-        for i in candidates:
+        resume = j = 0
+        for i, lengths in tries:
+            looked = at[j:j + len(lengths)]
+            j += len(lengths)
             if i < resume:
                 continue  # inside the previous match
-            for length in lengths[tokens[i]]:
-                if i + length > n:
-                    continue
-                entry = table.get(tuple(tokens[i:i + length]))
-                if entry is None:
+            for length, e in zip(lengths, looked):
+                if e < 0:
                     continue
                 if not spans:
                     spans = [m.span() for m in _TOKEN.finditer(text)]
                 start, end = spans[i][0], spans[i + length - 1][1]
                 if _hyphen_glued(text, start, end):
                     continue
-                target = self._judge(entry, tokens, i, length, text, start, end, context)
+                target = self._judge(int(self._kind[e]) & 7, int(self._value[e]), tokens, i, length, text, start,
+                                     end, context)
                 if target is None:
                     continue
                 resume = i + length
-                if target not in seen:
-                    seen.add(target)
-                    found.append(FoundLink(target, text[start:end], start, end))
+                title = self.titles[target]
+                if title not in seen:
+                    seen.add(title)
+                    found.append(FoundLink(title, text[start:end], start, end))
                 break
         return found
 
-    def _judge(self, entry: tuple[str, object], tokens: list[str], i: int, length: int, text: str, start: int,
-               end: int, context: _Context) -> str | None:
-        """The page this match names, or ``None`` when it does not name one."""
-        kind, value = entry
-        if kind == "variant":
+    def _table_positions(self, keys: np.ndarray, live: np.ndarray) -> np.ndarray:
+        """Row of each key hash in the tables, -1 where absent or unable to link."""
+        if not len(keys) or not len(self._keys):
+            return np.full(len(keys), -1, dtype=np.int64)
+        pos = np.searchsorted(self._keys, keys)
+        pos[pos == len(self._keys)] = 0
+        return np.where((self._keys[pos] == keys) & live[pos], pos, -1)
+
+    def _supported(self, group: int, words: frozenset[str]) -> list[int]:
+        """Titles of variant entry ``group`` all of whose qualifier words are in ``words``."""
+        lo, hi = int(self._var_offsets[group]), int(self._var_offsets[group + 1])
+        if lo == hi:
+            return []
+        sentence = {hash(w) for w in words}
+        bounds = self._var_word_offsets[lo:hi + 1].tolist()
+        wlo = bounds[0]
+        # Most qualifier words are not in the sentence: only the options holding one of its words are checked.
+        hits = [j for j, w in enumerate(self._var_words[wlo:bounds[-1]].tolist(), wlo) if w in sentence]
+        if not hits:
+            return []
+        words_of = self._var_words
+        options = sorted({bisect_right(bounds, j) - 1 for j in hits})
+        return [int(self._var_titles[lo + k]) for k in options
+                if all(int(w) in sentence for w in words_of[bounds[k]:bounds[k + 1]].tolist())]
+
+    def _judge(self, kind: int, value: int, tokens: list[str], i: int, length: int, text: str, start: int,
+               end: int, context: _Context) -> int | None:
+        """The index of the title this match names, or ``None`` when it does not name one."""
+        if kind == _VARIANT:
             words = context.words_at(start)
-            supported = [t for t, q in value if q <= words]  # type: ignore[union-attr]
+            supported = self._supported(value, words)
             if len(supported) != 1:
                 return None
             return supported[0] if not _inside_name(tokens, i, length) else None
-        if kind == "alias":
-            return value  # type: ignore[return-value]
-        info = self.info[value]  # type: ignore[index]
-        if kind == "plural":  # only a common noun has a plural: "mammals", "Mammals are ..."
-            return info.title if _lower_ok(info) and not _inside_name(tokens, i, length) \
+        if kind == _ALIAS:
+            return value
+        flags = int(self._flags[value])
+        single, usage = flags & _SINGLE, _usage_name(flags)
+        if kind == _PLURAL:  # only a common noun has a plural: "mammals", "Mammals are ..."
+            return value if _lower_ok(flags) and not _inside_name(tokens, i, length) \
                 and not _after_name(tokens, i) else None
         if text[start:end] == text[start:end].lower():
-            if info.single and _after_name(tokens, i):
+            if single and _after_name(tokens, i):
                 return None  # "English alphabet", "Azerbaijani animation": a kind of its own
-            return info.title if _lower_ok(info) else None
-        if info.single and _inside_name(tokens, i, length):
+            return value if _lower_ok(flags) else None
+        if single and _inside_name(tokens, i, length):
             return None  # "Apollo 13", "Ada Lovelace", "Amazon River", "Asia Minor": another name
         if sentence_start(text, start):
-            return info.title if info.usage == "name" or _lower_ok(info) or (
-                info.usage == "unknown" and not info.everyday) else None
-        if info.usage == "word" and info.single:
+            return value if usage == "name" or _lower_ok(flags) or (
+                usage == "unknown" and not flags & _EVERYDAY) else None
+        if usage == "word" and single:
             return None  # "Apple" mid-sentence is not the fruit its page writes as "apple"
-        return info.title
+        return value
 
 
-def _lower_ok(info: _Title) -> bool:
+class _Entries:
+    """Name keys as they are added: hash, kind, target, precedence, first token's hash, length."""
+
+    def __init__(self) -> None:
+        self.hash, self.prio, self.value, self.first = array("q"), array("q"), array("q"), array("q")
+        self.kind, self.length = array("B"), array("B")
+
+    def add(self, key: tuple[str, ...], kind: int, value: int, prio: int) -> None:
+        self.hash.append(hash(key))
+        self.first.append(hash(key[0]))
+        self.length.append(len(key))
+        self.kind.append(kind)
+        self.value.append(value)
+        self.prio.append(prio)
+
+
+def _upper(key: tuple[str, ...]) -> int:
+    return _UPPER if any(c.isupper() for t in key for c in t) else 0
+
+
+def usage_code(cap: int, lower: int) -> int:
+    """How a page writes its own title (:func:`own_usage` counts) as one byte: a name, a word, or unknown."""
+    return _NAME if cap > lower else _WORD_USAGE if lower > cap else 0
+
+
+def _usage_name(flags: int) -> Usage:
+    return "name" if flags & _NAME else "word" if flags & _WORD_USAGE else "unknown"
+
+
+@lru_cache(maxsize=4096)
+def _lengths(mask: int) -> tuple[int, ...]:
+    """Key lengths set in ``mask`` (bit ``k``: a key of ``k`` tokens), longest first."""
+    return tuple(k for k in range(mask.bit_length() - 1, 0, -1) if mask >> k & 1)
+
+
+def _lower_ok(flags: int) -> bool:
     """Whether a lower-case mention names this page."""
-    if info.usage == "name" or info.everyday:
+    if flags & (_NAME | _EVERYDAY):
         return False
     # A rare lower-case phrase ("theory of relativity") is the term; a lone word might be a name.
-    return info.usage == "word" or not info.single or info.zipf < UNKNOWN_LOWER_ZIPF
+    return bool(flags & _WORD_USAGE or not flags & _SINGLE or flags & _RARE)
+
+
+def _lower_ok_flags(flags: np.ndarray) -> np.ndarray:
+    """:func:`_lower_ok` of every title at once."""
+    f = flags.astype(np.int64)
+    return ((f & (_NAME | _EVERYDAY)) == 0) & (((f & _WORD_USAGE) != 0) | ((f & _SINGLE) == 0) | ((f & _RARE) != 0))
 
 
 def _cap(tokens: list[str], i: int) -> bool:

@@ -35,7 +35,8 @@ from typing import Any, Iterator
 from wiki_sim.errors import WikiSimError
 from wiki_sim.ingest.aliases import page_aliases
 from wiki_sim.ingest.compressed import open_compressed
-from wiki_sim.ingest.entity_links import EntityLinker, own_usage
+from wiki_sim.ingest.entity_links import EntityLinker, own_usage, usage_code
+from wiki_sim.ingest.name_table import SeenTitles, TitleList
 from wiki_sim.records import Page, normalize_title
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
@@ -169,7 +170,7 @@ def _documents(path: Path, fields: JsonlFields, stats: dict[str, Any], progress:
         raise WikiSimError(f"JSONL corpus {path} does not exist")
     bar = tqdm(total=path.stat().st_size, unit="B", unit_scale=True, unit_divisor=1024, desc=f"{desc} {path.name}",
                disable=not progress, dynamic_ncols=True)
-    first_text: dict[str, int] = {}  # title -> crc32 of its text: a repeat is skipped, a namesake renamed
+    first_text = SeenTitles()  # title -> crc32 of its text: a repeat is skipped, a namesake renamed
     current: _Doc | None = None
     parts: list[str] = []
     try:
@@ -198,14 +199,15 @@ def _documents(path: Path, fields: JsonlFields, stats: dict[str, Any], progress:
         raise WikiSimError(f"{path} holds no pages (empty corpus)")
 
 
-def _page(doc: _Doc, parts: list[str], stats: dict[str, Any], first_text: dict[str, int]) -> Iterator[Page]:
+def _page(doc: _Doc, parts: list[str], stats: dict[str, Any], first_text: SeenTitles) -> Iterator[Page]:
     text = "\n\n".join(p for p in parts if p)
     if not text:
         stats["empty"] += 1
         return
     title, digest = doc.title, zlib.crc32(text.encode("utf-8", "surrogatepass"))
-    if title in first_text:
-        if first_text[title] == digest:
+    seen = first_text.get(title)
+    if seen is not None:
+        if seen == digest:
             stats["duplicates_skipped"] = stats.get("duplicates_skipped", 0) + 1
             return
         n, base = 2, title
@@ -214,7 +216,7 @@ def _page(doc: _Doc, parts: list[str], stats: dict[str, Any], first_text: dict[s
             n += 1
             title = f"{base} ({n})"
         stats["duplicate_titles"] = stats.get("duplicate_titles", 0) + 1
-    first_text[title] = digest
+    first_text.add(title, digest)
     lead, sections = split_sections(text)
     stats["pages"] += 1
     yield Page(title=title, text=text, lead=lead, sections=sections, url=doc.url,
@@ -226,12 +228,19 @@ def iter_jsonl(path: Path, stats: dict[str, Any], progress: bool = False,
     """Pages of a JSONL corpus in file order, with links derived from their text and their other names."""
     fields = fields or JsonlFields()
     scan: dict[str, Any] = {k: (0 if isinstance(v, int) else v) for k, v in stats.items()}
-    usage: dict[str, tuple[int, int]] = {}
+    # The first pass keeps the titles in one blob and a byte a page: bounded by the corpus's
+    # titles, not by per-title Python objects (wiki_sim.ingest.name_table).
+    titles, usage = TitleList(), bytearray()
     for page in _documents(path, fields, scan, progress, "scan"):
-        usage[page.title] = own_usage(page.title, page.text)
-    linker = EntityLinker(usage)
-    linker.set_usage(usage)
-    for page in _documents(path, fields, stats, progress, "read"):
+        titles.append(page.title)
+        usage.append(usage_code(*own_usage(page.title, page.text)))
+    linker = EntityLinker(titles)
+    linker.set_usage_codes(usage)
+    del usage
+    for i, page in enumerate(_documents(path, fields, stats, progress, "read")):
+        if i >= len(titles) or titles[i] != page.title:  # the file changed between the two passes
+            raise WikiSimError(f"{path} changed while it was read (page {i + 1} is {page.title!r} now); "
+                               "build again from a file that is not being written")
         found = linker.find(page.text, page.title)
         page.links = [(f.target, f.anchor) for f in found]
         page.link_starts = [f.start for f in found]
