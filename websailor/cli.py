@@ -88,7 +88,10 @@ def _load(cmd: Command) -> tuple[type, Callable]:
     return getattr(module, cmd.config), getattr(module, cmd.run)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: tuple[str, str | None] | None = None) -> argparse.ArgumentParser:
+    """The whole parser, or with ``only=(group, command)`` one whose other subcommands are listed by
+    name and help alone: their modules (torch, gymnasium, ...) are then never imported, so that
+    ``websailor wiki build`` holds no training library in memory."""
     parser = argparse.ArgumentParser(
         prog="websailor",
         description="websailor-gym: environments, data synthesis and trainers for web research agents.",
@@ -97,16 +100,30 @@ def build_parser() -> argparse.ArgumentParser:
     groups = parser.add_subparsers(dest="group", metavar="GROUP", required=True)
     for group, commands in COMMANDS.items():
         if isinstance(commands, Command):
-            _add_command(groups, group, commands)
+            _add_command(groups, group, commands, full=only is None or only[0] == group)
             continue
         gp = groups.add_parser(group, help=f"{group} commands")
         sub = gp.add_subparsers(dest="command", metavar="COMMAND", required=True)
         for name, cmd in commands.items():
-            _add_command(sub, name, cmd)
+            _add_command(sub, name, cmd, full=only is None or only == (group, name))
     return parser
 
 
-def _add_command(subparsers: argparse._SubParsersAction, name: str, cmd: Command) -> None:
+def chosen_command(argv: list[str]) -> tuple[str, str | None] | None:
+    """``(group, command)`` named by the first words of ``argv`` (None when they name none)."""
+    words = [a for a in argv if not a.startswith("-")][:2]
+    if not words or words[0] not in COMMANDS:
+        return None
+    entry = COMMANDS[words[0]]
+    if isinstance(entry, Command):
+        return words[0], None
+    return (words[0], words[1]) if len(words) > 1 and words[1] in entry else None
+
+
+def _add_command(subparsers: argparse._SubParsersAction, name: str, cmd: Command, full: bool = True) -> None:
+    if not full:
+        subparsers.add_parser(name, help=cmd.help)
+        return
     config_cls, _ = _load(cmd)
     sp = subparsers.add_parser(name, help=cmd.help, description=inspect.cleandoc(config_cls.__doc__ or cmd.help),
                                formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -114,8 +131,10 @@ def _add_command(subparsers: argparse._SubParsersAction, name: str, cmd: Command
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    chosen = chosen_command(words)
+    parser = build_parser(chosen) if chosen is not None else build_parser(("", ""))
+    args = parser.parse_args(words)
     entry = COMMANDS[args.group]
     cmd = entry if isinstance(entry, Command) else entry[args.command]
     name = args.group if isinstance(entry, Command) else f"{args.group} {args.command}"

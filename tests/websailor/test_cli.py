@@ -56,3 +56,16 @@ def test_a_plain_folder_is_not_called_an_interrupted_build(tmp_path, capsys):
     code = main(["wiki", "stats", str(tmp_path)])
     err = capsys.readouterr().err
     assert code == 2 and "not a simulator directory" in err and "interrupted" not in err
+
+
+def test_a_simulator_command_imports_no_training_library(default_wiki):
+    """Only the chosen subcommand's module is imported: `websailor wiki ...` holds no torch in memory."""
+    import subprocess
+    import sys
+
+    code = ("import sys, websailor.cli as c\n"
+            f"rc = c.main(['wiki', 'stats', {str(default_wiki)!r}])\n"
+            "print(rc, sorted(m for m in ('torch', 'gymnasium', 'trainers', 'transformers', 'sailorfog') "
+            "if m in sys.modules))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "0 []"
