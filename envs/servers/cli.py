@@ -73,8 +73,8 @@ def run_mcp(config: MCPConfig) -> int:
     server = build_server(host)
     try:
         if config.transport == "stdio":
+            _stop_on_sigterm(lambda: (host.close(), release()))  # before the line that says it serves
             print(f"websailor serve mcp: serving {', '.join(tools)} over stdio", file=sys.stderr, flush=True)
-            _stop_on_sigterm(lambda: (host.close(), release()))
             anyio.run(serve_stdio, server)
             return 0
         from envs.servers.http import serve
