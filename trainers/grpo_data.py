@@ -192,14 +192,15 @@ def impute_error_rewards(trajectories: Sequence[Any], group_size: int) -> list[f
 
 def prepare_step(trajectories: Sequence[Any], group_size: int, *, advantage: Literal["loo", "mean"],
                  scale_std: bool, equal_groups: EqualGroups, exclude_truncated: bool,
-                 rng: random.Random, overlong: Overlong = "exclude") -> tuple[list[Any], list[float], list[bool], GroupStats]:
+                 rng: random.Random, overlong: Overlong = "exclude",
+                 ) -> tuple[list[Any], list[float], list[bool], GroupStats]:
     """Choose groups, compute advantages and which trajectories feed the loss.
 
     Advantages are computed over the whole group, truncated trajectories included (their
     reward, usually 0, is part of the baseline; an error trajectory's reward is imputed,
     :func:`impute_error_rewards`, and it never feeds the loss); ``exclude_truncated`` then only takes the
-    cut-off ones (:func:`is_cut_off`, with ``overlong``) out of the loss. Returns trajectories, advantages and ``include`` flags
-    in training order, and the group statistics.
+    cut-off ones (:func:`is_cut_off`, with ``overlong``) out of the loss. Returns trajectories, advantages
+    and ``include`` flags in training order, and the group statistics.
     """
     rewards = impute_error_rewards(trajectories, group_size)
     groups, stats = select_groups(rewards, group_size, equal_groups, rng)

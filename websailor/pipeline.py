@@ -225,14 +225,13 @@ def run_pipeline(config: PipelineConfig) -> dict[str, Any]:
             except BaseException as exc:
                 # run.json says where the run stopped and why; the next call runs this stage again.
                 status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
-                state["stages"][name] = {"status": status, "seconds": round(time.perf_counter() - start, 2),
+                state["stages"][name] = {"status": status, "seconds": _elapsed(start),
                                          "error": f"{type(exc).__name__}: {exc}"[:2000]}
                 state["finished"] = False
                 state.pop("finished_at", None)
                 write_json(run_dir / RUN_FILE, state)
                 raise
-            state["stages"][name] = {"status": "done", "seconds": round(time.perf_counter() - start, 2),
-                                     "result": result}
+            state["stages"][name] = {"status": "done", "seconds": _elapsed(start), "result": result}
             write_json(run_dir / RUN_FILE, state)
     finally:
         torch.set_num_threads(threads)
@@ -250,6 +249,11 @@ def _quiet_libraries() -> Callable[[], None]:
         return lambda: None
     hf_logging.disable_progress_bar()
     return hf_logging.enable_progress_bar
+
+
+def _elapsed(start: float) -> float:
+    """Seconds since ``start``, never 0 for a stage that ran (a reused simulator takes milliseconds)."""
+    return round(max(time.perf_counter() - start, 1e-4), 4)
 
 
 def seconds_text(seconds: float) -> str:

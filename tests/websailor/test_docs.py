@@ -25,7 +25,8 @@ ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "benchmarks" / "README.md"]
 FENCE = re.compile(r"^(<!-- runnable -->\n)?```(\w*)\n(.*?)^```", re.M | re.S)
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
-HISTORY = re.compile(r"\b(used to (?:be|have|write|cost|take|say|show|give|run|make|read)|before these changes|no longer|previously|issue \d+|contract C\d)\b", re.I)
+HISTORY = re.compile(r"\b(used to (?:be|have|write|cost|take|say|show|give|run|make|read)|before these changes|"
+                     r"no longer|previously|issue \d+|contract C\d)\b", re.I)
 
 
 def blocks(path: Path) -> list[tuple[bool, str, str]]:
