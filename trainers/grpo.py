@@ -299,6 +299,7 @@ class GRPOTrainer:
         weights = parallel.model_state(self.model, self.dist) if parallel.is_sharded(self.model) else None
         if self.dist.is_main:
             checkpoint_io.save_model(lora.merged(self.model), self.tokenizer, self.out / "model", weights)
+        self.dist.barrier()  # every rank returns once the model is written (and they leave together)
         if self.logger is not None:
             self.logger.close()
         return history
