@@ -445,6 +445,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.queries < 1 or args.tasks < 1 or not args.env_seconds > 0:
         raise SystemExit(f"--queries and --tasks must be >= 1 and --env-seconds > 0, got {args.queries}, "
                          f"{args.tasks}, {args.env_seconds}")
+    if args.work_dir:
+        work = Path(args.work_dir)
+        if work.exists() and not work.is_dir():
+            raise SystemExit(f"--work-dir {work}: not a folder; give a folder (it is created when missing)")
+        work.mkdir(parents=True, exist_ok=True)
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
     if set(systems) - set(SERVED) or not systems:
         raise SystemExit(f"--systems: choose from {', '.join(SERVED)}; got {args.systems}")

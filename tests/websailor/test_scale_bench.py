@@ -109,3 +109,12 @@ def test_a_tiny_run_builds_serves_steps_and_prints_its_json_line(gensim_wiki, tm
     assert env["1"]["steps"] > 0 and env["4"]["num_envs"] == 4 and env["4"]["peak_pss_mb"] > env["1"]["peak_pss_mb"]
     assert "build_le_10min_whoosh" in result["targets"] and "targets (issue 23" in out
     assert list(Path(tmp_path).iterdir()) == []  # the work folder is removed
+
+
+def test_work_dir_is_created_when_missing_and_a_file_is_a_clear_error(tmp_path):
+    with pytest.raises(SystemExit, match="--work-dir .*not a folder"):
+        scale.main(["--work-dir", str(Path(__file__)), "--sizes", "200"])
+    missing = tmp_path / "a" / "b"
+    with pytest.raises(SystemExit, match="no simulator store"):  # got past the folder check, made it
+        scale.main(["--work-dir", str(missing), "--sizes", "200", "--sentences-from", str(tmp_path / "none")])
+    assert missing.is_dir()
