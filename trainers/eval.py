@@ -284,7 +284,8 @@ def play_baseline(name: str, tasks: Sequence[Mapping[str, Any]], rollout: Any, k
     """``k`` episodes per task of a baseline policy (:mod:`envs.baselines`), ``num_envs`` at once;
     ``on_trajectory`` as in :func:`evaluate`."""
     import envs  # noqa: F401  (registers the environments)
-    from envs.baselines import make_agent, run_episode
+    from envs.baselines import make_agent
+    from envs.episode import run_episode
     from envs.wrappers import EpisodeTimeLimit
     from trainers.rollout import Trajectory, make_env
 
@@ -308,14 +309,8 @@ def play_baseline(name: str, tasks: Sequence[Mapping[str, Any]], rollout: Any, k
                 except queue.Empty:
                     return
                 agent = make_agent(name, seed=rollout.seed + index)
-                reward, info = run_episode(env, agent, options={"task": task})
-                termination = str(info.get("termination") or "unknown")
-                results[index] = Trajectory(
-                    task=env.get_wrapper_attr("task").to_dict(), messages=env.get_wrapper_attr("messages")(),
-                    prompt_ids=[], token_ids=[], loss_mask=[], logprobs=[], reward=reward,
-                    is_correct=bool(info.get("is_correct")), termination=termination,
-                    num_tool_calls=int(info.get("num_tool_calls", 0)), truncated=termination != "answer",
-                    info=dict(info), index=index, num_turns=int(info.get("turn", 0)), policy=rollout.policy_name)
+                episode = run_episode(env, agent, options={"task": task})
+                results[index] = Trajectory.from_episode(episode, index, rollout.policy_name)
                 if on_trajectory is not None:
                     with lock:
                         on_trajectory(results[index])

@@ -26,6 +26,7 @@ from typing import Any, Literal, Protocol, Sequence, runtime_checkable
 import torch
 from transformers import LogitsProcessor, StoppingCriteria
 
+from envs.episode import AgentError
 from envs.tokens import ends_with_any
 
 FinishReason = Literal["stop", "length"]
@@ -340,7 +341,7 @@ MAX_REPLY_BYTES = 64 * 1024 * 1024
 """The policy endpoint's replies are refused above this size."""
 
 
-class PolicyError(RuntimeError):
+class PolicyError(AgentError):
     """A policy endpoint gave no usable completion (down, too slow, HTTP error, not a completion).
 
     The rollout ends such an episode with ``termination="policy_error"``: it says nothing about
