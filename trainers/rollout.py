@@ -57,7 +57,8 @@ from envs.tasks import Task, task_from_dict
 from envs.tokens import (end_of_turn_ids, ends_with_any, observation_ids, prompt_ids, stop_sequences)
 from envs.trajectory import trajectory_record
 from envs.wrappers import EpisodeTimeLimit, check_seconds
-from trainers.policies import Generation, Policy, TextPolicy, check_sampling
+from trainers.policies import Generation, Policy, TextPolicy
+from trainers.rollout_options import SamplingOptions
 
 
 def make_env(env_id: str, kwargs: dict) -> gym.Env:
@@ -73,20 +74,14 @@ def make_env(env_id: str, kwargs: dict) -> gym.Env:
 
 
 @dataclass
-class RolloutConfig:
-    """How episodes are run."""
+class RolloutConfig(SamplingOptions):
+    """How episodes are run (``max_new_tokens``, ``temperature``, ``top_p``: :class:`trainers.rollout_options.SamplingOptions`)."""
 
     env_id: str = "websailor/WikiSim-v0"
     """Registered environment id, made with ``gym.make``."""
     env_kwargs: dict[str, Any] = field(default_factory=dict)
     """Keyword arguments for ``gym.make`` (``wiki_dir``, ``max_tool_calls``, ...; ``tasks`` defaults
     to the collected tasks, as every reset names its task anyway)."""
-    max_new_tokens: int = 2048
-    """Sampled tokens per assistant turn."""
-    temperature: float = 1.0
-    """Sampling temperature (RL rollouts: 1.0; evaluation: 0.85)."""
-    top_p: float = 1.0
-    """Nucleus sampling mass (RL rollouts: 1.0; evaluation: 0.95)."""
     num_envs: int = 8
     """Episodes running at once (environments made)."""
     tool_workers: int = 8
@@ -118,7 +113,7 @@ class RolloutConfig:
     def __post_init__(self) -> None:
         if self.schedule not in ("async", "lockstep"):
             raise ValueError(f"schedule must be 'async' or 'lockstep', got {self.schedule!r}")
-        check_sampling(self.max_new_tokens, self.temperature, self.top_p)
+        super().__post_init__()
         for name in ("num_envs", "tool_workers", "max_total_tokens"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
