@@ -32,7 +32,8 @@ import numpy as np
 
 import envs  # noqa: F401  (registers the environments)
 import envs.tasks
-from envs.baselines import HeuristicAgent, run_episode
+from envs.baselines import HeuristicAgent
+from envs.episode import run_episode
 from envs.env import ResearchEnv
 from envs.protocol import format_turn
 from envs.tools.base import ToolResult
@@ -130,8 +131,7 @@ def episodes_sequential(wiki_dir: str, tasks: str, episodes: int) -> tuple[float
     correct = 0
     start = time.perf_counter()
     for _ in range(episodes):
-        _, info = run_episode(env, HeuristicAgent())
-        correct += bool(info["is_correct"])
+        correct += bool(run_episode(env, HeuristicAgent()).info["is_correct"])
     elapsed = time.perf_counter() - start
     env.close()
     return episodes / elapsed, correct / episodes

@@ -51,7 +51,8 @@ def attack(wiki: str, tasks: list[dict]) -> dict[str, Any]:
     import gymnasium as gym
 
     import envs  # noqa: F401
-    from envs.baselines import HeuristicAgent, run_episode
+    from envs.baselines import HeuristicAgent
+    from envs.episode import run_episode
     from sailorfog.attacks import ClauseAgent, shortcut_ranks
     from sailorfog.report import count_words
     from wiki_sim import WikiSim
@@ -69,8 +70,7 @@ def attack(wiki: str, tasks: list[dict]) -> dict[str, Any]:
                 hits[k] += r is not None
             task = {k: t[k] for k in ("id", "question", "answer", "aliases") if k in t}
             for name, policy in (("heuristic", HeuristicAgent()), ("agent", ClauseAgent())):
-                _, info = run_episode(env, policy, options={"task": task})
-                solved[name] += bool(info.get("is_correct"))
+                solved[name] += run_episode(env, policy, options={"task": task}).is_correct
             solved["oracle"] += bool((t.get("oracle") or {}).get("is_correct"))
     env.close()
     n = max(1, len(tasks))

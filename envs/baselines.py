@@ -1,4 +1,4 @@
-"""Baseline policies: the floor every trained agent must beat, and a sanity check.
+"""Baseline agents (scripted): the floor every trained agent must beat, and a sanity check.
 
 Both read only the observations (as a model would): the question from the first prompt,
 search results and page evidence from the tool responses.
@@ -7,6 +7,8 @@ search results and page evidence from the tool responses.
   seen, an answer with a random title it has seen, and a malformed turn.
 - :class:`HeuristicAgent` searches the question's salient words, visits the best hits,
   and answers with the candidate title the evidence supports most.
+
+:func:`envs.episode.run_episode` plays an episode with either.
 """
 
 from __future__ import annotations
@@ -15,10 +17,11 @@ import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
+from envs.episode import Agent
 from envs.protocol import format_turn
 from envs.prompts import parse_chatml
 from wiki_sim.focus import STOPWORDS, tokenize
@@ -34,19 +37,6 @@ META_WORDS = frozenset("answer answers article articles title titles wikipedia q
                        "described description".split())
 # One blank run between words (two adjacent optional runs backtrack quadratically on long blanks).
 _CAPITALIZED = re.compile(r"\b[A-Z][\w'’.-]*(?:\s+(?:(?:of|the|de|von|van|and)\s+|&\s*)?[A-Z][\w'’.-]*)+")
-
-
-class Agent(Protocol):
-    """A scripted agent over the environment's text observations (the trainers' policies are token
-    in, token out: :class:`trainers.policies.Policy`)."""
-
-    name: str
-
-    def reset(self, obs: str, info: dict[str, Any]) -> None:
-        """Start an episode from the first prompt."""
-
-    def act(self, obs: str, info: dict[str, Any]) -> str:
-        """The next turn, given the last observation."""
 
 
 def question_of(prompt: str) -> str:
@@ -261,30 +251,14 @@ class RandomAgent:
         return "I am not sure what to do."
 
 
-POLICIES = {"heuristic": HeuristicAgent, "random": RandomAgent}
+AGENTS = {"heuristic": HeuristicAgent, "random": RandomAgent}
 
 
 def make_agent(name: str, seed: int | None = None) -> Agent:
-    """A baseline policy by name."""
+    """A scripted agent by name (played by :func:`envs.episode.run_episode`)."""
     if name == "heuristic":
         return HeuristicAgent()
     if name == "random":
         return RandomAgent(seed=seed)
-    raise ValueError(f"policy must be one of {sorted(POLICIES)}, got {name!r}")
+    raise ValueError(f"policy must be one of {sorted(AGENTS)}, got {name!r}")
 
-
-
-def run_episode(env: Any, policy: Agent, *, options: dict[str, Any] | None = None,
-                seed: int | None = None) -> tuple[float, dict[str, Any]]:
-    """Play one episode of ``env`` (a Gymnasium env, wrapped or not) with ``policy``.
-
-    Returns the episode's total reward and the last step's ``info``.
-    """
-    obs, info = env.reset(seed=seed, options=options)
-    policy.reset(obs, info)
-    total = 0.0
-    while True:
-        obs, reward, terminated, truncated, info = env.step(policy.act(obs, info))
-        total += float(reward)
-        if terminated or truncated:
-            return total, info

@@ -57,8 +57,9 @@ def run_baseline(config: BaselineConfig) -> dict:
     import gymnasium as gym
 
     import envs  # noqa: F401  (registers the environments)
-    from envs.baselines import make_agent, run_episode
-    from envs.trajectory import TrajectoryWriter, trajectory_record
+    from envs.baselines import make_agent
+    from envs.episode import run_episode
+    from envs.trajectory import TrajectoryWriter
 
     env = gym.make("websailor/WikiSim-v0", wiki_dir=config.wiki_dir, tasks=config.tasks, tools=list(config.tools),
                    max_tool_calls=config.max_tool_calls)
@@ -68,13 +69,14 @@ def run_baseline(config: BaselineConfig) -> dict:
     correct, tool_calls, terminations = 0, 0, Counter()
     start = time.perf_counter()
     try:
-        for index, task in enumerate(tasks):
-            reward, info = run_episode(env, policy, options={"task_index": index})
+        for index in range(len(tasks)):
+            episode = run_episode(env, policy, options={"task_index": index})
+            info = episode.info
             correct += bool(info["is_correct"])
             tool_calls += info["num_tool_calls"]
             terminations[info["termination"]] += 1
             if writer:
-                writer.write(trajectory_record(task, env.unwrapped.messages(), reward, info, policy.name))
+                writer.write(episode.record(policy.name))
     finally:
         env.close()
         if writer:

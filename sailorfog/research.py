@@ -361,10 +361,11 @@ class ResearchSynthesizer:
                           "corpus": corpus, "depth": self.depth},
         })
         if heuristic:
-            from envs.baselines import HeuristicAgent, run_episode
+            from envs.baselines import HeuristicAgent
+            from envs.episode import run_episode
 
-            _, info = run_episode(env, HeuristicAgent(), options={"task": dict(task)})
-            record["difficulty"]["heuristic_solved"] = bool(info.get("is_correct"))
+            episode = run_episode(env, HeuristicAgent(), options={"task": dict(task)})
+            record["difficulty"]["heuristic_solved"] = episode.is_correct
         return Outcome(i, record, "", steps)
 
     def measures(self, question: str, target: str, statements: Sequence[Statement], H: nx.Graph, x_only: int,

@@ -136,10 +136,10 @@ class Synthesizer:
         return Outcome(index, record, "", unique.steps)
 
     def _heuristic_solves(self, task: Mapping[str, Any]) -> bool:
-        from envs.baselines import HeuristicAgent, run_episode
+        from envs.baselines import HeuristicAgent
+        from envs.episode import run_episode
 
-        _, info = run_episode(self.env, HeuristicAgent(), options={"task": dict(task)})
-        return bool(info.get("is_correct"))
+        return run_episode(self.env, HeuristicAgent(), options={"task": dict(task)}).is_correct
 
     def _subgraph(self, nodes: Sequence[str], edges: Sequence[tuple[str, str]], cs: ClueSet) -> dict[str, Any]:
         labels = cs.labels

@@ -24,9 +24,11 @@ import re
 import threading
 import time
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import KW_ONLY, dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Literal, Mapping, Sequence
+from typing import Any, Callable, ClassVar, Literal, Mapping, Sequence
+
+from trainers.rollout_options import EnvOptions, EpisodeOptions
 
 PolicyKind = Literal["transformers", "vllm", "openai", "heuristic", "random"]
 JudgeKind = Literal["em_f1", "f1", "llm"]
@@ -43,12 +45,16 @@ def pass_at_k(n: int, c: int, k: int) -> float:
 
 
 @dataclass
-class EvalConfig:
+class EvalConfig(EpisodeOptions, EnvOptions):
     """Evaluate a policy on a task file: pass@1 and pass@k, per-task results, termination
-    reasons; optionally a budget sweep (accuracy against tool-call and context budgets)."""
+    reasons; optionally a budget sweep (accuracy against tool-call and context budgets).
+    The environment and sampling options are :mod:`trainers.rollout_options`'s, shared with ``websailor grpo``."""
 
     tasks: str
     """Task JSONL file ({"question", "answer"} per line; optional id, aliases)."""
+    _: KW_ONLY
+    temperature: float = 0.85
+    top_p: float = 0.95
     policy: PolicyKind = "heuristic"
     """Backend: transformers (local model dir), vllm (GPU), openai (endpoint), or a baseline."""
     model: str = ""
@@ -64,20 +70,8 @@ class EvalConfig:
     """Name of the results (files <out>/<name>.jsonl); default: the policy, or the model's folder name."""
     out: str = "eval"
     """Output directory."""
-    env_id: str = "websailor/WikiSim-v0"
-    """Environment id (gym.make)."""
-    wiki_dir: str | None = None
-    """Simulator directory (for websailor/WikiSim-v0)."""
     k: int = 1
     """Samples per task; pass@k is reported for this k (and pass@1)."""
-    temperature: float = 0.85
-    """Sampling temperature (the paper's evaluation setting)."""
-    top_p: float = 0.95
-    """Nucleus sampling mass (the paper's evaluation setting)."""
-    max_new_tokens: int = 2048
-    """Tokens per assistant turn."""
-    max_tool_calls: int = 100
-    """Tool-call budget per episode."""
     max_context_tokens: int = 131072
     """Transcript budget per episode (tokens)."""
     judge: JudgeKind = "em_f1"
@@ -111,7 +105,12 @@ class EvalConfig:
     chat_template: Literal["auto", "on", "off"] = "auto"
     """Token policies: the tokenizer's chat template (``auto``: when it has one) or the ChatML fallback (``off``)."""
 
+    own_options: ClassVar[dict[str, str]] = {**EnvOptions.own_options, "max_context_tokens": "--max-context-tokens",
+                                             "judge": "--judge", "tokenizer": "the policy's tokenizer"}
+
     def __post_init__(self) -> None:
+        EpisodeOptions.__post_init__(self)
+        EnvOptions.__post_init__(self)
         if self.chat_template not in ("auto", "on", "off"):
             raise ValueError(f"chat_template must be one of ['auto', 'on', 'off'], got {self.chat_template!r}")
         if not Path(self.tasks).is_file():
@@ -122,7 +121,7 @@ class EvalConfig:
             raise ValueError("--policy openai needs --base-url (an OpenAI-compatible API root)")
         if self.judge == "llm" and not (self.judge_base_url and self.judge_model):
             raise ValueError("--judge llm needs --judge-base-url and --judge-model")
-        for field_name in ("k", "max_new_tokens", "max_tool_calls", "max_context_tokens", "num_envs"):
+        for field_name in ("k", "max_context_tokens", "num_envs"):
             value = getattr(self, field_name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"--{field_name.replace('_', '-')} must be a positive integer, got {value!r}")
@@ -132,8 +131,7 @@ class EvalConfig:
             values = getattr(self, field_name)
             if values is not None and (not values or any(not isinstance(v, int) or v < 1 for v in values)):
                 raise ValueError(f"--{field_name.replace('_', '-')} must list positive integers, got {values!r}")
-        if self.env_id == "websailor/WikiSim-v0" and not self.wiki_dir:
-            raise ValueError("--wiki-dir is required for websailor/WikiSim-v0")
+        self.require_simulator()
 
     @property
     def results_name(self) -> str:
@@ -180,9 +178,8 @@ def _judge(config: EvalConfig) -> Any:
 def env_kwargs(config: EvalConfig, policy: Any = None) -> dict[str, Any]:
     """``gym.make`` keyword arguments for the config (the policy's tokenizer counts the context)."""
     kwargs: dict[str, Any] = {"tasks": config.tasks, "max_tool_calls": config.max_tool_calls,
-                              "max_context_tokens": config.max_context_tokens, "judge": _judge(config)}
-    if config.wiki_dir:
-        kwargs["wiki_dir"] = config.wiki_dir
+                              "max_context_tokens": config.max_context_tokens, "judge": _judge(config),
+                              **config.env_options()}
     tokenizer = getattr(policy, "tokenizer", None)
     if tokenizer is not None:
         kwargs["tokenizer"] = tokenizer
@@ -284,7 +281,8 @@ def play_baseline(name: str, tasks: Sequence[Mapping[str, Any]], rollout: Any, k
     """``k`` episodes per task of a baseline policy (:mod:`envs.baselines`), ``num_envs`` at once;
     ``on_trajectory`` as in :func:`evaluate`."""
     import envs  # noqa: F401  (registers the environments)
-    from envs.baselines import make_agent, run_episode
+    from envs.baselines import make_agent
+    from envs.episode import run_episode
     from envs.wrappers import EpisodeTimeLimit
     from trainers.rollout import Trajectory, make_env
 
@@ -308,14 +306,8 @@ def play_baseline(name: str, tasks: Sequence[Mapping[str, Any]], rollout: Any, k
                 except queue.Empty:
                     return
                 agent = make_agent(name, seed=rollout.seed + index)
-                reward, info = run_episode(env, agent, options={"task": task})
-                termination = str(info.get("termination") or "unknown")
-                results[index] = Trajectory(
-                    task=env.get_wrapper_attr("task").to_dict(), messages=env.get_wrapper_attr("messages")(),
-                    prompt_ids=[], token_ids=[], loss_mask=[], logprobs=[], reward=reward,
-                    is_correct=bool(info.get("is_correct")), termination=termination,
-                    num_tool_calls=int(info.get("num_tool_calls", 0)), truncated=termination != "answer",
-                    info=dict(info), index=index, num_turns=int(info.get("turn", 0)), policy=rollout.policy_name)
+                episode = run_episode(env, agent, options={"task": task})
+                results[index] = Trajectory.from_episode(episode, index, rollout.policy_name)
                 if on_trajectory is not None:
                     with lock:
                         on_trajectory(results[index])

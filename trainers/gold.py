@@ -40,13 +40,8 @@ def heuristic_trajectories(env: Any, num_tasks: int, *, visits: int = 1,
     ``max_queries`` defaults to what the compact search reads: the extra queries the agent would
     otherwise write are ignored by the tool, yet they are the longest spans a tiny model has to
     copy from the question, and its failures are repetition loops in such copies."""
-    from envs.baselines import HeuristicAgent, run_episode
-    from envs.trajectory import trajectory_record
+    from envs.baselines import HeuristicAgent
+    from envs.episode import run_episode
 
     agent = HeuristicAgent(visits=visits, max_queries=max_queries)
-    records = []
-    for i in range(num_tasks):
-        reward, info = run_episode(env, agent, options={"task_index": i})
-        records.append(trajectory_record(env.unwrapped.task, env.unwrapped.messages(), reward, info,
-                                         policy="heuristic"))
-    return records
+    return [run_episode(env, agent, options={"task_index": i}).record("heuristic") for i in range(num_tasks)]

@@ -25,7 +25,7 @@ import random
 import signal
 import time
 import warnings
-from dataclasses import asdict, dataclass, field
+from dataclasses import KW_ONLY, asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -37,23 +37,25 @@ from trainers.grpo_data import EqualGroups, Overlong, TaskPool, build_batch, is_
 from trainers.interrupt import StopRequest, TrainingInterrupted
 from trainers.progress import StepBar, enabled
 from trainers.metrics_log import TENSORBOARD_MODES, MetricsLogger, TensorBoardMode, iter_metrics
+from trainers.rollout_options import EnvOptions, EpisodeOptions
 from trainers.losses import clip_fractions, entropy_from_logits, kl_k3, masked_sum, policy_loss, token_logprobs
 
 
 @dataclass
-class GRPOConfig:
-    """GRPO on a Gymnasium research environment (on-policy, token-level clipped loss, leave-one-out advantages)."""
+class GRPOConfig(EpisodeOptions, EnvOptions):
+    """GRPO on a Gymnasium research environment (on-policy, token-level clipped loss, leave-one-out advantages).
+    The environment (``env_id``, ``wiki_dir``, ``env_kwargs``) and sampling (``max_new_tokens``, ``temperature``,
+    ``top_p``, ``max_tool_calls``) options are :mod:`trainers.rollout_options`'s, shared with ``websailor eval``."""
 
     model: str = field(metadata={"positional": True})
     """Starting model: a directory saved with ``save_pretrained`` (e.g. the SFT output) or a short name (smollm2-135m)."""
     tasks: str = field(metadata={"positional": True})
     """Task JSONL the pool draws from (``question``, ``answer``, optional ``id``, ``aliases``)."""
+    _: KW_ONLY
+    max_new_tokens: int = 512
+    max_tool_calls: int = 10
     output_dir: str = "runs/grpo"
     """Where checkpoints, ``metrics.jsonl`` and the final model (``model/``) go."""
-    env_id: str = "websailor/WikiSim-v0"
-    """Environment id for ``gym.make`` (``module:Name-vN`` imports ``module`` first)."""
-    env_kwargs: str = "{}"
-    """JSON object of keyword arguments for ``gym.make`` (e.g. ``{"wiki_dir": "data/wiki"}``)."""
     tokenizer: str | None = None
     """Tokenizer directory; default: the model directory."""
     steps: int = 100
@@ -108,14 +110,6 @@ class GRPOConfig:
     """A task is retired when its last ``retire_window * group_size`` outcomes all pass or all fail (0: never)."""
     task_filter: str | None = None
     """``module:function`` called on each batch of fresh tasks, returning the ones to keep (a synthesis filter)."""
-    max_new_tokens: int = 512
-    """Tokens the policy may sample per turn."""
-    max_tool_calls: int = 10
-    """Tool-call budget per episode (passed to the environment)."""
-    temperature: float = 1.0
-    """Sampling temperature of rollouts (the log-probabilities trained against are at this temperature)."""
-    top_p: float = 1.0
-    """Nucleus sampling of rollouts: must be 1 (the loss's log-probabilities are under the full distribution)."""
     num_envs: int = 0
     """Episodes run at once per rank (0: the whole batch share)."""
     lockstep_rollouts: bool = False
@@ -161,8 +155,10 @@ class GRPOConfig:
     """Longest sequence (prompt and continuation) the vLLM engine serves."""
 
     def __post_init__(self) -> None:
-        positive = ("steps", "batch_size", "group_size", "micro_batch_size", "pool_size", "max_new_tokens",
-                    "max_tool_calls", "keep_checkpoints", "max_bad_steps")
+        EpisodeOptions.__post_init__(self)
+        EnvOptions.__post_init__(self)
+        positive = ("steps", "batch_size", "group_size", "micro_batch_size", "pool_size", "keep_checkpoints",
+                    "max_bad_steps")
         for name in positive:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -199,12 +195,6 @@ class GRPOConfig:
                               ("parallel", parallel.PARALLEL_MODES)):
             if getattr(self, name) not in choices:
                 raise ValueError(f"{name} must be one of {list(choices)}, got {getattr(self, name)!r}")
-        try:
-            kwargs = json.loads(self.env_kwargs)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"env_kwargs must be a JSON object, got {self.env_kwargs!r} ({exc.msg})") from None
-        if not isinstance(kwargs, dict):
-            raise ValueError(f"env_kwargs must be a JSON object, got {type(kwargs).__name__}")
         parallel.check_supported(self.parallel, lora=self.lora_r > 0)
         if self.task_filter is not None and ":" not in self.task_filter:
             raise ValueError(f"task_filter must look like 'module:function', got {self.task_filter!r}")
@@ -255,7 +245,7 @@ class GRPOTrainer:
             self.optimizer, lambda s: min(1.0, (s + 1) / warm) if warm else 1.0)
         self.pool = TaskPool(tasks, pool_size=config.pool_size, window=config.retire_window * config.group_size,
                              min_active=config.tasks_per_step, seed=config.seed, task_filter=task_filter)
-        self.env_kwargs = dict(env_kwargs if env_kwargs is not None else json.loads(config.env_kwargs))
+        self.env_kwargs = dict(env_kwargs if env_kwargs is not None else config.env_options())
         self.pad_id = pad_token_id(tokenizer)
         self.step = 0
         self.resumed_from = 0
@@ -545,6 +535,7 @@ def run(config: GRPOConfig) -> dict:
     """``websailor grpo``: load the model, tokenizer and tasks, train, return the last step's metrics."""
     if config.rollout_engine == "vllm":
         rollout_engine.require_vllm_gpu()  # one line saying what to install, before loading anything
+    config.require_simulator()  # the environment is built from the config's own options: checked before loading
     from envs.tasks import load_tasks
     from trainers.models import load_lm
 

@@ -26,7 +26,9 @@ from typing import Any, Literal, Protocol, Sequence, runtime_checkable
 import torch
 from transformers import LogitsProcessor, StoppingCriteria
 
+from envs.episode import AgentError
 from envs.tokens import ends_with_any
+from trainers.rollout_options import check_sampling
 
 FinishReason = Literal["stop", "length"]
 
@@ -69,16 +71,6 @@ def normalize_stops(stop_ids: Sequence[Sequence[int] | int]) -> list[list[int]]:
         if seq and seq not in out:
             out.append(seq)
     return out
-
-
-def check_sampling(max_new_tokens: int, temperature: float, top_p: float) -> None:
-    """``ValueError`` saying expected vs actual for a bad sampling setting."""
-    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 1:
-        raise ValueError(f"max_new_tokens must be a positive integer, got {max_new_tokens!r}")
-    if not (isinstance(temperature, (int, float)) and math.isfinite(temperature) and temperature >= 0):
-        raise ValueError(f"temperature must be >= 0 (0 is greedy), got {temperature!r}")
-    if not (isinstance(top_p, (int, float)) and 0 < top_p <= 1):
-        raise ValueError(f"top_p must be in (0, 1], got {top_p!r}")
 
 
 def cut_at_stop(ids: Sequence[int], stops: Sequence[Sequence[int]]) -> tuple[list[int], bool]:
@@ -340,7 +332,7 @@ MAX_REPLY_BYTES = 64 * 1024 * 1024
 """The policy endpoint's replies are refused above this size."""
 
 
-class PolicyError(RuntimeError):
+class PolicyError(AgentError):
     """A policy endpoint gave no usable completion (down, too slow, HTTP error, not a completion).
 
     The rollout ends such an episode with ``termination="policy_error"``: it says nothing about

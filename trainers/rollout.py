@@ -28,6 +28,12 @@ turn that ``max_new_tokens`` cut off (``<answer>Par``: the model never finished 
 is scored as one without an answer: reward 0, not correct, the environment's verdict kept in
 ``info["cut_answer"]``), or ``env_error`` if the environment raised, or ``policy_error`` if a text
 policy's endpoint gave no completion (:class:`trainers.policies.PolicyError`); the run goes on.
+
+**One episode's rules, shared.** Batching generation across environments needs its own
+scheduling loop (the single-episode loop of :func:`envs.episode.run_episode` plays one
+environment at a time); what an episode's end means comes from :mod:`envs.episode` for both:
+the termination and truncation of an ended episode, what an exception makes of it, how a cut
+final answer is scored, the transcript, and (:meth:`Trajectory.from_episode`) the record.
 """
 
 from __future__ import annotations
@@ -46,11 +52,13 @@ import gymnasium as gym
 import torch
 
 import envs  # noqa: F401  (registers the environment ids)
+from envs.episode import Episode, cut_answer, ended_without_answer, failure_info, termination_of, transcript
 from envs.tasks import Task, task_from_dict
 from envs.tokens import (end_of_turn_ids, ends_with_any, observation_ids, prompt_ids, stop_sequences)
 from envs.trajectory import trajectory_record
 from envs.wrappers import EpisodeTimeLimit, check_seconds
-from trainers.policies import Generation, Policy, PolicyError, TextPolicy, check_sampling
+from trainers.policies import Generation, Policy, TextPolicy
+from trainers.rollout_options import SamplingOptions
 
 
 def make_env(env_id: str, kwargs: dict) -> gym.Env:
@@ -66,20 +74,14 @@ def make_env(env_id: str, kwargs: dict) -> gym.Env:
 
 
 @dataclass
-class RolloutConfig:
-    """How episodes are run."""
+class RolloutConfig(SamplingOptions):
+    """How episodes are run (``max_new_tokens``, ``temperature``, ``top_p``: :class:`trainers.rollout_options.SamplingOptions`)."""
 
     env_id: str = "websailor/WikiSim-v0"
     """Registered environment id, made with ``gym.make``."""
     env_kwargs: dict[str, Any] = field(default_factory=dict)
     """Keyword arguments for ``gym.make`` (``wiki_dir``, ``max_tool_calls``, ...; ``tasks`` defaults
     to the collected tasks, as every reset names its task anyway)."""
-    max_new_tokens: int = 2048
-    """Sampled tokens per assistant turn."""
-    temperature: float = 1.0
-    """Sampling temperature (RL rollouts: 1.0; evaluation: 0.85)."""
-    top_p: float = 1.0
-    """Nucleus sampling mass (RL rollouts: 1.0; evaluation: 0.95)."""
     num_envs: int = 8
     """Episodes running at once (environments made)."""
     tool_workers: int = 8
@@ -111,7 +113,7 @@ class RolloutConfig:
     def __post_init__(self) -> None:
         if self.schedule not in ("async", "lockstep"):
             raise ValueError(f"schedule must be 'async' or 'lockstep', got {self.schedule!r}")
-        check_sampling(self.max_new_tokens, self.temperature, self.top_p)
+        super().__post_init__()
         for name in ("num_envs", "tool_workers", "max_total_tokens"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -155,6 +157,16 @@ class Trajectory:
     last_turn_cut: bool = False
     """True when the last sampled turn was cut off by ``max_new_tokens`` (no stop sequence sampled):
     the trainer treats the episode as truncated, whatever the environment made of the cut text."""
+
+    @classmethod
+    def from_episode(cls, episode: Episode, index: int, policy: str) -> "Trajectory":
+        """An episode played one at a time by an agent (:func:`envs.episode.run_episode`): no token ids."""
+        termination = episode.termination
+        return cls(task=episode.task.to_dict(), messages=episode.messages, prompt_ids=[], token_ids=[],
+                   loss_mask=[], logprobs=[], reward=episode.reward, is_correct=episode.is_correct,
+                   termination=termination, num_tool_calls=episode.num_tool_calls,
+                   truncated=ended_without_answer(termination), info=dict(episode.info), index=index,
+                   num_turns=episode.turns, policy=policy)
 
     def to_record(self, timing: bool = True) -> dict[str, Any]:
         """The trajectory JSONL record (``id``, ``task``, ``messages``, ``reward``, ``is_correct``,
@@ -383,8 +395,7 @@ class _Runner:
         try:
             kind, payload = fut.result()
         except Exception as exc:  # one broken environment (or policy endpoint) must not end the run
-            reason = "policy_error" if isinstance(exc, PolicyError) else "env_error"
-            ep.info = {**ep.info, "termination": reason, "error": f"{type(exc).__name__}: {exc}"[:500]}
+            ep.info = failure_info(ep.info, exc)
             ep.done = True
             try:
                 envs[ep.slot].close()
@@ -403,10 +414,8 @@ class _Runner:
             ep.info, ep.messages = info, messages
             if terminated or truncated:
                 ep.done = True
-                if ep.last_cut and info.get("termination") == "answer":
-                    ep.info = {**info, "termination": "token_limit", "is_correct": False,
-                               "cut_answer": {"reward": ep.reward, "is_correct": bool(info.get("is_correct"))}}
-                    ep.reward = 0.0
+                if ep.last_cut:
+                    ep.reward, ep.info = cut_answer(ep.reward, info)
                 return False
             if self.kind == "tokens":
                 ep.add(self.tokens.observation(obs), 0)
@@ -471,28 +480,24 @@ class _Runner:
         free.append(ep.slot)
         if bar is not None:
             self._show(bar, ep)
-        termination = str(ep.info.get("termination") or "unknown")
+        termination = termination_of(ep.info)
         yield Trajectory(
             task=ep.task, messages=ep.messages, prompt_ids=ep.prompt_ids, token_ids=ep.token_ids,
             loss_mask=ep.loss_mask, logprobs=ep.logprobs, reward=ep.reward,
             is_correct=bool(ep.info.get("is_correct", False)), termination=termination,
-            num_tool_calls=int(ep.info.get("num_tool_calls", 0)), truncated=termination != "answer",
+            num_tool_calls=int(ep.info.get("num_tool_calls", 0)), truncated=ended_without_answer(termination),
             info=dict(ep.info), index=ep.index, num_turns=ep.turns, policy=self.config.policy_name,
             last_turn_cut=ep.last_cut)
 
 
-def _messages(env: gym.Env) -> list[dict[str, str]]:
-    return env.get_wrapper_attr("messages")()
-
-
 def _reset(env: gym.Env, task: dict[str, Any], seed: int | None) -> tuple[str, Any]:
     env.reset(seed=seed, options={"task": task})
-    return "reset", _messages(env)
+    return "reset", transcript(env)
 
 
 def _step(env: gym.Env, text: str) -> tuple[str, Any]:
     obs, reward, terminated, truncated, info = env.step(text)
-    return "step", (obs, reward, terminated, truncated, info, _messages(env))
+    return "step", (obs, reward, terminated, truncated, info, transcript(env))
 
 
 def _progress_bar(total: int, leave: bool = True) -> Any:

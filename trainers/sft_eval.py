@@ -3,15 +3,18 @@
 :func:`format_validity` plays a ``transformers`` causal LM greedily in an environment
 (token in, token out: the prompt from :func:`envs.tokens.prompt_ids`, sampled ids kept,
 generation stopped at the end-of-turn marker) and parses every turn it writes with
-:func:`envs.protocol.parse_turn`.
+:func:`envs.protocol.parse_turn`. The model plays as a :class:`GreedyAgent` through the one
+episode runner, :func:`envs.episode.run_episode`.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 
+from envs.episode import Step, run_episode, transcript
 from envs.protocol import parse_turn
 from envs.tokens import ends_with_any, prompt_ids, stop_sequences
 
@@ -42,6 +45,31 @@ def _strip_stop(ids: list[int], stops: list[list[int]]) -> list[int]:
     return ids
 
 
+@dataclass
+class GreedyAgent:
+    """A causal LM as an agent of ``env``: each turn is its greedy continuation of the transcript so far."""
+
+    model: Any
+    tokenizer: Any
+    env: Any
+    """The environment it plays (its transcript is the prompt)."""
+    max_new_tokens: int = 512
+    use_chat_template: bool | None = None
+    name: str = "greedy"
+
+    def __post_init__(self) -> None:
+        self.stops = stop_sequences(self.tokenizer)
+
+    def reset(self, obs: str, info: dict[str, Any]) -> None:
+        pass
+
+    def act(self, obs: str, info: dict[str, Any]) -> str:
+        ids = prompt_ids(transcript(self.env), self.tokenizer, use_chat_template=self.use_chat_template)
+        new = _strip_stop(generate_turn(self.model, self.tokenizer, ids, max_new_tokens=self.max_new_tokens,
+                                        stops=self.stops), self.stops)
+        return self.tokenizer.decode(new, skip_special_tokens=True)
+
+
 def format_validity(model: Any, tokenizer: Any, env: Any, task_indices: list[int], *,
                     max_new_tokens: int = 512, max_turns: int = 4,
                     use_chat_template: bool | None = None) -> dict[str, Any]:
@@ -54,27 +82,23 @@ def format_validity(model: Any, tokenizer: Any, env: Any, task_indices: list[int
     """
     was_training = model.training
     model.eval()
-    stops = stop_sequences(tokenizer)
+    agent = GreedyAgent(model, tokenizer, env, max_new_tokens=max_new_tokens, use_chat_template=use_chat_template)
     turns = strict = tool_calls = answers = 0
     examples: list[str] = []
+
+    def count(text: str, step: Step) -> None:
+        nonlocal turns, strict, tool_calls, answers
+        turn = parse_turn(text)
+        turns += 1
+        strict += turn.strict
+        tool_calls += turn.kind == "tool_call"
+        answers += turn.kind == "answer"
+        if len(examples) < 3:
+            examples.append(text)
+
     try:
         for index in task_indices:
-            env.reset(options={"task_index": index})
-            for _ in range(max_turns):
-                ids = prompt_ids(env.unwrapped.messages(), tokenizer, use_chat_template=use_chat_template)
-                new = _strip_stop(generate_turn(model, tokenizer, ids, max_new_tokens=max_new_tokens, stops=stops),
-                                  stops)
-                text = tokenizer.decode(new, skip_special_tokens=True)
-                turn = parse_turn(text)
-                turns += 1
-                strict += turn.strict
-                tool_calls += turn.kind == "tool_call"
-                answers += turn.kind == "answer"
-                if len(examples) < 3:
-                    examples.append(text)
-                _, _, terminated, truncated, _ = env.step(text)
-                if terminated or truncated:
-                    break
+            run_episode(env, agent, options={"task_index": index}, max_turns=max_turns, on_step=count)
     finally:
         model.train(was_training)
     return {"turns": turns, "strict_turns": strict, "rate": strict / turns if turns else 0.0,

@@ -29,10 +29,11 @@ from __future__ import annotations
 import json
 import shutil
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import KW_ONLY, MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Callable
 
+from trainers.rollout_options import EpisodeOptions
 from websailor.stages import STAGE_FUNCTIONS, write_json
 
 STAGES = ("simulator", "tasks", "baselines", "fewshot", "sft", "grpo", "eval", "report")
@@ -45,12 +46,19 @@ RUN_ENTRIES = frozenset({RUN_FILE, RUN_FILE + ".tmp", "report.html", "report.htm
 
 
 @dataclass
-class PipelineConfig:
+class PipelineConfig(EpisodeOptions):
     """Run the whole system on the embedded default: simulator, tasks, baselines, the few-shot
-    pretrained model, SFT, GRPO, evaluation and report.html, all under --out."""
+    pretrained model, SFT, GRPO, evaluation and report.html, all under --out. --temperature and
+    --top-p sample the evaluation episodes (the probe and GRPO sample at 1.0); --max-new-tokens and
+    --max-tool-calls hold for every episode (:mod:`trainers.rollout_options`)."""
 
     out: str = field(metadata={"flag": "--out"})
     """The run directory (created; refused if it holds a finished run, unless --resume or --overwrite)."""
+    _: KW_ONLY
+    temperature: float = 0.7
+    top_p: float = 0.95
+    max_new_tokens: int = 64
+    max_tool_calls: int = 2
     wiki_dir: str = "data/wiki"
     """The simulator directory (built from the embedded default corpus if missing)."""
     model: str = "smollm2-135m"
@@ -91,12 +99,6 @@ class PipelineConfig:
     1e-4 for 4 steps in the learning benchmark kept them (0.90 -> 0.92)."""
     probe: int = 4
     """Train tasks per level the SFT model plays before GRPO, to pick tasks of useful difficulty."""
-    temperature: float = 0.7
-    """Sampling temperature of evaluation episodes."""
-    max_new_tokens: int = 64
-    """Tokens per assistant turn when a model plays."""
-    max_tool_calls: int = 2
-    """Tool-call budget per episode."""
     threads: int = 0
     """torch CPU threads (0: one, which decodes fastest on a shared 2-core machine)."""
     resume: bool = False
@@ -107,6 +109,7 @@ class PipelineConfig:
     """Progress bars."""
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if not self.out:
             raise ValueError("--out is required: the run directory, e.g. runs/demo")
         if self.lookup_tasks < 2 * self.heldout + 2:
@@ -115,8 +118,7 @@ class PipelineConfig:
         for name in ("heldout", "synth_tasks", "synth_heldout", "threads", "train_layers"):
             if getattr(self, name) < 0:
                 raise ValueError(f"--{name.replace('_', '-')} must be >= 0, got {getattr(self, name)}")
-        for name in ("sft_steps", "sft_batch", "grpo_steps", "grpo_tasks_per_step", "group_size", "probe",
-                     "max_new_tokens", "max_tool_calls"):
+        for name in ("sft_steps", "sft_batch", "grpo_steps", "grpo_tasks_per_step", "group_size", "probe"):
             if getattr(self, name) < 1:
                 raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
         if self.group_size < 2:
@@ -184,7 +186,10 @@ def open_run(config: PipelineConfig) -> tuple[Path, dict[str, Any]]:
         if state.get("finished") and not config.resume:
             raise ValueError(f"{run_dir} holds a finished run; pass --resume to rebuild its report or "
                              "--overwrite to start over")
-        changed = sorted(k for k in comparable if (state.get("config") or {}).get(k) != comparable[k])
+        recorded = state.get("config") or {}
+        # A setting added since the run was recorded counts as unchanged at its default.
+        defaults = {f.name: f.default for f in fields(PipelineConfig) if f.default is not MISSING}
+        changed = sorted(k for k in comparable if recorded.get(k, defaults.get(k)) != comparable[k])
         if changed:
             raise ValueError(f"{run_dir} holds a run with other settings ({', '.join(changed)}); "
                              "use another --out or --overwrite")

@@ -132,14 +132,38 @@ def _interleave_levels(tasks: Sequence[dict]) -> list[dict]:
     return [g[i] for i in range(max((len(g) for g in groups), default=0)) for g in groups if i < len(g)]
 
 
+class GoldAgent:
+    """Knows the answer: searches for :func:`quoted_query`, then answers with the hit that is the answer
+    (``unknown`` when no hit is: such an episode is no gold trajectory)."""
+
+    name = "gold"
+
+    def __init__(self, task: dict[str, Any]):
+        self.task = task
+        self.searched = False
+
+    def reset(self, obs: str, info: dict[str, Any]) -> None:
+        self.searched = False
+
+    def act(self, obs: str, info: dict[str, Any]) -> str:
+        from envs.baselines import parse_search_results
+
+        if not self.searched:
+            self.searched = True
+            return _search_turn(quoted_query(self.task["question"]))
+        names = {self.task["answer"], *self.task.get("aliases", [])}
+        results = parse_search_results(obs)
+        hits = [h for h in results if h.title in names]
+        return answer_turn(results.index(hits[0]) + 1, hits[0].title) if hits else answer_turn(0, "unknown")
+
+
 def gold_trajectories(wiki_dir: str, tasks: Sequence[dict], limit: int) -> list[dict[str, Any]]:
     """Up to ``limit`` correct gold trajectories (trajectory JSONL records) of title lookups, played
-    in the compact environment: a search for :func:`quoted_query`, then the hit that is the answer."""
+    by the :class:`GoldAgent` in the compact environment (:func:`envs.episode.run_episode`)."""
     import gymnasium as gym
 
     import envs  # noqa: F401  (registers the environments)
-    from envs.baselines import parse_search_results
-    from envs.trajectory import trajectory_record
+    from envs.episode import run_episode
 
     lookups = _interleave_levels([t for t in tasks if str(t.get("level", "")).startswith("lookup")])
     if not lookups:
@@ -150,17 +174,9 @@ def gold_trajectories(wiki_dir: str, tasks: Sequence[dict], limit: int) -> list[
         for task in lookups:
             if len(records) >= limit:
                 break
-            env.reset(options={"task": task})
-            obs, _, term, trunc, _ = env.step(_search_turn(quoted_query(task["question"])))
-            names = {task["answer"], *task.get("aliases", [])}
-            hits = [h for h in parse_search_results(obs) if h.title in names]
-            if term or trunc or not hits:
-                continue
-            rank = parse_search_results(obs).index(hits[0]) + 1
-            _, reward, _, _, info = env.step(answer_turn(rank, hits[0].title))
-            if info.get("is_correct"):
-                records.append(trajectory_record(env.unwrapped.task, env.unwrapped.messages(), reward, info,
-                                                 policy="gold"))
+            episode = run_episode(env, GoldAgent(task), options={"task": task})
+            if episode.is_correct:
+                records.append(episode.record("gold"))
     finally:
         env.close()
     return records

@@ -111,9 +111,9 @@ def evaluate_policy(config: Any, run_dir: Path, name: str, policy: Any, tasks: l
     record = EvalConfig(tasks=str(run_dir / "tasks" / "heldout.jsonl"), policy=kind, model=model or "-",
                         name=name, out=str(eval_dir), wiki_dir=config.wiki_dir,
                         max_tool_calls=config.max_tool_calls, seed=config.seed, temperature=config.temperature,
-                        max_new_tokens=config.max_new_tokens)
+                        top_p=config.top_p, max_new_tokens=config.max_new_tokens)
     rollout = RolloutConfig(env_id="websailor/WikiSim-v0", env_kwargs={"tasks": tasks, **kwargs},
-                            max_new_tokens=config.max_new_tokens, temperature=config.temperature, top_p=0.95,
+                            max_new_tokens=config.max_new_tokens, temperature=config.temperature, top_p=config.top_p,
                             num_envs=len(tasks), tool_workers=2, max_total_tokens=4096,
                             max_episode_seconds=900.0, policy_name=name, seed=config.seed)
     start = time.perf_counter()

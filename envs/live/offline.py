@@ -90,13 +90,45 @@ def offline_config(web: FakeWeb, config: str | Path | None = None, **overrides) 
     return LiveConfig.from_file(path, **fields)
 
 
-def run_episode(config: str | Path | None = None, doc_index: int = 0, out=print) -> bool:
-    """One scripted ``websailor/LiveWeb-v0`` episode against a fake web of its own: search the
-    institution's name, visit the first hit, answer with the founder the evidence names."""
+class FounderAgent:
+    """The scripted agent of ``episode``: search the institution's name, visit the first hit, answer
+    with the founder the evidence names (``unknown`` when the search found no page to visit)."""
+
+    name = "offline-founder"
+
+    def __init__(self, title: str, out=print):
+        self.title, self.out = title, out
+        self.phase = "search"
+
+    def reset(self, obs: str, info: dict) -> None:
+        self.phase = "search"
+
+    def act(self, obs: str, info: dict) -> str:
+        from envs.protocol import format_turn
+
+        if self.phase == "search":
+            self.phase = "visit"
+            return format_turn("Search for it.", tool_call=("search", {"query": [self.title]}))
+        if self.phase == "visit":
+            self.phase = "answer"
+            link = _FIRST_LINK.search(obs)
+            if info.get("tool_ok") and link is not None:
+                goal = "who founded it and when"
+                return format_turn("Read the first hit.", tool_call=("visit", {"url": link.group(1), "goal": goal}))
+            self.out("search found no page to visit")
+            return format_turn("Nothing to read.", answer="unknown")
+        founder = _FOUNDER.search(obs)
+        return format_turn("The page says who.", answer=founder.group(1).strip() if founder else "unknown")
+
+
+def offline_episode(config: str | Path | None = None, doc_index: int = 0, out=print) -> bool:
+    """One scripted ``websailor/LiveWeb-v0`` episode (:class:`FounderAgent`, played by
+    :func:`envs.episode.run_episode`) against a fake web of its own, each turn printed; True when
+    the answer is judged correct."""
     import gymnasium as gym
 
     import envs  # noqa: F401  (registers the environments)
-    from envs.protocol import format_turn
+    from envs.episode import run_episode
 
     with FakeWeb() as web:
         doc = web.docs[doc_index % len(web.docs)]
@@ -105,36 +137,23 @@ def run_episode(config: str | Path | None = None, doc_index: int = 0, out=print)
                 "answer": doc.founder}
         env = gym.make("websailor/LiveWeb-v0", tasks=[task], config=cfg, tools=["search", "visit"])
         try:
-            env.reset(seed=0)
             out(f"fake providers on {web.url}; question: {task['question']}")
-            obs, _, _, _, info = _step(env, format_turn("Search for it.", tool_call=("search", {"query": [doc.title]})), out)
-            link = _FIRST_LINK.search(obs)
-            if not info["tool_ok"] or link is None:
-                out("search found no page to visit")
-                return False
-            goal = "who founded it and when"
-            obs, _, _, _, info = _step(
-                env, format_turn("Read the first hit.", tool_call=("visit", {"url": link.group(1), "goal": goal})), out)
-            founder = _FOUNDER.search(obs)
-            answer = founder.group(1).strip() if founder else "unknown"
-            obs, reward, terminated, _, info = _step(env, format_turn("The page says who.", answer=answer), out)
+            episode = run_episode(env, FounderAgent(doc.title, out), seed=0,
+                                  on_step=lambda action, step: _show(action, step.obs, step.info, out))
             stats = env.unwrapped.live_web.snapshot()
-            out(f"reward {reward}, correct {info['is_correct']}; requests per source: "
+            out(f"reward {episode.reward}, correct {episode.is_correct}; requests per source: "
                 + json.dumps({s: v.get("attempts", v) for s, v in stats.get("sources", {}).items()}))
-            return bool(terminated and info["is_correct"])
+            return episode.termination == "answer" and episode.is_correct
         finally:
             env.close()
 
 
-def _step(env, action: str, out):
-    result = env.step(action)
-    obs, info = result[0], result[4]
+def _show(action: str, obs: str, info: dict, out) -> None:
     call = next((line for line in action.splitlines() if line.startswith(("{", "<answer>"))), action)
     out(f"\n>>> {call[:300]}")
     if obs:
         shown = obs if len(obs) <= 1200 else obs[:1200] + f" ... ({len(obs)} chars)"
         out(f"<<< {shown}\n    [tool_ok={info.get('tool_ok')}, source={info.get('tool_metadata', {}).get('source')}]")
-    return result
 
 
 def serve(port: int, state_dir: str, seconds: float | None, write_config: str | None) -> int:
@@ -192,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"--port: expected 0-65535, got {args.port}")
         return serve(args.port, args.state_dir, args.seconds, args.write_config)
     try:
-        return 0 if run_episode(args.config, args.doc) else 1
+        return 0 if offline_episode(args.config, args.doc) else 1
     except ValueError as e:  # a config that does not load: one line, what to fix
         print(f"error: {e}", file=sys.stderr)
         return 2

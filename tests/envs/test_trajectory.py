@@ -2,8 +2,9 @@ from pathlib import Path
 
 import pytest
 
-from envs.baselines import HeuristicAgent, run_episode
+from envs.baselines import HeuristicAgent
 from envs.env import ResearchEnv
+from envs.episode import run_episode
 from envs.protocol import parse_turn
 from envs.trajectory import REQUIRED_KEYS, read_trajectories, trajectory_record, write_trajectories
 from envs.tools.search import SearchTool
@@ -35,8 +36,9 @@ def test_released_trajectories_read_unchanged_and_parse_with_our_protocol():
 def test_record_from_an_episode_round_trips(tmp_path):
     wiki = MiniWiki()
     env = ResearchEnv([SearchTool(wiki), VisitTool(wiki)], TASKS, current_date="2025-07-18")
-    reward, info = run_episode(env, HeuristicAgent(), options={"task_index": 1})
-    record = trajectory_record(env.task, env.messages(), reward, info, "heuristic")
+    episode = run_episode(env, HeuristicAgent(), options={"task_index": 1})
+    record = trajectory_record(env.task, env.messages(), episode.reward, episode.info, "heuristic")
+    assert episode.record("heuristic") == record
     assert set(REQUIRED_KEYS) <= set(record) and record["id"] == "sdo" and record["is_correct"]
     assert record["task"]["answer"] == "Helioseismic and Magnetic Imager" and record["num_tool_calls"] == 2
     assert write_trajectories(tmp_path / "t.jsonl", [record, record]) == 2

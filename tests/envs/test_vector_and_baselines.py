@@ -5,9 +5,10 @@ from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 from gymnasium.wrappers import RecordEpisodeStatistics, TimeLimit
 
 from envs.baselines import (HeuristicAgent, RandomAgent, make_agent, parse_search_results, parse_visit_pages,
-                            question_of, quote_support, run_episode, salient_queries,
+                            question_of, quote_support, salient_queries,
                             tool_names_of)
 from envs.env import ResearchEnv
+from envs.episode import run_episode
 from envs.formatting import format_search_batch
 from envs.tools.search import SearchTool
 from envs.tools.visit import VisitTool
@@ -57,18 +58,18 @@ def test_vector_envs_run_the_heuristic(vector_cls):
 
 def test_gymnasium_wrappers_fit():
     env = RecordEpisodeStatistics(TimeLimit(_make(), max_episode_steps=2))
-    reward, info = run_episode(env, HeuristicAgent(), options={"task_index": 2})
+    info = run_episode(env, HeuristicAgent(), options={"task_index": 2}).info
     assert "episode" in info and info["episode"]["l"] == 2
     # TimeLimit truncates on its own count, on top of the environment's budgets.
-    reward, info = run_episode(env, RandomAgent(seed=1), options={"task_index": 2})
+    info = run_episode(env, RandomAgent(seed=1), options={"task_index": 2}).info
     assert info["episode"]["l"] <= 2
 
 
 def test_heuristic_solves_the_mini_wiki_and_beats_random():
     env = _make()
-    heuristic = [run_episode(env, HeuristicAgent(), options={"task_index": i})[1]["is_correct"] for i in range(3)]
+    heuristic = [run_episode(env, HeuristicAgent(), options={"task_index": i}).info["is_correct"] for i in range(3)]
     rng_policy = RandomAgent(seed=0)
-    random_runs = [run_episode(env, rng_policy, options={"task_index": i % 3})[1]["is_correct"] for i in range(30)]
+    random_runs = [run_episode(env, rng_policy, options={"task_index": i % 3}).info["is_correct"] for i in range(30)]
     assert all(heuristic)
     assert np.mean(random_runs) < 1.0
     messages = env.messages()

@@ -9,9 +9,10 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import envs  # noqa: F401  (registration)
-from envs.baselines import HeuristicAgent, RandomAgent, run_episode
+from envs.baselines import HeuristicAgent, RandomAgent
 from envs.derived_tasks import derive_tasks, masked_first_sentence
 from envs.env import ResearchEnv
+from envs.episode import run_episode
 from envs.protocol import format_turn
 from envs.tasks import write_jsonl_tasks
 from envs.tools.search import SearchTool
@@ -77,9 +78,9 @@ def test_search_and_visit_tools_on_the_simulator(default_wiki):
 def test_heuristic_beats_random_on_derived_tasks(default_wiki, derived_tasks):
     env = gym.make("websailor/WikiSim-v0", wiki_dir=default_wiki, tasks=derived_tasks, tools=["search", "visit"])
     n = len(env.unwrapped.tasks)
-    heuristic = [run_episode(env, HeuristicAgent(), options={"task_index": i})[1]["is_correct"] for i in range(n)]
+    heuristic = [run_episode(env, HeuristicAgent(), options={"task_index": i}).info["is_correct"] for i in range(n)]
     policy = RandomAgent(seed=0)
-    random_runs = [run_episode(env, policy, options={"task_index": i})[1]["is_correct"] for i in range(n)]
+    random_runs = [run_episode(env, policy, options={"task_index": i}).info["is_correct"] for i in range(n)]
     env.close()
     assert np.mean(heuristic) >= 0.5 and np.mean(heuristic) > np.mean(random_runs) + 0.3
 

@@ -150,9 +150,9 @@ def test_attacks_find_a_quoting_question_and_not_the_research_ones(research):
         assert set(shortcut_ranks(sim, r["question"], {r["subgraph"]["target"]}).values()) == {None}
     q = "There is a city whose two-word name begins with “S”. What is this city?"
     assert name_constraints(q, "city") == ("S", 2) and content_query(clauses(q)[0]) == "city"
-    from envs.baselines import run_episode
+    from envs.episode import run_episode
 
-    _, info = run_episode(env, ClauseAgent(), options={"task": {"question": quoting, "answer": "Tomato"}})
+    info = run_episode(env, ClauseAgent(), options={"task": {"question": quoting, "answer": "Tomato"}}).info
     assert info["termination"] == "answer"
 
 
