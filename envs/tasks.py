@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from envs.jsonl import iter_jsonl
 from envs.judges import check_gold
+from wiki_sim.common.jsonl import iter_jsonl
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,8 @@ import os
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
-from envs.jsonl import iter_jsonl
 from envs.tasks import Task
+from wiki_sim.common.jsonl import iter_jsonl
 
 REQUIRED_KEYS = ("id", "task", "messages", "reward", "is_correct", "termination", "num_tool_calls", "policy")
 

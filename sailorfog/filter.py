@@ -81,7 +81,7 @@ class FilterConfig:
 
 
 def run_filter(config: FilterConfig) -> dict[str, int]:
-    from envs.jsonl import iter_jsonl
+    from wiki_sim.common.jsonl import iter_jsonl
 
     rates = pass_rates(record for path in config.trajectories for _, record in iter_jsonl(path))
     tasks = [record for _, record in iter_jsonl(config.tasks)]

@@ -158,7 +158,7 @@ class ReportConfig:
 
 
 def run_report(config: ReportConfig) -> dict[str, Any]:
-    from envs.jsonl import iter_jsonl
+    from wiki_sim.common.jsonl import iter_jsonl
 
     tasks = [r for _, r in iter_jsonl(config.tasks)]
     if not tasks:

@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wiki_sim.sources import WheelFile, cache_dir, fetch_wheel_file, sha256_file
+from wiki_sim.common.cache import cache_dir, sha256_file
+from wiki_sim.common.wheels import WheelFile, fetch_wheel_file
 
 MANIFEST = "websailor-model.json"
 """Written last into a converted folder: what it was made from and the size of every file."""

@@ -29,9 +29,9 @@ from typing import Any, Iterable, Literal, Sequence
 
 import torch
 
-from envs.jsonl import iter_jsonl
 from envs.judges import ExactMatchF1Judge, normalize_answer
 from envs.protocol import parse_turn
+from wiki_sim.common.jsonl import iter_jsonl
 
 ROLES = ("system", "user", "assistant", "tool")
 RecordFormat = Literal["websailor", "released"]

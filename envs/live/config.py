@@ -65,7 +65,7 @@ _FLOATS = ("connect_timeout", "deadline_s", "backoff_initial", "backoff_max", "b
 def default_cache_dir() -> Path:
     """``<project cache>/live``: the project cache is ``$WEBSAILOR_CACHE``, else
     ``~/.cache/websailor-gym`` (one place for every cache the project keeps)."""
-    from wiki_sim.sources import cache_dir
+    from wiki_sim.common.cache import cache_dir
 
     return cache_dir() / "live"
 
