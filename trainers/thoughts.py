@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from wiki_sim.common.chat import ChatClient, ChatError
+from wiki_sim.common.jsonl import atomic_open
 
 _THINK = re.compile(r"^\s*<think>(.*?)</think>\s*", re.DOTALL)
 _TAGS = re.compile(r"</?think>")
@@ -164,10 +165,9 @@ def run_thoughts(config: ThoughtsConfig) -> dict[str, Any]:
     options = ThoughtOptions(max_words=config.max_words)
     out = Path(config.output)
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
     summary = {"read": 0, "written": 0, "failed": 0, "turns_rewritten": 0, "errors": []}
     started = time.perf_counter()
-    with tmp.open("w", encoding="utf-8") as fh:
+    with atomic_open(out, "w") as fh:
         for lineno, value in iter_jsonl(config.input):
             if config.limit is not None and summary["read"] >= config.limit:
                 break
@@ -187,7 +187,6 @@ def run_thoughts(config: ThoughtsConfig) -> dict[str, Any]:
                                 ensure_ascii=False) + "\n")
             summary["written"] += 1
             summary["turns_rewritten"] += turns
-    os.replace(tmp, out)
     summary["seconds"] = round(time.perf_counter() - started, 3)
     print(f"thoughts: {summary['written']}/{summary['read']} records rewritten ({summary['failed']} failed) "
           f"-> {out}")

@@ -26,6 +26,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from wiki_sim.common.jsonl import atomic_write_text
+
 MAX_VIEWER_TASKS = 40
 """Trajectories shown in the viewer (per policy, the first ones of the held-out split)."""
 MAX_TOOL_RESPONSE_CHARS = 4000
@@ -463,8 +465,4 @@ def build_report(run_dir: str | os.PathLike) -> Path:
             + _safe(lambda: config_section(run), "Configuration"))
     page = (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{_esc(title)}</title>'
             f"<style>{_CSS}</style><script>{_JS}</script></head><body>{body}</body></html>")
-    out = run_dir / "report.html"
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(page, encoding="utf-8")
-    os.replace(tmp, out)
-    return out
+    return atomic_write_text(run_dir / "report.html", page)

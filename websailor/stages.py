@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from websailor import recipe
+from wiki_sim.common.jsonl import read_jsonl, write_json_atomic, write_jsonl_atomic
 
 TINY = "tiny"
 """``--model tiny``: a 2-layer model built from a config with a locally trained subword tokenizer
@@ -19,23 +20,15 @@ TINY = "tiny"
 
 
 def write_json(path: Path, value: Any) -> None:
+    """``value`` as JSON in ``path`` (atomically), its folder made first."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(value, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    write_json_atomic(path, value, indent=2, ensure_ascii=False, default=str)
 
 
 def write_jsonl(path: Path, records: list[dict]) -> None:
+    """``records`` as JSONL in ``path`` (atomically), its folder made first."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
-        for record in records:
-            fh.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
-    os.replace(tmp, path)
-
-
-def read_jsonl(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    write_jsonl_atomic(path, records, ensure_ascii=False, default=str)
 
 
 # ----------------------------------------------------------------------------- simulator and tasks
