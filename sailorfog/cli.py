@@ -14,10 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from wiki_sim.common.errors import UserError
+
 MIN_PAGES = 10
 
 
-class SynthError(ValueError):
+class SynthError(UserError):
     """A problem the user can fix (printed as one line by the CLI)."""
 
 

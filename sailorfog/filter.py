@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from wiki_sim.common.errors import UserError
 from wiki_sim.common.jsonl import write_jsonl_atomic
 
 
@@ -24,7 +25,7 @@ def pass_rates(trajectories: Iterable[Mapping[str, Any]]) -> dict[str, tuple[int
         task_id = task.get("id") if isinstance(task, Mapping) else None
         task_id = task_id if task_id is not None else record.get("id")
         if task_id is None:
-            raise ValueError("a trajectory record has neither task.id nor id")
+            raise UserError("a trajectory record has neither task.id nor id")
         counts[str(task_id)][0] += 1
         counts[str(task_id)][1] += bool(record.get("is_correct"))
     return {k: (v[0], v[1]) for k, v in counts.items()}

@@ -29,6 +29,7 @@ import networkx as nx
 
 from sailorfog.explore import Explorer, Found, LinkRead, PageRead, SimExplorer, name_query
 from sailorfog.extract import extract_statements
+from wiki_sim.common.errors import UserError
 from wiki_sim.common.jsonl import atomic_open
 from wiki_sim.records import PageInfo, title_to_url
 from wiki_sim.sentences import locate_anchors
@@ -108,7 +109,7 @@ class GraphConfig:
         self.seeds = tuple(self.seeds)
 
 
-class GraphError(ValueError):
+class GraphError(UserError):
     """The graph cannot be built (no seed, unknown seed title, ...)."""
 
 

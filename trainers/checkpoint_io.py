@@ -31,6 +31,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
+from wiki_sim.common.errors import UserError
 from wiki_sim.common.jsonl import atomic_open
 
 CHECKPOINT_PREFIX = "checkpoint-"
@@ -39,7 +40,7 @@ STATE_FILE = "trainer_state.pt"
 """The trainer state inside a step folder."""
 
 
-class CheckpointError(ValueError):
+class CheckpointError(UserError):
     """A checkpoint that cannot be used; the message (one line) names the file and what to do."""
 
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Literal, Mapping, Sequence
 
+from wiki_sim.common.errors import UserError
 from wiki_sim.common.jsonl import write_json_atomic
 
 PolicyKind = Literal["transformers", "vllm", "openai", "heuristic", "random"]
@@ -416,7 +417,7 @@ def check_errors(summary: dict[str, Any], where: str) -> None:
     share = summary.get("error_share") or 0.0
     if share > MAX_ERROR_SHARE:
         kinds = ", ".join(f"{kind}={count}" for kind, count in summary["errors"].items())
-        raise ValueError(f"{summary['error_episodes']} of {summary['num_tasks'] * summary['k']} episodes ended "
+        raise UserError(f"{summary['error_episodes']} of {summary['num_tasks'] * summary['k']} episodes ended "
                          f"without a verdict ({kinds}): check the judge and policy endpoints; results so far are "
                          f"in {where}, but their pass@k is not meaningful")
 

