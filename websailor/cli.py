@@ -7,7 +7,8 @@ package; this module only builds the argument parser from the dataclasses and ca
 Errors a user can fix are printed as one line (``websailor CMD: error: ...``) with exit status
 2: a :class:`~wiki_sim.common.errors.UserError` (bad input; a config that fails validation
 while it is built from the command line counts as one), a ``UserOSError`` (the sandbox cannot
-run here), and the file errors a user causes (:data:`USER_OS_ERRORS`, a full disk). Anything else is a bug and keeps its traceback.
+run here), and the file errors a user causes (:data:`USER_OS_ERRORS`, a full disk). Anything
+else is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
