@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from wiki_sim.analysis import STOPWORDS
+from wiki_sim.common.jsonl import atomic_open
 
 FAMILIES = ("title", "long", "misspelt")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
@@ -137,8 +138,7 @@ def write_corpus(pool: Pool, n_pages: int, path: Path, *, queries: int, seed: in
     targets: list[Target] = []
     words_total = 0
     n_sentences = len(pool.sentences)
-    tmp = path.with_name(path.name + ".part")
-    with tmp.open("w", encoding="utf-8") as fh:
+    with atomic_open(path, "w") as fh:
         for i in range(n_pages):
             base, own = pool.bases[rng.randrange(len(pool.bases))]
             count = rng.randint(3, 8)
@@ -159,7 +159,6 @@ def write_corpus(pool: Pool, n_pages: int, path: Path, *, queries: int, seed: in
             fh.write(json.dumps({"title": title, "text": text}, ensure_ascii=False) + "\n")
             if i in chosen:
                 targets.append(Target(title, _queries(base, pair[0], sentences, rng)))
-    tmp.replace(path)
     stats = {"pages": n_pages, "words": words_total, "words_per_page": round(words_total / n_pages, 1),
              "sentence_pool": n_sentences, "bases": len(pool.bases), "bytes": path.stat().st_size}
     return targets, stats

@@ -29,6 +29,8 @@ from pathlib import Path
 
 import torch
 
+from wiki_sim.common.jsonl import atomic_open, write_jsonl_atomic
+
 
 def main(argv: list[str] | None = None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -96,14 +98,9 @@ def main(argv: list[str] | None = None) -> dict:
     ax.set_ylim(-0.02, 1.02)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    tmp_png = out.with_name(out.name + ".tmp.png")
-    fig.savefig(tmp_png, dpi=100)
-    tmp_png.replace(out)
-    tmp_jsonl = out.with_suffix(".jsonl.tmp")
-    with tmp_jsonl.open("w") as fh:
-        for r in rows:
-            fh.write(json.dumps(r) + "\n")
-    tmp_jsonl.replace(out.with_suffix(".jsonl"))
+    with atomic_open(out, "wb") as fh:
+        fig.savefig(fh, format="png", dpi=100)
+    write_jsonl_atomic(out.with_suffix(".jsonl"), rows, ensure_ascii=True)
     last = min(10, len(rewards))
     hit = next((i + 1 for i in range(2, len(rewards)) if sum(rewards[i - 2:i + 1]) / 3 >= 0.8), None)
     print(f"{'task':<12}{'answer':<8}{'pass@start':>11}{'pass@end':>10}")

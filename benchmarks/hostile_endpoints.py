@@ -1,7 +1,7 @@
 """Hostile OpenAI-compatible endpoints against the judge and the policy client:
 ``python -m benchmarks.hostile_endpoints``.
 
-Cases, each one call served by a loopback server (:mod:`wiki_sim.fake_chat`), side by side
+Cases, each one call served by a loopback server (:mod:`wiki_sim.common.fake_chat`), side by side
 with a healthy server in one run:
 
 - ``healthy``: an ordinary chat completion (the reference);
@@ -112,7 +112,7 @@ def _in_process(args: tuple) -> dict:
 
 
 def _server(case: str, other_url: str):
-    from wiki_sim.fake_chat import FakeChatServer
+    from wiki_sim.common.fake_chat import FakeChatServer
 
     mode = {"healthy": "ok", "failing": "fail"}.get(case, case)
     return FakeChatServer(_healthy, mode=mode, interval=0.5, huge_bytes=HUGE_BYTES,
@@ -120,7 +120,7 @@ def _server(case: str, other_url: str):
 
 
 def main(argv: list[str] | None = None) -> None:
-    from wiki_sim.fake_chat import FakeChatServer
+    from wiki_sim.common.fake_chat import FakeChatServer
 
     parser = argparse.ArgumentParser(prog="python -m benchmarks.hostile_endpoints",
                                      description=__doc__.split("\n\n")[0])

@@ -13,10 +13,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from wiki_sim.common.errors import UserError
+
 
 def _check_wiki_dir(wiki_dir: str) -> None:
     if not (Path(wiki_dir) / "build.json").is_file():
-        raise ValueError(f"{wiki_dir} is not a built simulator (no build.json); build one with `websailor wiki build`")
+        raise UserError(f"{wiki_dir} is not a built simulator (no build.json); build one with `websailor wiki build`")
 
 
 @dataclass

@@ -15,7 +15,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, Sequence, runtime_checkable
 
-from wiki_sim.chat import ChatClient, ChatError
+from wiki_sim.common.chat import ChatClient, ChatError
 
 
 @dataclass

@@ -9,14 +9,14 @@ are. A task without an ``id`` gets a stable one from its question's hash.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from envs.jsonl import iter_jsonl
 from envs.judges import check_gold
+from wiki_sim.common.errors import UserError
+from wiki_sim.common.jsonl import iter_jsonl, write_jsonl_atomic
 
 
 @dataclass(frozen=True)
@@ -46,32 +46,32 @@ class Task:
 
 def _scalar_text(value: Any, what: str, where: str) -> str:
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-        raise ValueError(f"{where}: {what} must be a string or a number, got {type(value).__name__}")
+        raise UserError(f"{where}: {what} must be a string or a number, got {type(value).__name__}")
     text = str(value).strip()
     if not text:
-        raise ValueError(f"{where}: {what} is empty")
+        raise UserError(f"{where}: {what} is empty")
     return text
 
 
 def task_from_dict(record: Mapping[str, Any], where: str = "task") -> Task:
     """A :class:`Task` from one record; ``ValueError`` naming ``where`` if it is malformed."""
     if not isinstance(record, Mapping):
-        raise ValueError(f"{where}: expected a JSON object with 'question' and 'answer', got {type(record).__name__}")
+        raise UserError(f"{where}: expected a JSON object with 'question' and 'answer', got {type(record).__name__}")
     missing = [k for k in ("question", "answer") if k not in record]
     if missing:
-        raise ValueError(f"{where}: missing {' and '.join(repr(k) for k in missing)} (has {sorted(record)})")
+        raise UserError(f"{where}: missing {' and '.join(repr(k) for k in missing)} (has {sorted(record)})")
     question = _scalar_text(record["question"], "'question'", where)
     answer = _scalar_text(record["answer"], "'answer'", where)
     aliases = record.get("aliases") or []
     if isinstance(aliases, (str, int, float)):
         aliases = [aliases]
     if not isinstance(aliases, (list, tuple)):
-        raise ValueError(f"{where}: 'aliases' must be a list of strings, got {type(aliases).__name__}")
+        raise UserError(f"{where}: 'aliases' must be a list of strings, got {type(aliases).__name__}")
     alias_texts = tuple(_scalar_text(a, "each alias", where) for a in aliases)
     try:  # an answer that normalizes to nothing would match an empty (or any punctuation) answer
         check_gold([answer, *alias_texts])
     except ValueError as exc:
-        raise ValueError(f"{where}: {exc}") from None
+        raise UserError(f"{where}: {exc}") from None
     task_id = record.get("id")
     if task_id is None or task_id == "":
         task_id = hashlib.sha1(question.encode("utf-8", "surrogatepass")).hexdigest()[:16]
@@ -83,9 +83,9 @@ def check_task_file(path: str | os.PathLike) -> None:
     """``ValueError`` that says what is wrong unless ``path`` is an existing regular file."""
     path = Path(path)
     if path.is_dir():
-        raise ValueError(f"{path} is a directory; expected a task JSONL file ({{\"question\", \"answer\"}} per line)")
+        raise UserError(f"{path} is a directory; expected a task JSONL file ({{\"question\", \"answer\"}} per line)")
     if not path.is_file():
-        raise ValueError(f"task file not found: {path}")
+        raise UserError(f"task file not found: {path}")
 
 
 def read_jsonl_tasks(path: str | os.PathLike) -> list[Task]:
@@ -94,7 +94,7 @@ def read_jsonl_tasks(path: str | os.PathLike) -> list[Task]:
     check_task_file(path)
     tasks = [task_from_dict(record, f"{path}:{lineno}") for lineno, record in iter_jsonl(path)]
     if not tasks:
-        raise ValueError(f"{path}: no tasks in the file")
+        raise UserError(f"{path}: no tasks in the file")
     return tasks
 
 
@@ -103,10 +103,10 @@ def load_tasks(tasks: str | os.PathLike | Sequence[Mapping[str, Any] | Task] | I
     if isinstance(tasks, (str, os.PathLike)):
         return read_jsonl_tasks(tasks)
     if isinstance(tasks, Mapping):
-        raise ValueError("tasks must be a JSONL path or a list of task dicts, got a single dict; wrap it in a list")
+        raise UserError("tasks must be a JSONL path or a list of task dicts, got a single dict; wrap it in a list")
     out = [t if isinstance(t, Task) else task_from_dict(t, f"tasks[{i}]") for i, t in enumerate(tasks)]
     if not out:
-        raise ValueError("tasks is empty: expected at least one task")
+        raise UserError("tasks is empty: expected at least one task")
     return out
 
 
@@ -114,16 +114,5 @@ def write_jsonl_tasks(path: str | os.PathLike, tasks: Iterable[Task]) -> int:
     """Write tasks as JSONL (atomically: a temporary file renamed into place); returns the count."""
     path = Path(path)
     if path.is_dir():
-        raise ValueError(f"{path} is a directory; give a file path for the task JSONL (for example {path / 'tasks.jsonl'})")
-    tmp = path.with_name(path.name + ".tmp")
-    count = 0
-    try:
-        with tmp.open("w", encoding="utf-8") as fh:
-            for task in tasks:
-                fh.write(json.dumps(task.to_dict(), ensure_ascii=False) + "\n")
-                count += 1
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)  # no half-written file left beside the output
-        raise
-    return count
+        raise UserError(f"{path} is a directory; give a file path for the task JSONL (for example {path / 'tasks.jsonl'})")
+    return write_jsonl_atomic(path, (task.to_dict() for task in tasks), ensure_ascii=False)

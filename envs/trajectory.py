@@ -12,8 +12,9 @@ import os
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
-from envs.jsonl import iter_jsonl
 from envs.tasks import Task
+from wiki_sim.common.errors import UserError
+from wiki_sim.common.jsonl import iter_jsonl
 
 REQUIRED_KEYS = ("id", "task", "messages", "reward", "is_correct", "termination", "num_tool_calls", "policy")
 
@@ -69,7 +70,7 @@ def read_trajectories(path: str | os.PathLike) -> Iterator[dict[str, Any]]:
     """Records of a trajectory JSONL file; ``ValueError`` with the line number if one is malformed."""
     for lineno, record in iter_jsonl(path):
         if not isinstance(record, dict) or not isinstance(record.get("messages"), list):
-            raise ValueError(f"{path}:{lineno}: expected an object with a 'messages' list")
+            raise UserError(f"{path}:{lineno}: expected an object with a 'messages' list")
         yield record
 
 

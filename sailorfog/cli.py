@@ -14,10 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from wiki_sim.common.errors import UserError
+
 MIN_PAGES = 10
 
 
-class SynthError(ValueError):
+class SynthError(UserError):
     """A problem the user can fix (printed as one line by the CLI)."""
 
 
@@ -132,7 +134,7 @@ def _make_writer(config: SynthConfig) -> Any:
 
             return DescribedWriter()
         return TemplateWriter()
-    from wiki_sim.chat import ChatClient
+    from wiki_sim.common.chat import ChatClient
 
     client = ChatClient(config.llm_base_url, config.llm_model, api_key=os.environ.get(config.llm_api_key_env),
                         timeout=config.llm_timeout, max_retries=1)
@@ -259,7 +261,7 @@ def _jobs(config: SynthConfig, shared: Any, subgraphs: list, start: int) -> list
 
 def _loop(config: SynthConfig, shared: Any, subgraphs: list, done: list[dict], partial: Path) -> dict[str, Any]:
     from sailorfog.parallel import run_attempts
-    from wiki_sim.chat import ChatError
+    from wiki_sim.common.chat import ChatError
 
     resume_at = done[-1]["generator"]["index"] + 1 if done else 0
     kept, attempts, dropped = len(done), resume_at, Counter()

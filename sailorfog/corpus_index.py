@@ -377,6 +377,6 @@ def open_corpus_index(sim: Any) -> DiskCorpusIndex:
 
 
 def _cache_place(wiki: Path) -> Path:
-    from wiki_sim.sources import derived_cache_dir
+    from wiki_sim.common.cache import derived_cache_dir
 
     return derived_cache_dir(wiki, "synth_index")

@@ -8,11 +8,13 @@ no rollout solves; :func:`filter_by_pass_rate` drops both, from rollout trajecto
 from __future__ import annotations
 
 import json
-import os
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
+
+from wiki_sim.common.errors import UserError
+from wiki_sim.common.jsonl import write_jsonl_atomic
 
 
 def pass_rates(trajectories: Iterable[Mapping[str, Any]]) -> dict[str, tuple[int, int]]:
@@ -23,7 +25,7 @@ def pass_rates(trajectories: Iterable[Mapping[str, Any]]) -> dict[str, tuple[int
         task_id = task.get("id") if isinstance(task, Mapping) else None
         task_id = task_id if task_id is not None else record.get("id")
         if task_id is None:
-            raise ValueError("a trajectory record has neither task.id nor id")
+            raise UserError("a trajectory record has neither task.id nor id")
         counts[str(task_id)][0] += 1
         counts[str(task_id)][1] += bool(record.get("is_correct"))
     return {k: (v[0], v[1]) for k, v in counts.items()}
@@ -81,17 +83,13 @@ class FilterConfig:
 
 
 def run_filter(config: FilterConfig) -> dict[str, int]:
-    from envs.jsonl import iter_jsonl
+    from wiki_sim.common.jsonl import iter_jsonl
 
     rates = pass_rates(record for path in config.trajectories for _, record in iter_jsonl(path))
     tasks = [record for _, record in iter_jsonl(config.tasks)]
     kept, why = filter_by_pass_rate(tasks, rates, config.min_rate, config.max_rate, config.min_rollouts,
                                     config.keep_unmeasured)
     out = Path(config.out)
-    tmp = out.with_name(out.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
-        for task in kept:
-            fh.write(json.dumps(task, ensure_ascii=False, sort_keys=True) + "\n")
-    os.replace(tmp, out)
+    write_jsonl_atomic(out, kept, ensure_ascii=False, sort_keys=True)
     print(json.dumps({**why, "out": str(out)}, sort_keys=True))
     return why

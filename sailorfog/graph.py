@@ -29,6 +29,8 @@ import networkx as nx
 
 from sailorfog.explore import Explorer, Found, LinkRead, PageRead, SimExplorer, name_query
 from sailorfog.extract import extract_statements
+from wiki_sim.common.errors import UserError
+from wiki_sim.common.jsonl import atomic_open
 from wiki_sim.records import PageInfo, title_to_url
 from wiki_sim.sentences import locate_anchors
 
@@ -107,7 +109,7 @@ class GraphConfig:
         self.seeds = tuple(self.seeds)
 
 
-class GraphError(ValueError):
+class GraphError(UserError):
     """The graph cannot be built (no seed, unknown seed title, ...)."""
 
 
@@ -420,10 +422,8 @@ def save_graph(G: nx.Graph, path: str | os.PathLike) -> None:
     """Write ``G`` as node-link JSON (atomically: ``PATH.tmp`` then rename)."""
     path = Path(path)
     data = node_link_data(G)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
+    with atomic_open(path, "w") as f:
         json.dump(data, f, ensure_ascii=False)
-    os.replace(tmp, path)
 
 
 def load_graph(path: str | os.PathLike) -> nx.Graph:

@@ -59,7 +59,7 @@ def make_synthesizer(shared: Shared) -> Synthesizer:
 
 def attempt(synth: Synthesizer, job: Job) -> Outcome:
     """One attempt; an unexpected error becomes a dropped attempt (an unreachable LLM endpoint does not)."""
-    from wiki_sim.chat import ChatError
+    from wiki_sim.common.chat import ChatError
 
     i, subgraph, target, orbit = job
     try:

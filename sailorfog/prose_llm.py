@@ -19,7 +19,7 @@ from sailorfog.prose import TARGET, DescribedWriter
 from sailorfog.statements import Statement
 from sailorfog.text import article
 from sailorfog.writers import RetryingLLMWriter
-from wiki_sim.chat import ChatClient
+from wiki_sim.common.chat import ChatClient
 
 Check = Callable[[str], list[str]]
 _FIGURE = re.compile(r"\d[\d,]*")

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from wiki_sim.common.errors import UserError
+
 REFERENCE_FILES = ("sailorfog_qa_sample.jsonl", "webshaper_500.jsonl", "webdancer_sample_qa.jsonl")
 DEFAULT_REFERENCE = Path(__file__).resolve().parents[1] / ".." / "shared" / "reference"
 
@@ -158,11 +160,11 @@ class ReportConfig:
 
 
 def run_report(config: ReportConfig) -> dict[str, Any]:
-    from envs.jsonl import iter_jsonl
+    from wiki_sim.common.jsonl import iter_jsonl
 
     tasks = [r for _, r in iter_jsonl(config.tasks)]
     if not tasks:
-        raise ValueError(f"{config.tasks}: no tasks in the file")
+        raise UserError(f"{config.tasks}: no tasks in the file")
     out_dir = Path(config.out_dir or str(Path(config.tasks).with_suffix("")) + "_report")
     out_dir.mkdir(parents=True, exist_ok=True)
     ref_dir = Path(config.reference_dir) if config.reference_dir else DEFAULT_REFERENCE

@@ -2,7 +2,7 @@
 
 A writer turns a verified :class:`~sailorfog.clues.ClueSet` into the question text. The
 template writer needs no model and is the default. :class:`LLMWriter` sends the clue set as
-structured input to an OpenAI-compatible chat endpoint (``wiki_sim.chat.ChatClient``:
+structured input to an OpenAI-compatible chat endpoint (``wiki_sim.common.chat.ChatClient``:
 a hosted API, a local vLLM server, ...) and checks the prose it gets back: every clue's
 key terms must still be there and no name of the answer may be; otherwise it retries
 with the problems spelled out, and gives up with :class:`WriterError`.
@@ -18,7 +18,7 @@ from typing import Callable, Literal, Protocol
 
 from sailorfog.clues import TARGET_LABEL, Clue, ClueSet, question_leaks
 from sailorfog.text import stem_leaks
-from wiki_sim.chat import ChatClient
+from wiki_sim.common.chat import ChatClient
 
 WriterKind = Literal["template", "llm"]
 _PLACEHOLDER = re.compile(r"\{([A-Z])\}")

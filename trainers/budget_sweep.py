@@ -8,10 +8,10 @@ imports nothing of :mod:`trainers.eval`.
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 from typing import Any, Callable, Mapping
+
+from wiki_sim.common.jsonl import atomic_open, write_json_atomic
 
 BUDGETS = ("max_tool_calls", "max_context_tokens")
 """The config fields a sweep varies, one at a time."""
@@ -31,9 +31,7 @@ def run_sweep(evaluate_at: Callable[[str, int], Mapping[str, Any]], config: Any,
             print(f"sweep {budget_name}={value}: pass@1 {summary['pass@1']:.3f}")
     result = {"name": config.results_name, "points": points}
     json_path, png_path = prefix.with_name(prefix.name + ".json"), prefix.with_name(prefix.name + ".png")
-    tmp = json_path.with_name(json_path.name + ".tmp")
-    tmp.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, json_path)
+    write_json_atomic(json_path, result, indent=2, ensure_ascii=True)
     plot_sweep(result, png_path)
     return {"points": points, "json": str(json_path), "png": str(png_path)}
 
@@ -59,7 +57,8 @@ def plot_sweep(result: Mapping[str, Any], path: Path) -> None:
         ax.grid(True, alpha=0.3)
         ax.set_title(f"{result['name']}: accuracy vs {labels.get(name, name)}")
     fig.tight_layout()
-    tmp = path.with_name(path.stem + ".tmp.png")
-    fig.savefig(tmp, dpi=100)
-    plt.close(fig)
-    os.replace(tmp, path)
+    try:
+        with atomic_open(path, "wb") as fh:
+            fig.savefig(fh, format="png", dpi=100)
+    finally:
+        plt.close(fig)

@@ -31,13 +31,16 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
+from wiki_sim.common.errors import UserError
+from wiki_sim.common.jsonl import atomic_open
+
 CHECKPOINT_PREFIX = "checkpoint-"
 """Step folders are named ``checkpoint-<step>``."""
 STATE_FILE = "trainer_state.pt"
 """The trainer state inside a step folder."""
 
 
-class CheckpointError(ValueError):
+class CheckpointError(UserError):
     """A checkpoint that cannot be used; the message (one line) names the file and what to do."""
 
 
@@ -71,10 +74,8 @@ def set_rng_state(state: dict[str, Any]) -> None:
 
 def save_state(path: str | os.PathLike, state: dict[str, Any]) -> None:
     """``torch.save`` to ``path.tmp``, then rename: a half-written file never has the final name."""
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save(state, tmp)
-    os.replace(tmp, path)
+    with atomic_open(path, "wb") as fh:
+        torch.save(state, fh)
 
 
 def load_state(path: str | os.PathLike, required: tuple[str, ...] = (), hint: str = "") -> dict[str, Any]:

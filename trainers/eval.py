@@ -30,6 +30,9 @@ from typing import Any, Callable, ClassVar, Literal, Mapping, Sequence
 
 from trainers.rollout_options import EnvOptions, EpisodeOptions
 
+from wiki_sim.common.errors import UserError
+from wiki_sim.common.jsonl import write_json_atomic
+
 PolicyKind = Literal["transformers", "vllm", "openai", "heuristic", "random"]
 JudgeKind = Literal["em_f1", "f1", "llm"]
 BASELINES = ("heuristic", "random")
@@ -381,9 +384,7 @@ def _merge_summary(path: Path, name: str, summary: dict[str, Any]) -> None:
             existing = {}
     existing = existing if isinstance(existing, dict) else {}
     existing[name] = summary
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(existing, indent=2, default=str) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    write_json_atomic(path, existing, indent=2, ensure_ascii=True, default=str)
 
 
 def _fmt(value: float | None, width: int) -> str:
@@ -408,7 +409,7 @@ def check_errors(summary: dict[str, Any], where: str) -> None:
     share = summary.get("error_share") or 0.0
     if share > MAX_ERROR_SHARE:
         kinds = ", ".join(f"{kind}={count}" for kind, count in summary["errors"].items())
-        raise ValueError(f"{summary['error_episodes']} of {summary['num_tasks'] * summary['k']} episodes ended "
+        raise UserError(f"{summary['error_episodes']} of {summary['num_tasks'] * summary['k']} episodes ended "
                          f"without a verdict ({kinds}): check the judge and policy endpoints; results so far are "
                          f"in {where}, but their pass@k is not meaningful")
 

@@ -39,6 +39,7 @@ from trainers.progress import StepBar, enabled
 from trainers.metrics_log import TENSORBOARD_MODES, MetricsLogger, TensorBoardMode, iter_metrics
 from trainers.rollout_options import EnvOptions, EpisodeOptions
 from trainers.losses import clip_fractions, entropy_from_logits, kl_k3, masked_sum, policy_loss, token_logprobs
+from wiki_sim.common.errors import UserError
 
 
 @dataclass
@@ -220,7 +221,7 @@ class GRPOTrainer:
         self.config = config
         self.dist = grpo_state.DistInfo.from_env()
         if config.tasks_per_step % self.dist.world_size:
-            raise ValueError(f"batch_size / group_size ({config.tasks_per_step}) must be divisible by the number "
+            raise UserError(f"batch_size / group_size ({config.tasks_per_step}) must be divisible by the number "
                              f"of processes ({self.dist.world_size})")
         self.device = self.dist.device(config.device)
         self.tokenizer = tokenizer

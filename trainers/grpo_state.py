@@ -15,6 +15,8 @@ from typing import Any, Callable
 
 import torch
 
+from wiki_sim.common.errors import UserError
+
 # ---------------------------------------------------------------------- processes
 
 
@@ -51,7 +53,7 @@ class DistInfo:
             name = "cuda" if torch.cuda.is_available() else "cpu"
         if name == "cuda":
             if not torch.cuda.is_available():
-                raise ValueError("device 'cuda' was asked for but CUDA is not available")
+                raise UserError("device 'cuda' was asked for but CUDA is not available")
             return torch.device("cuda", self.local_rank)
         return torch.device("cpu")
 
@@ -170,7 +172,7 @@ def import_callable(spec: str) -> Callable:
     try:
         obj = getattr(importlib.import_module(module_name), attr)
     except (ImportError, AttributeError) as exc:
-        raise ValueError(f"cannot import {spec!r}: {exc}") from None
+        raise UserError(f"cannot import {spec!r}: {exc}") from None
     if not callable(obj):
-        raise ValueError(f"{spec!r} is not callable")
+        raise UserError(f"{spec!r} is not callable")
     return obj

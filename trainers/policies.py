@@ -358,7 +358,7 @@ class OpenAIPolicy:
     """Retries of connection errors, timeouts, HTTP 429 and 5xx (backoff 1 s, doubling)."""
 
     def __post_init__(self) -> None:
-        from wiki_sim.chat import check_url
+        from wiki_sim.common.chat import check_url
 
         check_url(self.base_url)
         if not self.model:
@@ -392,7 +392,7 @@ class OpenAIPolicy:
         return self.base_url.rstrip("/") + "/chat/completions"
 
     def _post(self, body: dict[str, Any]) -> dict[str, Any]:
-        from wiki_sim.chat import ChatError, post_json
+        from wiki_sim.common.chat import ChatError, post_json
 
         delay = 1.0
         for attempt in range(self.max_retries + 1):

@@ -59,18 +59,21 @@ from envs.trajectory import trajectory_record
 from envs.wrappers import EpisodeTimeLimit, check_seconds
 from trainers.policies import Generation, Policy, TextPolicy
 from trainers.rollout_options import SamplingOptions
+from wiki_sim.common.errors import UserError
 
 
 def make_env(env_id: str, kwargs: dict) -> gym.Env:
-    """``gym.make(env_id, **kwargs)``; any failure is a ``ValueError`` naming the id (gymnasium's
-    own errors, such as an unknown id, and a factory's ``TypeError`` included), so that the CLI
-    answers with one line."""
+    """``gym.make(env_id, **kwargs)``; any failure is a ``UserError`` (the id and the keyword arguments
+    are the user's; gymnasium's own errors, such as an unknown id, and a factory's ``TypeError`` are
+    named with the id), so that the CLI answers with one line."""
     try:
         return gym.make(env_id, **kwargs)
-    except ValueError:
+    except UserError:
         raise
+    except ValueError as exc:  # the id and keyword arguments are the user's
+        raise UserError(str(exc)) from exc
     except Exception as exc:
-        raise ValueError(f"could not make the environment {env_id!r}: {type(exc).__name__}: {exc}") from exc
+        raise UserError(f"could not make the environment {env_id!r}: {type(exc).__name__}: {exc}") from exc
 
 
 @dataclass

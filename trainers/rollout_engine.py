@@ -30,6 +30,7 @@ from typing import Any, Callable, Iterator, Literal
 import torch
 
 from trainers import lora
+from wiki_sim.common.errors import UserError
 
 RolloutEngine = Literal["hf", "vllm"]
 EngineFactory = Callable[..., Any]
@@ -44,9 +45,9 @@ def require_vllm_gpu() -> Any:
     try:
         import vllm
     except ImportError:
-        raise ValueError(f"{INSTALL_HINT} (vllm is not installed)") from None
+        raise UserError(f"{INSTALL_HINT} (vllm is not installed)") from None
     if not torch.cuda.is_available():
-        raise ValueError(f"{INSTALL_HINT} (no CUDA device is visible)")
+        raise UserError(f"{INSTALL_HINT} (no CUDA device is visible)")
     return vllm
 
 
@@ -78,7 +79,7 @@ def build(factory: EngineFactory | None, model: Any, *, seed: int, world_size: i
     """A :class:`ColocatedEngine` over ``factory(model_dir, seed=..., model=model, ...)`` (default
     :func:`make_vllm`; ``model_dir`` is the starting model's folder, ``model.name_or_path``)."""
     if world_size > 1:
-        raise ValueError(f"--rollout-engine vllm runs in one process for now (got {world_size} processes): "
+        raise UserError(f"--rollout-engine vllm runs in one process for now (got {world_size} processes): "
                          "use --rollout-engine hf under torchrun")
     inner = lora.savable(model) if lora.is_lora(model) else model
     model_dir = getattr(inner, "name_or_path", None) or getattr(getattr(inner, "config", None), "_name_or_path", "")

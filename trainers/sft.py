@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import random
 import time
 import warnings
@@ -48,6 +47,8 @@ from trainers.metrics_log import TENSORBOARD_MODES, MetricsLogger, TensorBoardMo
 from trainers.interrupt import StopRequest, TrainingInterrupted
 from trainers.progress import StepBar
 from trainers.sft_data import Example, FilterConfig, build_examples, collate, fingerprint, read_records
+from wiki_sim.common.errors import UserError
+from wiki_sim.common.jsonl import write_json_atomic
 
 
 @dataclass
@@ -254,7 +255,7 @@ def train(config: SFTConfig, *, model: Any = None, tokenizer: Any = None,
     examples, report = build_examples(read_records(config.data), tokenizer, config.filters(),
                                       use_chat_template=template_switch(config.chat_template))
     if not examples:
-        raise ValueError(f"no trajectory passed the filters ({json.dumps(report.to_dict())}); "
+        raise UserError(f"no trajectory passed the filters ({json.dumps(report.to_dict())}); "
                          "relax --require-correct / --max-tokens / --min-tool-calls")
     if config.loss_on == "all":
         examples = [Example(ex.input_ids, torch.ones_like(ex.loss_mask), ex.source) for ex in examples]
@@ -359,7 +360,7 @@ def _maybe_resume(path: Path, config: SFTConfig, meta: dict[str, Any], model: An
     state = load_state(path, ("step", "counters", "model", "optimizer", "scheduler", "rng"))
     for key, value in meta.items():
         if state.get(key) != value:
-            raise ValueError(f"{path}: the checkpoint was written with {key}={state.get(key)!r}, this run has "
+            raise UserError(f"{path}: the checkpoint was written with {key}={state.get(key)!r}, this run has "
                              f"{value!r}; use another output_dir or --no-resume")
     parallel.load_model_state(model, state["model"], strict=True)
     parallel.load_optimizer_state(model, optimizer, state["optimizer"])
@@ -425,9 +426,7 @@ def _train_step(model: Any, optimizer: Any, scheduler: Any, examples: list, step
 
 
 def _write_json(path: Path, value: Any) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(value, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    write_json_atomic(path, value, indent=2, ensure_ascii=True)
 
 
 def sft_summary_line(result: SFTResult) -> str:

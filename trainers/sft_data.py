@@ -29,9 +29,10 @@ from typing import Any, Iterable, Literal, Sequence
 
 import torch
 
-from envs.jsonl import iter_jsonl
 from envs.judges import ExactMatchF1Judge, normalize_answer
 from envs.protocol import parse_turn
+from wiki_sim.common.errors import UserError
+from wiki_sim.common.jsonl import iter_jsonl
 
 ROLES = ("system", "user", "assistant", "tool")
 RecordFormat = Literal["websailor", "released"]
@@ -74,38 +75,38 @@ def _flatten(value: Any) -> list[str]:
 
 def _check_messages(messages: Any, where: str) -> tuple[dict[str, str], ...]:
     if not isinstance(messages, list) or not messages:
-        raise ValueError(f"{where}: expected a non-empty 'messages' list, got {type(messages).__name__}")
+        raise UserError(f"{where}: expected a non-empty 'messages' list, got {type(messages).__name__}")
     if len(messages) > MAX_MESSAGES:
-        raise ValueError(f"{where}: expected at most {MAX_MESSAGES} messages, got {len(messages)}")
+        raise UserError(f"{where}: expected at most {MAX_MESSAGES} messages, got {len(messages)}")
     out = []
     for i, m in enumerate(messages):
         if not isinstance(m, dict) or not isinstance(m.get("content"), str) or m.get("role") not in ROLES:
-            raise ValueError(f"{where}: messages[{i}] must be {{'role': one of {list(ROLES)}, 'content': str}}, "
+            raise UserError(f"{where}: messages[{i}] must be {{'role': one of {list(ROLES)}, 'content': str}}, "
                              f"got {str(m)[:120]!r}")
         out.append({"role": m["role"], "content": m["content"]})
     if not any(m["role"] == "assistant" for m in out):
-        raise ValueError(f"{where}: expected at least one assistant message, got none")
+        raise UserError(f"{where}: expected at least one assistant message, got none")
     if out[0]["role"] == "assistant":
-        raise ValueError(f"{where}: the transcript must start with a system or user message, not assistant")
+        raise UserError(f"{where}: the transcript must start with a system or user message, not assistant")
     return tuple(out)
 
 
 def parse_record(record: Any, where: str) -> SFTRecord:
     """A decoded JSONL value as an :class:`SFTRecord`; ``ValueError`` naming ``where`` if malformed."""
     if not isinstance(record, dict):
-        raise ValueError(f"{where}: expected a JSON object, got {type(record).__name__}")
+        raise UserError(f"{where}: expected a JSON object, got {type(record).__name__}")
     messages = _check_messages(record.get("messages"), where)
     calls = sum(parse_turn(m["content"]).kind == "tool_call" for m in messages if m["role"] == "assistant")
     if "is_correct" in record or isinstance(record.get("task"), dict):
         label = record.get("is_correct")
         if label is not None and not isinstance(label, bool):
-            raise ValueError(f"{where}: 'is_correct' must be true, false or null, got {label!r}")
+            raise UserError(f"{where}: 'is_correct' must be true, false or null, got {label!r}")
         task = record.get("task") if isinstance(record.get("task"), dict) else {}
         answers = _flatten(task.get("answer")) + _flatten(task.get("aliases"))
         return SFTRecord(messages, where, "websailor", label, tuple(answers), calls)
     if record.get("type") == "chatml" or "answer" in record:
         return SFTRecord(messages, where, "released", None, tuple(_flatten(record.get("answer"))), calls)
-    raise ValueError(f"{where}: neither a websailor trajectory (with 'task' or 'is_correct') nor a released "
+    raise UserError(f"{where}: neither a websailor trajectory (with 'task' or 'is_correct') nor a released "
                      "ChatML record (with 'type': 'chatml' or 'answer')")
 
 
@@ -114,7 +115,7 @@ def read_records(paths: Sequence[str | os.PathLike]) -> list[SFTRecord]:
     records = []
     for path in paths:
         if not os.path.isfile(path):
-            raise ValueError(f"trajectory file not found: {path}")
+            raise UserError(f"trajectory file not found: {path}")
         for lineno, value in iter_jsonl(path):
             records.append(parse_record(value, f"{path}:{lineno}"))
     return records
@@ -224,7 +225,7 @@ def build_examples(records: Iterable[SFTRecord], tokenizer: Any, config: FilterC
         try:
             tokens = tokenize_messages(list(record.messages), tokenizer, use_chat_template=use_chat_template)
         except ValueError as exc:
-            raise ValueError(f"{record.source}: cannot tokenize the transcript ({exc})") from None
+            raise UserError(f"{record.source}: cannot tokenize the transcript ({exc})") from None
         if tokens.input_ids.numel() > config.max_tokens:
             report.dropped["too_long"] += 1
             continue

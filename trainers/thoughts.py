@@ -4,7 +4,7 @@ Long, wandering thoughts of an expert model make poor SFT targets for a small on
 WebSailor keeps the actions and observations of a trajectory and asks a language model
 to write, for each turn, the concise thought that leads to its action, given the history,
 the action and the observation it got. Here the model is any OpenAI-compatible endpoint
-(:class:`wiki_sim.chat.ChatClient`); only the ``<think>`` block changes, the rest of every
+(:class:`wiki_sim.common.chat.ChatClient`); only the ``<think>`` block changes, the rest of every
 turn (tool call or answer) stays byte for byte.
 
 ``websailor sft thoughts --input IN --output OUT --base-url ... --model ...`` rewrites a trajectory file;
@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from wiki_sim.chat import ChatClient, ChatError
+from wiki_sim.common.chat import ChatClient, ChatError
+from wiki_sim.common.jsonl import atomic_open
 
 _THINK = re.compile(r"^\s*<think>(.*?)</think>\s*", re.DOTALL)
 _TAGS = re.compile(r"</?think>")
@@ -156,7 +157,7 @@ class ThoughtsConfig:
 
 def run_thoughts(config: ThoughtsConfig) -> dict[str, Any]:
     """Rewrite the file; prints a summary and, last, one line of JSON."""
-    from envs.jsonl import iter_jsonl
+    from wiki_sim.common.jsonl import iter_jsonl
     from trainers.sft_data import parse_record
 
     client = ChatClient(config.base_url, config.model, api_key=os.environ.get(config.api_key_env) or None,
@@ -164,10 +165,9 @@ def run_thoughts(config: ThoughtsConfig) -> dict[str, Any]:
     options = ThoughtOptions(max_words=config.max_words)
     out = Path(config.output)
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
     summary = {"read": 0, "written": 0, "failed": 0, "turns_rewritten": 0, "errors": []}
     started = time.perf_counter()
-    with tmp.open("w", encoding="utf-8") as fh:
+    with atomic_open(out, "w") as fh:
         for lineno, value in iter_jsonl(config.input):
             if config.limit is not None and summary["read"] >= config.limit:
                 break
@@ -187,7 +187,6 @@ def run_thoughts(config: ThoughtsConfig) -> dict[str, Any]:
                                 ensure_ascii=False) + "\n")
             summary["written"] += 1
             summary["turns_rewritten"] += turns
-    os.replace(tmp, out)
     summary["seconds"] = round(time.perf_counter() - started, 3)
     print(f"thoughts: {summary['written']}/{summary['read']} records rewritten ({summary['failed']} failed) "
           f"-> {out}")

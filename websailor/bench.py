@@ -32,6 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, NamedTuple
 
+from wiki_sim.common.errors import UserError
+from wiki_sim.common.jsonl import atomic_write_text
+
 REPO = Path(__file__).resolve().parents[1]
 BENCH_DIR = REPO / "benchmarks"
 MAX_JSON_BYTES = 16 * 1024 * 1024
@@ -409,14 +412,12 @@ def markdown(report: dict[str, Any]) -> str:
 
 
 def _write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    atomic_write_text(path, text)
 
 
 def run_bench(config: BenchConfig) -> int:
     if not BENCH_DIR.is_dir():
-        raise ValueError(f"websailor bench runs the benchmarks of a source checkout; {BENCH_DIR} is missing")
+        raise UserError(f"websailor bench runs the benchmarks of a source checkout; {BENCH_DIR} is missing")
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     names = [n for n in available() if not config.only or n in config.only]

@@ -4,14 +4,17 @@ Every subcommand is a pair (config dataclass, ``run(config)``) that lives in its
 package; this module only builds the argument parser from the dataclasses and calls
 ``run``. Tests call ``run(config)`` directly.
 
-Errors a user can fix (bad input, missing files) are raised as :class:`UserError`
-subclasses, or ``ValueError`` from config validation, and printed as one line with a
-non-zero exit status.
+Errors a user can fix are printed as one line (``websailor CMD: error: ...``) with exit status
+2: a :class:`~wiki_sim.common.errors.UserError` (bad input; a config that fails validation
+while it is built from the command line counts as one), a ``UserOSError`` (the sandbox cannot
+run here), and the file errors a user causes (:data:`USER_OS_ERRORS`, a full disk). Anything
+else is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import inspect
 import os
@@ -20,6 +23,19 @@ from typing import Callable, NamedTuple
 
 from websailor import __version__
 from websailor.config_cli import add_dataclass_arguments, config_from_args
+from wiki_sim.common.errors import UserError, UserOSError
+
+USER_OS_ERRORS = (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError, FileExistsError)
+"""OS errors about a path the user gave: printed as one line, like a :class:`UserError`."""
+USER_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
+"""Other OS errors the user fixes (a full disk, a quota, a read-only filesystem): one line too."""
+
+
+def is_user_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is printed as one line (the user can fix it) rather than with its traceback."""
+    if isinstance(exc, (UserError, UserOSError)):
+        return True
+    return isinstance(exc, OSError) and (isinstance(exc, USER_OS_ERRORS) or exc.errno in USER_ERRNOS)
 
 
 class Command(NamedTuple):
@@ -150,7 +166,9 @@ def main(argv: list[str] | None = None) -> int:
         # stdout at /dev/null so the interpreter's final flush does not raise again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
-    except (ValueError, OSError) as exc:  # UserError subclasses ValueError
+    except (UserError, OSError) as exc:
+        if not is_user_error(exc):
+            raise
         print(f"websailor {name}: error: {exc}", file=sys.stderr)
         return 2
     return result if isinstance(result, int) else 0

@@ -25,6 +25,8 @@ import textwrap
 import typing
 from typing import Any, Literal, get_args, get_origin
 
+from wiki_sim.common.errors import UserError
+
 
 def field_docs(cls: type) -> dict[str, str]:
     """Attribute docstrings of a dataclass, by field name (empty where none is written)."""
@@ -106,7 +108,8 @@ def add_dataclass_arguments(parser: argparse.ArgumentParser, cls: type) -> None:
 
 
 def config_from_args(cls: type, args: argparse.Namespace) -> Any:
-    """Build ``cls`` from the parsed namespace (its ``__post_init__`` validates)."""
+    """Build ``cls`` from the parsed namespace. Its ``__post_init__`` validates: a ``ValueError`` it
+    raises is about what the user typed, so it becomes a :class:`UserError`."""
     values = {}
     for f in dataclasses.fields(cls):
         if f.init and hasattr(args, f.name):
@@ -114,4 +117,9 @@ def config_from_args(cls: type, args: argparse.Namespace) -> Any:
             if isinstance(value, list) and typing.get_origin(typing.get_type_hints(cls)[f.name]) is tuple:
                 value = tuple(value)
             values[f.name] = value
-    return cls(**values)
+    try:
+        return cls(**values)
+    except UserError:
+        raise
+    except ValueError as exc:
+        raise UserError(str(exc)) from exc

@@ -35,6 +35,7 @@ from typing import Any, Callable
 
 from trainers.rollout_options import EpisodeOptions
 from websailor.stages import STAGE_FUNCTIONS, write_json
+from wiki_sim.common.errors import UserError
 
 STAGES = ("simulator", "tasks", "baselines", "fewshot", "sft", "grpo", "eval", "report")
 RUN_FILE = "run.json"
@@ -166,7 +167,7 @@ def open_run(config: PipelineConfig) -> tuple[Path, dict[str, Any]]:
     """The run directory and its state, after the finished/resume/overwrite checks."""
     run_dir = Path(config.out)
     if run_dir.exists() and not run_dir.is_dir():
-        raise ValueError(f"--out {run_dir} exists and is not a directory")
+        raise UserError(f"--out {run_dir} exists and is not a directory")
     state_file = run_dir / RUN_FILE
     # Where the run lives is no setting of it: a run directory that was moved still resumes.
     comparable = {k: v for k, v in asdict(config).items()
@@ -174,27 +175,27 @@ def open_run(config: PipelineConfig) -> tuple[Path, dict[str, Any]]:
     if config.overwrite and run_dir.is_dir() and any(run_dir.iterdir()):
         problem = run_record_problem(run_dir)  # checked before anything is deleted
         if problem:
-            raise ValueError(f"--overwrite will not delete {run_dir}: {problem}; use another --out")
+            raise UserError(f"--overwrite will not delete {run_dir}: {problem}; use another --out")
         shutil.rmtree(run_dir)
     if state_file.is_file():
         try:
             state = json.loads(state_file.read_text(encoding="utf-8"))
         except ValueError as exc:
-            raise ValueError(f"{state_file} is not valid JSON ({exc}); use --overwrite to start over") from None
+            raise UserError(f"{state_file} is not valid JSON ({exc}); use --overwrite to start over") from None
         if not isinstance(state, dict) or state.get("kind") != RUN_KIND or not isinstance(state.get("stages"), dict):
-            raise ValueError(f"{state_file} is not a websailor pipeline run record; use another --out")
+            raise UserError(f"{state_file} is not a websailor pipeline run record; use another --out")
         if state.get("finished") and not config.resume:
-            raise ValueError(f"{run_dir} holds a finished run; pass --resume to rebuild its report or "
+            raise UserError(f"{run_dir} holds a finished run; pass --resume to rebuild its report or "
                              "--overwrite to start over")
         recorded = state.get("config") or {}
         # A setting added since the run was recorded counts as unchanged at its default.
         defaults = {f.name: f.default for f in fields(PipelineConfig) if f.default is not MISSING}
         changed = sorted(k for k in comparable if recorded.get(k, defaults.get(k)) != comparable[k])
         if changed:
-            raise ValueError(f"{run_dir} holds a run with other settings ({', '.join(changed)}); "
+            raise UserError(f"{run_dir} holds a run with other settings ({', '.join(changed)}); "
                              "use another --out or --overwrite")
     elif run_dir.is_dir() and any(run_dir.iterdir()):
-        raise ValueError(f"{run_dir} is not empty and holds no run ({RUN_FILE}); use another --out")
+        raise UserError(f"{run_dir} is not empty and holds no run ({RUN_FILE}); use another --out")
     else:
         state = {"kind": RUN_KIND, "config": comparable, "stages": {}, "started_at": _now(), "finished": False}
     run_dir.mkdir(parents=True, exist_ok=True)

@@ -26,6 +26,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from wiki_sim.common.errors import UserError
+from wiki_sim.common.jsonl import atomic_write_text
+
 MAX_VIEWER_TASKS = 40
 """Trajectories shown in the viewer (per policy, the first ones of the held-out split)."""
 MAX_TOOL_RESPONSE_CHARS = 4000
@@ -447,7 +450,7 @@ def build_report(run_dir: str | os.PathLike) -> Path:
     whose input is damaged says so; the others are still built."""
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
-        raise ValueError(f"{run_dir} is not a run directory (run `websailor pipeline --out {run_dir}` first)")
+        raise UserError(f"{run_dir} is not a run directory (run `websailor pipeline --out {run_dir}` first)")
     run = _dict(_read_json(run_dir / "run.json"))
     tasks = read_jsonl(run_dir / "tasks" / "train.jsonl", limit=20_000) + \
         read_jsonl(run_dir / "tasks" / "heldout.jsonl", limit=20_000)
@@ -463,8 +466,4 @@ def build_report(run_dir: str | os.PathLike) -> Path:
             + _safe(lambda: config_section(run), "Configuration"))
     page = (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{_esc(title)}</title>'
             f"<style>{_CSS}</style><script>{_JS}</script></head><body>{body}</body></html>")
-    out = run_dir / "report.html"
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(page, encoding="utf-8")
-    os.replace(tmp, out)
-    return out
+    return atomic_write_text(run_dir / "report.html", page)

@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from websailor import recipe
+from wiki_sim.common.errors import UserError
+from wiki_sim.common.jsonl import read_jsonl, write_json_atomic, write_jsonl_atomic
 
 TINY = "tiny"
 """``--model tiny``: a 2-layer model built from a config with a locally trained subword tokenizer
@@ -19,23 +21,15 @@ TINY = "tiny"
 
 
 def write_json(path: Path, value: Any) -> None:
+    """``value`` as JSON in ``path`` (atomically), its folder made first."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(value, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    write_json_atomic(path, value, indent=2, ensure_ascii=False, default=str)
 
 
 def write_jsonl(path: Path, records: list[dict]) -> None:
+    """``records`` as JSONL in ``path`` (atomically), its folder made first."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
-        for record in records:
-            fh.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
-    os.replace(tmp, path)
-
-
-def read_jsonl(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    write_jsonl_atomic(path, records, ensure_ascii=False, default=str)
 
 
 # ----------------------------------------------------------------------------- simulator and tasks
@@ -57,7 +51,7 @@ def stage_simulator(config: Any, run_dir: Path) -> dict[str, Any]:
         if (wiki / "build.json").is_file():
             kind = ((read_build_info(wiki).get("source") or {}).get("kind"))
             if kind != "default":
-                raise ValueError(f"{exc} (the pipeline rebuilds only the embedded default by itself)") from None
+                raise UserError(f"{exc} (the pipeline rebuilds only the embedded default by itself)") from None
     info = build("default", None, wiki, workers=2, progress=config.progress)
     return {"wiki_dir": str(wiki), "built": True, "pages": (info.get("counts") or {}).get("pages")}
 
@@ -81,7 +75,7 @@ def stage_tasks(config: Any, run_dir: Path) -> dict[str, Any]:
                       "sailorfog": config.synth_heldout}
     train, held = recipe.split_by_level(records, held_per_level, config.seed)
     if not train or not held:
-        raise ValueError(f"{len(records)} task(s) give no train/held-out split; raise --lookup-tasks")
+        raise UserError(f"{len(records)} task(s) give no train/held-out split; raise --lookup-tasks")
     write_jsonl(tasks_dir / "all.jsonl", records)
     write_jsonl(tasks_dir / "train.jsonl", train)
     write_jsonl(tasks_dir / "heldout.jsonl", held)
@@ -211,7 +205,7 @@ def stage_sft(config: Any, run_dir: Path) -> dict[str, Any]:
                                                         config.sft_steps * config.sft_batch))
     gold = read_jsonl(gold_file)
     if not gold:
-        raise ValueError("no gold trajectory: the train split holds no title lookup the gold agent solves; "
+        raise UserError("no gold trajectory: the train split holds no title lookup the gold agent solves; "
                          "raise --lookup-tasks")
     source = base_model_dir(config, run_dir)
     model, tokenizer = _load(source)

@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from wiki_sim.common.jsonl import write_json_atomic
 from wiki_sim.errors import WikiSimError
 from wiki_sim.forward import FORWARD_DIR, build_forward_index
 from wiki_sim.engines import BUILD_ENGINES, build_engine_index, check_engine, choose_engine, index_dir_name
@@ -323,6 +324,4 @@ def _umask() -> int:
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    write_json_atomic(path, data, indent=2, ensure_ascii=False)

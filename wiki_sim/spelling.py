@@ -276,6 +276,6 @@ def open_spelling_index(sim_dir: str | Path, vocabulary: Callable[[], Iterable[t
 
 
 def _cache_place(sim_dir: Path) -> Path:
-    from wiki_sim.sources import derived_cache_dir
+    from wiki_sim.common.cache import derived_cache_dir
 
     return derived_cache_dir(sim_dir, "spelling")

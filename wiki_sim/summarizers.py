@@ -14,7 +14,7 @@ import re
 import threading
 from dataclasses import dataclass, field
 
-from wiki_sim.chat import ChatClient, ChatError
+from wiki_sim.common.chat import ChatClient, ChatError
 from wiki_sim.focus import ExtractiveSummarizer, Focused, extract
 
 PROMPT = """Please process the following webpage content and user goal to extract relevant information:

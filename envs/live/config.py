@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Literal, Mapping
 
 from envs.live.redact import register_secret
+from wiki_sim.common.errors import UserError
 
 SearchSource = Literal["serper", "serpapi", "wikipedia", "ddgs"]
 ScholarSource = Literal["serper", "serpapi"]
@@ -65,7 +66,7 @@ _FLOATS = ("connect_timeout", "deadline_s", "backoff_initial", "backoff_max", "b
 def default_cache_dir() -> Path:
     """``<project cache>/live``: the project cache is ``$WEBSAILOR_CACHE``, else
     ``~/.cache/websailor-gym`` (one place for every cache the project keeps)."""
-    from wiki_sim.sources import cache_dir
+    from wiki_sim.common.cache import cache_dir
 
     return cache_dir() / "live"
 
@@ -189,7 +190,7 @@ class LiveConfig:
             return isinstance(v, (int, float)) and not isinstance(v, bool)
 
         def fail(name: str, expected: str, value: Any) -> None:
-            raise ValueError(f"LiveConfig.{name}: expected {expected}, got {value!r}")
+            raise UserError(f"LiveConfig.{name}: expected {expected}, got {value!r}")
 
         for name in _OPTIONAL_STR:
             value = getattr(self, name)
@@ -219,16 +220,16 @@ class LiveConfig:
             if isinstance(table, Mapping):
                 for provider, value in table.items():
                     if not check(value):
-                        raise ValueError(f"LiveConfig.{name}[{provider!r}]: expected {expected}, got {value!r}")
+                        raise UserError(f"LiveConfig.{name}[{provider!r}]: expected {expected}, got {value!r}")
 
     def _validate_tables(self) -> None:
         for name in ("base_urls", "qps", "timeouts", "cache_expiry"):
             table = getattr(self, name)
             if not isinstance(table, Mapping):
-                raise ValueError(f"LiveConfig.{name}: expected a mapping provider -> value, got {table!r}")
+                raise UserError(f"LiveConfig.{name}: expected a mapping provider -> value, got {table!r}")
             unknown = sorted(set(table) - set(PROVIDERS))
             if unknown:
-                raise ValueError(f"LiveConfig.{name}: unknown provider(s) {unknown}; expected some of {list(PROVIDERS)}")
+                raise UserError(f"LiveConfig.{name}: unknown provider(s) {unknown}; expected some of {list(PROVIDERS)}")
 
     def _validate(self) -> None:
         for name, allowed in (("search_sources", SEARCH_SOURCES), ("scholar_sources", SCHOLAR_SOURCES),
@@ -236,41 +237,41 @@ class LiveConfig:
             order = getattr(self, name)
             bad = [s for s in order if s not in allowed]
             if bad or len(set(order)) != len(order):
-                raise ValueError(f"LiveConfig.{name}: expected distinct sources from {list(allowed)}, got {list(order)}")
+                raise UserError(f"LiveConfig.{name}: expected distinct sources from {list(allowed)}, got {list(order)}")
         if "ddgs" in self.search_sources and importlib.util.find_spec("ddgs") is None:
-            raise ValueError("LiveConfig.search_sources: 'ddgs' needs the ddgs package: pip install ddgs "
+            raise UserError("LiveConfig.search_sources: 'ddgs' needs the ddgs package: pip install ddgs "
                              "(or pip install 'websailor-gym[live]')")
         if self.wikipedia_api not in ("rest", "action"):
-            raise ValueError(f"LiveConfig.wikipedia_api: expected 'rest' or 'action', got {self.wikipedia_api!r}")
+            raise UserError(f"LiveConfig.wikipedia_api: expected 'rest' or 'action', got {self.wikipedia_api!r}")
         for p, rate in self.qps.items():
             if not rate > 0:
-                raise ValueError(f"LiveConfig.qps[{p!r}]: expected a rate > 0, got {rate}")
+                raise UserError(f"LiveConfig.qps[{p!r}]: expected a rate > 0, got {rate}")
         for p, t in self.timeouts.items():
             if not t > 0:
-                raise ValueError(f"LiveConfig.timeouts[{p!r}]: expected seconds > 0, got {t}")
+                raise UserError(f"LiveConfig.timeouts[{p!r}]: expected seconds > 0, got {t}")
         for p, e in self.cache_expiry.items():
             if e < 0 and e != -1:
-                raise ValueError(f"LiveConfig.cache_expiry[{p!r}]: expected seconds >= 0 or -1, got {e}")
+                raise UserError(f"LiveConfig.cache_expiry[{p!r}]: expected seconds >= 0 or -1, got {e}")
         for p, url in self.base_urls.items():
             if not url.startswith(("http://", "https://")):
-                raise ValueError(f"LiveConfig.base_urls[{p!r}]: expected an http(s) URL, got {url!r}")
+                raise UserError(f"LiveConfig.base_urls[{p!r}]: expected an http(s) URL, got {url!r}")
         positive = {"connect_timeout": self.connect_timeout, "deadline_s": self.deadline_s,
                     "max_attempts": self.max_attempts, "burst": self.burst,
                     "results_per_query": self.results_per_query, "max_page_bytes": self.max_page_bytes,
                     "summarizer_input_chars": self.summarizer_input_chars, "evidence_chars": self.evidence_chars}
         for name, value in positive.items():
             if not value > 0:
-                raise ValueError(f"LiveConfig.{name}: expected > 0, got {value}")
+                raise UserError(f"LiveConfig.{name}: expected > 0, got {value}")
         nonneg = {"memo_items": self.memo_items, "backoff_initial": self.backoff_initial, "backoff_max": self.backoff_max,
                   "backoff_jitter": self.backoff_jitter, "retry_after_max": self.retry_after_max,
                   "exhausted_cooldown_s": self.exhausted_cooldown_s}
         if self.max_page_bytes > 500_000_000:  # SQLite refuses blobs near 1e9 bytes
-            raise ValueError(f"LiveConfig.max_page_bytes: expected at most 500000000, got {self.max_page_bytes}")
+            raise UserError(f"LiveConfig.max_page_bytes: expected at most 500000000, got {self.max_page_bytes}")
         if isinstance(self.max_redirects, bool) or not isinstance(self.max_redirects, int) or self.max_redirects < 0:
-            raise ValueError(f"LiveConfig.max_redirects: expected an integer >= 0, got {self.max_redirects!r}")
+            raise UserError(f"LiveConfig.max_redirects: expected an integer >= 0, got {self.max_redirects!r}")
         for name, value in nonneg.items():
             if value < 0:
-                raise ValueError(f"LiveConfig.{name}: expected >= 0, got {value}")
+                raise UserError(f"LiveConfig.{name}: expected >= 0, got {value}")
 
     # ----------------------------------------------------------------------------- derived
 
@@ -302,14 +303,14 @@ class LiveConfig:
         try:
             raw = path.read_bytes()
         except OSError as e:
-            raise ValueError(f"live config {path}: cannot read: {e.strerror}") from None
+            raise UserError(f"live config {path}: cannot read: {e.strerror}") from None
         try:
             data = tomllib.loads(raw.decode()) if path.suffix == ".toml" else json.loads(raw)
         except (tomllib.TOMLDecodeError, json.JSONDecodeError, UnicodeDecodeError) as e:
             kind = "TOML" if path.suffix == ".toml" else "JSON"
-            raise ValueError(f"live config {path}: not valid {kind}: {e}") from None
+            raise UserError(f"live config {path}: not valid {kind}: {e}") from None
         if not isinstance(data, dict):
-            raise ValueError(f"live config {path}: expected a table of fields, got {type(data).__name__}")
+            raise UserError(f"live config {path}: expected a table of fields, got {type(data).__name__}")
         return cls.from_dict({**data, **overrides}, origin=str(path))
 
     @classmethod
@@ -318,7 +319,7 @@ class LiveConfig:
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
-            raise ValueError(f"{origin}: unknown field(s) {unknown}; expected some of {sorted(known)}")
+            raise UserError(f"{origin}: unknown field(s) {unknown}; expected some of {sorted(known)}")
         data = dict(data)
         for name in ("search_sources", "scholar_sources", "reader_sources"):
             if name in data and isinstance(data[name], str):
@@ -338,4 +339,4 @@ class LiveConfig:
         if config is None:
             env_file = os.environ.get("WEBSAILOR_LIVE_CONFIG")
             return cls.from_file(env_file) if env_file else cls()
-        raise ValueError(f"live config: expected a LiveConfig, a mapping, a file path or None, got {type(config).__name__}")
+        raise UserError(f"live config: expected a LiveConfig, a mapping, a file path or None, got {type(config).__name__}")

@@ -32,6 +32,7 @@ from pathlib import Path
 
 from envs.live.config import PROVIDERS, LiveConfig
 from envs.live.fakeweb import FakeWeb
+from wiki_sim.common.jsonl import atomic_write_text
 
 DEFAULT_PORT = 8765
 DEFAULT_STATE_DIR = "/tmp/websailor-offline"
@@ -167,12 +168,9 @@ def serve(port: int, state_dir: str, seconds: float | None, write_config: str | 
         text = offline_config_toml(web.server.server_address[1], state_dir)
         if write_config:
             target = Path(write_config)
-            tmp = target.with_name(target.name + ".tmp")
             try:
-                tmp.write_text(text)
-                tmp.replace(target)
+                atomic_write_text(target, text)
             except OSError as e:
-                tmp.unlink(missing_ok=True)
                 print(f"error: cannot write --write-config {target}: {e.strerror}", file=sys.stderr)
                 return 2
         try:

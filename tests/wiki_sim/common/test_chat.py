@@ -6,7 +6,7 @@ import socket
 
 import pytest
 
-from wiki_sim.chat import ChatClient, ChatError
+from wiki_sim.common.chat import ChatClient, ChatError
 
 
 def _closed_port() -> int:

@@ -9,8 +9,8 @@ import time
 import pytest
 
 from trainers.policies import OpenAIPolicy, PolicyError
-from wiki_sim.chat import ChatClient, ChatError, post_json
-from wiki_sim.fake_chat import FakeChatServer
+from wiki_sim.common.chat import ChatClient, ChatError, post_json
+from wiki_sim.common.fake_chat import FakeChatServer
 
 KEY = "sk-hostile-test-key"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from envs.jsonl import iter_jsonl
+from wiki_sim.common.jsonl import iter_jsonl
 from envs.tasks import load_tasks
 from trainers.sft_data import read_records
 
