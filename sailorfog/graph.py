@@ -1,4 +1,4 @@
-"""The entity graph SailorFog-QA-V2 questions are sampled from (contract C2).
+"""The entity graph SailorFog-QA-V2 questions are sampled from.
 
 :func:`build_graph` starts from obscure seed pages (few inbound links, short pages) and
 explores with the agent's own tools (:mod:`sailorfog.explore`): each page read gives
@@ -10,8 +10,8 @@ expansion (``expansion="outward"``: a forest, one discovery edge per node), the 
 infobox facts pointing at each other, shared facts, and bridge pages linked from several
 nodes; the graph then has cycles (:func:`graph_metrics`).
 
-Node key: canonical page title. Node and edge attributes are those of contract C2; a
-seed's provenance is ``{"query": "", "url": its own URL}``.
+Node key: canonical page title. Node and edge attributes are those :func:`save_graph` writes (networkx
+node-link JSON, described in docs/synthesis.md); a seed's provenance is ``{"query": "", "url": its own URL}``.
 """
 
 from __future__ import annotations
@@ -235,7 +235,7 @@ class _Builder:
 
     def link_mentions(self) -> None:
         """Nodes whose read text names another node (for explorers that see text, not links)."""
-        from wiki_sim.ingest.link_finder import LinkFinder
+        from wiki_sim import LinkFinder
 
         finder = LinkFinder(list(self.G))
         for title in list(self.G):

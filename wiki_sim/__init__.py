@@ -3,7 +3,7 @@
 from wiki_sim.errors import WikiSimError
 from wiki_sim.records import LinkInfo, Page, PageInfo, Redirect, normalize_title, title_to_url, url_to_title
 
-__all__ = ["WikiSim", "Hit", "WikiSimError", "Page", "PageInfo", "LinkInfo", "Redirect", "normalize_title",
+__all__ = ["WikiSim", "Hit", "LinkFinder", "WikiSimError", "Page", "PageInfo", "LinkInfo", "Redirect", "normalize_title",
            "title_to_url", "url_to_title"]
 
 
@@ -13,4 +13,8 @@ def __getattr__(name: str):
         from wiki_sim import sim
 
         return getattr(sim, name)
+    if name == "LinkFinder":  # names in a text -> the titles they mention (plain title matching)
+        from wiki_sim.ingest.link_finder import LinkFinder
+
+        return LinkFinder
     raise AttributeError(f"module 'wiki_sim' has no attribute {name!r}")

@@ -203,3 +203,10 @@ def test_title_list_and_seen_titles_round_trip():
     assert seen.get("t50") is None and "t3" in seen and "nope" not in seen
     seen.add("t3", 2 ** 32 + 5)  # a crc32 is 32 bits; newer value wins over the merged one
     assert seen.get("t3") == 5
+
+
+def test_plain_title_matching_is_public_api():
+    # sailorfog's graph reads mentions through `wiki_sim.LinkFinder`, not the ingest internals.
+    from wiki_sim import LinkFinder
+
+    assert LinkFinder(["Paris", "France"]).find("Paris is the capital of France.", "Paris") == [("France", "France")]
