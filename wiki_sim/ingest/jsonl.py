@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from wiki_sim.errors import WikiSimError
+from wiki_sim.ingest.aliases import LEAD_HEAD_CHARS
 from wiki_sim.ingest.compressed import open_compressed
 from wiki_sim.ingest.entity_links import EntityLinker, own_usage, usage_code
 from wiki_sim.ingest.link_pool import LinkPassError, LinkPool, PageLinks, page_links
@@ -281,12 +282,18 @@ def _batches(pages: Iterator[tuple[int, Page]]) -> Iterator[tuple[list[tuple[str
     chars = 0
     for lineno, page in pages:
         if batch and (len(batch) >= BATCH_PAGES or chars + len(page.text) > BATCH_CHARS):
-            yield [(p.title, p.text, p.lead) for _, p in batch], batch
+            yield _items(batch), batch
             batch, chars = [], 0
         batch.append((lineno, page))
         chars += len(page.text)
     if batch:
-        yield [(p.title, p.text, p.lead) for _, p in batch], batch
+        yield _items(batch), batch
+
+
+def _items(batch: list[tuple[int, Page]]) -> list[tuple[str, str, str]]:
+    """What a link worker needs of each page: its title, text and the head of its lead (all the
+    aliases read), so a page without sections does not travel twice."""
+    return [(p.title, p.text, p.lead[:LEAD_HEAD_CHARS]) for _, p in batch]
 
 
 def _linked_in_workers(path: Path, linker: EntityLinker, pages: Iterator[tuple[int, Page]],

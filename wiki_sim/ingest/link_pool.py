@@ -25,6 +25,7 @@ from __future__ import annotations
 import gc
 import mmap
 import multiprocessing
+import os
 import queue
 import signal
 import threading
@@ -38,6 +39,8 @@ import numpy as np
 from wiki_sim.ingest.aliases import page_aliases
 from wiki_sim.ingest.entity_links import EntityLinker
 
+WORKER_NICE = 5
+"""Niceness added to the link workers (relative to the build process, which reads and stores)."""
 PageLinks = tuple[list[tuple[str, str]], list[int], list[tuple[str, str]]]
 """One page's ``(links as (target, anchor), link start offsets, aliases)``."""
 
@@ -59,6 +62,9 @@ class LinkPassError(Exception):
 def _serve(linker: EntityLinker, inbox: Connection, outbox: Connection, progress: np.ndarray, slot: int) -> None:
     """A worker: ``(seq, items)`` in, ``("done", seq, results)`` or ``("error", seq, i, reason)`` out."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the build process's to handle
+    # The main process (reading the file, writing the store, in order) is the pipeline's serial
+    # part: on a machine with fewer free cores than processes it goes first, workers take the rest.
+    os.nice(WORKER_NICE)
     while True:
         try:
             msg = inbox.recv()
