@@ -129,3 +129,42 @@ def test_a_bad_line_in_the_second_pass_names_it_with_workers(tmp_path, corpus, s
         _pages(path, 2)
     assert "\n" not in str(err.value)
     assert not multiprocessing.active_children()
+
+
+_SLOW_PASS = r"""
+import sys, time
+from pathlib import Path
+import wiki_sim.ingest.jsonl as jsonl
+from wiki_sim.ingest import fresh_stats
+from wiki_sim.ingest.entity_links import EntityLinker
+
+jsonl.BATCH_PAGES = 4
+find = EntityLinker.find
+def slow(self, text, self_title=""):
+    time.sleep(0.02)
+    return find(self, text, self_title)
+EntityLinker.find = slow
+for i, page in enumerate(jsonl.iter_jsonl(Path(sys.argv[1]), fresh_stats(), workers=2)):
+    if i == 0:
+        print("linking", flush=True)
+"""
+
+
+def test_workers_exit_when_the_build_process_is_killed(corpus):
+    import subprocess
+    import sys
+
+    from tests.wiki_sim.simhelpers import alive, descendants, wait_for
+
+    proc = subprocess.Popen([sys.executable, "-c", _SLOW_PASS, str(corpus)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline() == "linking\n"
+        workers = descendants(proc.pid)
+        assert len(workers) == 2
+        proc.kill()
+        proc.wait()
+        assert wait_for(lambda: not alive(workers), timeout=10), f"link workers {alive(workers)} outlived the build"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -59,8 +59,13 @@ class LinkPassError(Exception):
         self.extra, self.index, self.reason = extra, index, reason
 
 
-def _serve(linker: EntityLinker, inbox: Connection, outbox: Connection, progress: np.ndarray, slot: int) -> None:
+def _serve(linker: EntityLinker, inbox: Connection, outbox: Connection, progress: np.ndarray, slot: int,
+           inherited: list[Connection]) -> None:
     """A worker: ``(seq, items)`` in, ``("done", seq, results)`` or ``("error", seq, i, reason)`` out."""
+    for conn in inherited:
+        # The build process's ends of this worker's pipes and of earlier workers': held here, they
+        # would keep this worker's inbox open after the build process dies, and it would wait forever.
+        conn.close()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the build process's to handle
     # The main process (reading the file, writing the store, in order) is the pipeline's serial
     # part: on a machine with fewer free cores than processes it goes first, workers take the rest.
@@ -73,18 +78,24 @@ def _serve(linker: EntityLinker, inbox: Connection, outbox: Connection, progress
         if msg is None:
             return
         seq, items = msg
-        out: list[PageLinks] = []
-        for i, (title, text, lead) in enumerate(items):
-            progress[slot] = i  # the main process names this page if the worker dies on it
-            try:
-                out.append(page_links(linker, title, text, lead))
-            except Exception as exc:  # reported, and the pass stops: a build never drops a page silently
-                progress[slot] = -1
-                outbox.send(("error", seq, i, f"{type(exc).__name__}: {exc}"[:300]))
-                break
-        else:
+        try:
+            outbox.send(_work(linker, seq, items, progress, slot))
+        except (BrokenPipeError, OSError):
+            return  # the build process is gone
+
+
+def _work(linker: EntityLinker, seq: int, items: list[tuple[str, str, str]], progress: np.ndarray,
+          slot: int) -> tuple:
+    out: list[PageLinks] = []
+    for i, (title, text, lead) in enumerate(items):
+        progress[slot] = i  # the main process names this page if the worker dies on it
+        try:
+            out.append(page_links(linker, title, text, lead))
+        except Exception as exc:  # reported, and the pass stops: a build never drops a page silently
             progress[slot] = -1
-            outbox.send(("done", seq, out))
+            return ("error", seq, i, f"{type(exc).__name__}: {exc}"[:300])
+    progress[slot] = -1
+    return ("done", seq, out)
 
 
 @dataclass
@@ -133,7 +144,8 @@ class LinkPool:
             for slot in range(self.workers):
                 in_r, in_w = ctx.Pipe(duplex=False)
                 out_r, out_w = ctx.Pipe(duplex=False)
-                proc = ctx.Process(target=_serve, args=(self.linker, in_r, out_w, self._progress, slot),
+                inherited = [in_w, out_r] + [c for w in self._pool for c in (w.inbox, w.outbox)]
+                proc = ctx.Process(target=_serve, args=(self.linker, in_r, out_w, self._progress, slot, inherited),
                                    name=f"link-worker-{slot}", daemon=True)
                 proc.start()
                 in_r.close()
