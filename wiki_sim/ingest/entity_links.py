@@ -548,7 +548,8 @@ class _Context:
         self.text = text
         self._spans: list[tuple[int, int]] | None = None
         self._starts: list[int] = []
-        self._words: dict[int, frozenset[int]] = {}
+        self._sentence: dict[int, frozenset[int]] = {}
+        self._pair: dict[int, frozenset[int]] = {}
 
     def word_hashes_at(self, pos: int) -> frozenset[int]:
         """``hash`` of each word (lower case, singular) of the sentence at ``pos`` and the one before."""
@@ -556,12 +557,25 @@ class _Context:
             self._spans = sentence_spans(self.text)
             self._starts = [s for s, _ in self._spans]
         k = max(0, bisect_right(self._starts, pos) - 1)
-        words = self._words.get(k)
+        words = self._pair.get(k)
         if words is None:
-            # The sentence and the one before it: "Berlin were a new wave group. Berlin released ..."
-            lo = self._spans[k - 1][0] if k > 0 else (self._spans[k][0] if self._spans else 0)
-            hi = self._spans[k][1] if self._spans else len(self.text)
-            lowered = set(map(str.lower, _WORD.findall(self.text, lo, hi)))
-            words = frozenset([hash(_singular(w)) for w in lowered])
-            self._words[k] = words
+            if not self._spans:
+                words = self._words(0, len(self.text))
+            else:
+                # The sentence and the one before it: "Berlin were a new wave group. Berlin released ..."
+                words = self._sentence_words(k)
+                if k > 0:
+                    words = words | self._sentence_words(k - 1)
+            self._pair[k] = words
         return words
+
+    def _sentence_words(self, k: int) -> frozenset[int]:
+        words = self._sentence.get(k)
+        if words is None:
+            assert self._spans is not None
+            words = self._sentence[k] = self._words(*self._spans[k])
+        return words
+
+    def _words(self, lo: int, hi: int) -> frozenset[int]:
+        lowered = set(map(str.lower, _WORD.findall(self.text, lo, hi)))
+        return frozenset([hash(_singular(w)) for w in lowered])
