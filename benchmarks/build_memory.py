@@ -7,8 +7,9 @@ For each corpus and engine, ``websailor wiki build`` runs in a child process whi
 sampler reads, every 0.2 s, the resident memory of the build's whole process tree (its
 index writer processes included) and the size of its temporary build directory:
 
-- ``build_s``, ``peak_rss_mb``, ``peak_pss_mb``: wall time and the largest summed RSS and PSS
-  of the tree (PSS also per phase of the build: parse and store, which is the JSONL ingest and
+- ``build_s``, ``ingest_s``, ``peak_rss_mb``, ``peak_pss_mb``: wall time and the largest summed RSS and PSS
+  of the tree (``ingest_s``: build.json's ``parse_and_store``, the corpus read, links derived
+  and store written; PSS also per phase of the build: parse and store, which is the JSONL ingest and
   link pass, finalize the store, index, forward index); ``ingest_peak_rss_mb``: the build
   process's own peak RSS when the store is written, before indexing (``build.json``; codes
   before it leave it ``None``);
@@ -28,6 +29,7 @@ its CLI lacks the option. Last line: one JSON object.
 
     python -m benchmarks.build_memory --pages 10000,100000
     python -m benchmarks.build_memory --pages 10000 --engines whoosh,tantivy --code ../old
+    python -m benchmarks.build_memory --pages 20000 --engines tantivy --code ../old --rounds 2
 """
 
 from __future__ import annotations
@@ -146,7 +148,8 @@ def run_build(code: Path, corpus: Path, out: Path, engine: str, memory_mb: int |
         raise RuntimeError(f"build failed ({proc.returncode}): {output.strip()[-500:]}")
     final = _dir_size(out)
     info = json.loads((out / "build.json").read_text(encoding="utf-8"))
-    return {"build_s": round(seconds, 1), "segments": info.get("counts", {}).get("index_segments"),
+    return {"build_s": round(seconds, 1), "ingest_s": info.get("durations_s", {}).get("parse_and_store"),
+            "segments": info.get("counts", {}).get("index_segments"),
             "peak_rss_mb": round(peak["rss"] / 2 ** 20), "peak_pss_mb": round(peak["pss"] / 2 ** 20),
             "peak_pss_mb_by_phase": _phase_peaks(series, info, seconds),
             "ingest_peak_rss_mb": info.get("ingest_peak_rss_mb"),
@@ -217,6 +220,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--code", action="append", default=[], help="another checkout to run side by side")
     ap.add_argument("--work", default=None, help="scratch directory (default: a new one under /tmp)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="build each corpus this many times per code, alternating which code goes first")
     args = ap.parse_args(argv)
     codes = [Path.cwd()] + [Path(c).resolve() for c in args.code]
     work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="build-memory-"))
@@ -226,10 +231,12 @@ def main(argv: list[str] | None = None) -> int:
         corpus = work / f"corpus-{pages}.jsonl"
         if not corpus.is_file():
             make_corpus(Path(args.wiki_dir), pages, args.seed, corpus)
-        for engine in args.engines.split(","):
-            for k, code in enumerate(codes):
+        for engine, rnd in [(e, r) for e in args.engines.split(",") for r in range(args.rounds)]:
+            order = list(enumerate(codes))
+            for k, code in (order if rnd % 2 == 0 else order[::-1]):
                 out = work / f"wiki-{pages}-{engine}-{k}"
-                row = {"pages": pages, "engine": engine, "code": "this" if k == 0 else str(code)}
+                row = {"pages": pages, "engine": engine, "code": "this" if k == 0 else str(code), "round": rnd,
+                       "load": round(os.getloadavg()[0], 1)}
                 row.update(run_build(code, corpus, out, engine, args.memory_mb))
                 row.update(measure_open(code, out))
                 rows.append(row)

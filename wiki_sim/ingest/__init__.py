@@ -66,8 +66,8 @@ def open_source(kind: SourceKind, path: str | Path | None = None, *, workers: in
                 _hard_grace: float | None = None, fields: Any = None) -> Source:
     """Open a corpus for ingestion; see the module docstring for the kinds.
 
-    ``workers``: parser processes for dumps; ``page_timeout``: seconds one page may take to
-    parse before it is skipped. ``fields``: a :class:`~wiki_sim.ingest.jsonl.JsonlFields` for
+    ``workers``: parser processes for dumps, link-finding processes for ``jsonl``;
+    ``page_timeout``: seconds one page may take to parse before it is skipped. ``fields``: a :class:`~wiki_sim.ingest.jsonl.JsonlFields` for
     ``jsonl`` (which fields hold the title, text, URL and id). ``_parser`` (``'module:function'``) and ``_hard_grace``
     (seconds past the limit before a stuck worker is killed) are test hooks.
     """
@@ -104,7 +104,7 @@ def open_source(kind: SourceKind, path: str | Path | None = None, *, workers: in
         named = {k: v for k, v in vars(fields).items() if v is not None}
         if named:
             meta["fields"] = named
-        return _source(kind, file, meta, _jsonl_records(file, progress, fields))
+        return _source(kind, file, meta, _jsonl_records(file, progress, fields, workers))
     if fields is not None:
         raise WikiSimError(f"field names (--title-field, ...) apply to --source jsonl only, not {kind}")
     return _dump_source(kind, file, meta, workers, page_timeout, progress, _parser, _hard_grace)
@@ -129,10 +129,11 @@ def _default_records(file: Path) -> Callable[[dict[str, Any]], Iterator[Page | R
     return lambda stats: iter_default_corpus(file, stats)
 
 
-def _jsonl_records(file: Path, progress: bool, fields: Any) -> Callable[[dict[str, Any]], Iterator[Page | Redirect]]:
+def _jsonl_records(file: Path, progress: bool, fields: Any,
+                   workers: int) -> Callable[[dict[str, Any]], Iterator[Page | Redirect]]:
     from wiki_sim.ingest.jsonl import iter_jsonl
 
-    return lambda stats: iter_jsonl(file, stats, progress, fields)
+    return lambda stats: iter_jsonl(file, stats, progress, fields, workers)
 
 
 def _dump_source(kind: SourceKind, file: Path, meta: dict[str, Any], workers: int, page_timeout: float,

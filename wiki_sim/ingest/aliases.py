@@ -15,6 +15,8 @@ import re
 from wiki_sim.sentences import sentence_spans
 
 MAX_SENTENCE_CHARS = 400
+LEAD_HEAD_CHARS = 2 * MAX_SENTENCE_CHARS
+""":func:`lead_aliases` reads no further into the lead than this (a worker is sent no more)."""
 MAX_NAME_CHARS = 80
 _QUALIFIED = re.compile(r"^(.+?) \(([^()]+)\)$")
 # Right after the subject: ", also known as A, B or C," / ", or Y," / ", officially (the) Y," / ", born Y,".
@@ -40,7 +42,7 @@ def title_names(title: str) -> list[tuple[str, str]]:
 
 
 def _first_sentence(lead: str) -> str:
-    head = lead[: MAX_SENTENCE_CHARS * 2]
+    head = lead[:LEAD_HEAD_CHARS]
     spans = sentence_spans(head)
     if not spans:
         return ""

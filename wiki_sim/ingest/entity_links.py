@@ -360,24 +360,36 @@ class EntityLinker:
         if not len(candidates):
             return []
         n = len(tokens)
-        tries: list[tuple[int, tuple[int, ...]]] = []
+        toks = tuple(tokens)  # a slice of a tuple is the key tuple itself: one allocation, not two
+        starts: list[int] = []
+        tries: list[tuple[int, ...]] = []
         keys: list[int] = []
         for i, mask in zip(candidates.tolist(), first.values[pos[candidates]].tolist()):
-            lengths = tuple(k for k in _lengths(mask) if i + k <= n)
-            tries.append((i, lengths))
-            keys.extend(hash(tuple(tokens[i:i + k])) for k in lengths)
-        at = self._table_positions(np.array(keys, dtype=np.int64), live).tolist()
+            lengths = _lengths(mask)
+            if i + lengths[0] > n:  # longest first: only near the end are some too long
+                lengths = tuple(k for k in lengths if i + k <= n)
+            starts.append(i)
+            tries.append(lengths)
+            keys.extend([hash(toks[i:i + k]) for k in lengths])
+        at_all = self._table_positions(np.array(keys, dtype=np.int64), live)
+        hit = at_all >= 0
+        if not hit.any():
+            return []
+        # Only candidates with some key in the tables can match (most have none): visit those alone.
+        owner = np.repeat(np.arange(len(tries)), [len(t) for t in tries])
+        with_hits = np.unique(owner[hit]).tolist()
+        offsets = np.r_[0, np.cumsum([len(t) for t in tries])].tolist()
+        at = at_all.tolist()
         spans: list[tuple[int, int]] = []
         found: list[FoundLink] = []
         seen = {self_title}
         context = _Context(text)
-        resume = j = 0
-        for i, lengths in tries:
-            looked = at[j:j + len(lengths)]
-            j += len(lengths)
+        resume = 0
+        for t in with_hits:
+            i, lengths = starts[t], tries[t]
             if i < resume:
                 continue  # inside the previous match
-            for length, e in zip(lengths, looked):
+            for length, e in zip(lengths, at[offsets[t]:offsets[t + 1]]):
                 if e < 0:
                     continue
                 if not spans:
@@ -405,12 +417,11 @@ class EntityLinker:
         pos[pos == len(self._keys)] = 0
         return np.where((self._keys[pos] == keys) & live[pos], pos, -1)
 
-    def _supported(self, group: int, words: frozenset[str]) -> list[int]:
-        """Titles of variant entry ``group`` all of whose qualifier words are in ``words``."""
+    def _supported(self, group: int, sentence: frozenset[int]) -> list[int]:
+        """Titles of variant entry ``group`` all of whose qualifier words' hashes are in ``sentence``."""
         lo, hi = int(self._var_offsets[group]), int(self._var_offsets[group + 1])
         if lo == hi:
             return []
-        sentence = {hash(w) for w in words}
         bounds = self._var_word_offsets[lo:hi + 1].tolist()
         wlo = bounds[0]
         # Most qualifier words are not in the sentence: only the options holding one of its words are checked.
@@ -426,8 +437,7 @@ class EntityLinker:
                end: int, context: _Context) -> int | None:
         """The index of the title this match names, or ``None`` when it does not name one."""
         if kind == _VARIANT:
-            words = context.words_at(start)
-            supported = self._supported(value, words)
+            supported = self._supported(value, context.word_hashes_at(start))
             if len(supported) != 1:
                 return None
             return supported[0] if not _inside_name(tokens, i, length) else None
@@ -532,24 +542,40 @@ def sentence_start_token(tokens: list[str], i: int) -> bool:
 
 
 class _Context:
-    """Sentence word sets of one text, built lazily, once per sentence (keeps find linear)."""
+    """Sentence word sets of one text (as hashes), built lazily, once per sentence (keeps find linear)."""
 
     def __init__(self, text: str):
         self.text = text
         self._spans: list[tuple[int, int]] | None = None
         self._starts: list[int] = []
-        self._words: dict[int, frozenset[str]] = {}
+        self._sentence: dict[int, frozenset[int]] = {}
+        self._pair: dict[int, frozenset[int]] = {}
 
-    def words_at(self, pos: int) -> frozenset[str]:
+    def word_hashes_at(self, pos: int) -> frozenset[int]:
+        """``hash`` of each word (lower case, singular) of the sentence at ``pos`` and the one before."""
         if self._spans is None:
             self._spans = sentence_spans(self.text)
             self._starts = [s for s, _ in self._spans]
         k = max(0, bisect_right(self._starts, pos) - 1)
-        words = self._words.get(k)
+        words = self._pair.get(k)
         if words is None:
-            # The sentence and the one before it: "Berlin were a new wave group. Berlin released ..."
-            lo = self._spans[k - 1][0] if k > 0 else (self._spans[k][0] if self._spans else 0)
-            hi = self._spans[k][1] if self._spans else len(self.text)
-            words = frozenset(_singular(w.lower()) for w in _WORD.findall(self.text, lo, hi))
-            self._words[k] = words
+            if not self._spans:
+                words = self._words(0, len(self.text))
+            else:
+                # The sentence and the one before it: "Berlin were a new wave group. Berlin released ..."
+                words = self._sentence_words(k)
+                if k > 0:
+                    words = words | self._sentence_words(k - 1)
+            self._pair[k] = words
         return words
+
+    def _sentence_words(self, k: int) -> frozenset[int]:
+        words = self._sentence.get(k)
+        if words is None:
+            assert self._spans is not None
+            words = self._sentence[k] = self._words(*self._spans[k])
+        return words
+
+    def _words(self, lo: int, hi: int) -> frozenset[int]:
+        lowered = set(map(str.lower, _WORD.findall(self.text, lo, hi)))
+        return frozenset([hash(_singular(w)) for w in lowered])

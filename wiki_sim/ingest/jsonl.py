@@ -19,7 +19,8 @@ same name: renamed ``Title (ID)`` with its id, or ``Title (2)``, and counted in
 
 JSONL corpora have no links; :func:`iter_jsonl` reads the file twice: once for the titles and
 how each page writes its own name, then again to find links with
-:class:`~wiki_sim.ingest.entity_links.EntityLinker`. Bad lines raise
+:class:`~wiki_sim.ingest.entity_links.EntityLinker` (in ``workers`` forked processes,
+:mod:`wiki_sim.ingest.link_pool`, results in file order). Bad lines raise
 :class:`~wiki_sim.errors.WikiSimError` naming ``file:line``.
 """
 
@@ -33,9 +34,10 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from wiki_sim.errors import WikiSimError
-from wiki_sim.ingest.aliases import page_aliases
+from wiki_sim.ingest.aliases import LEAD_HEAD_CHARS
 from wiki_sim.ingest.compressed import open_compressed
 from wiki_sim.ingest.entity_links import EntityLinker, own_usage, usage_code
+from wiki_sim.ingest.link_pool import LinkPassError, LinkPool, PageLinks, page_links
 from wiki_sim.ingest.name_table import SeenTitles, TitleList
 from wiki_sim.records import Page, normalize_title
 
@@ -162,8 +164,10 @@ def _record(path: Path, lineno: int, line: bytes, fields: JsonlFields) -> _Doc:
     return _Doc(normalize_title(title), text, url, doc_id, False)
 
 
-def _documents(path: Path, fields: JsonlFields, stats: dict[str, Any], progress: bool, desc: str) -> Iterator[Page]:
-    """Pages (without links) in file order: passages merged, repeated titles skipped or renamed."""
+def _documents(path: Path, fields: JsonlFields, stats: dict[str, Any], progress: bool,
+               desc: str) -> Iterator[tuple[int, Page]]:
+    """``(line, page)``: pages (without links) in file order, each with the line it starts on:
+    passages merged, repeated titles skipped or renamed."""
     from tqdm import tqdm
 
     if not path.is_file():
@@ -172,6 +176,7 @@ def _documents(path: Path, fields: JsonlFields, stats: dict[str, Any], progress:
                disable=not progress, dynamic_ncols=True)
     first_text = SeenTitles()  # title -> crc32 of its text: a repeat is skipped, a namesake renamed
     current: _Doc | None = None
+    current_line = 0
     parts: list[str] = []
     try:
         with open_compressed(path, bar.update) as f:
@@ -187,10 +192,10 @@ def _documents(path: Path, fields: JsonlFields, stats: dict[str, Any], progress:
                     stats["passages_merged"] += 1
                     continue
                 if current is not None:
-                    yield from _page(current, parts, stats, first_text)
-                current, parts = doc, [doc.text]
+                    yield from _page(current, current_line, parts, stats, first_text)
+                current, current_line, parts = doc, lineno, [doc.text]
             if current is not None:
-                yield from _page(current, parts, stats, first_text)
+                yield from _page(current, current_line, parts, stats, first_text)
     except (OSError, EOFError) as exc:
         raise WikiSimError(f"{path} is corrupt or truncated: {exc}") from None
     finally:
@@ -199,7 +204,8 @@ def _documents(path: Path, fields: JsonlFields, stats: dict[str, Any], progress:
         raise WikiSimError(f"{path} holds no pages (empty corpus)")
 
 
-def _page(doc: _Doc, parts: list[str], stats: dict[str, Any], first_text: SeenTitles) -> Iterator[Page]:
+def _page(doc: _Doc, lineno: int, parts: list[str], stats: dict[str, Any],
+          first_text: SeenTitles) -> Iterator[tuple[int, Page]]:
     text = "\n\n".join(p for p in parts if p)
     if not text:
         stats["empty"] += 1
@@ -219,32 +225,89 @@ def _page(doc: _Doc, parts: list[str], stats: dict[str, Any], first_text: SeenTi
     first_text.add(title, digest)
     lead, sections = split_sections(text)
     stats["pages"] += 1
-    yield Page(title=title, text=text, lead=lead, sections=sections, url=doc.url,
-               facts=[("doc_id", doc.doc_id, "corpus_id")] if doc.doc_id else [])
+    yield lineno, Page(title=title, text=text, lead=lead, sections=sections, url=doc.url,
+                       facts=[("doc_id", doc.doc_id, "corpus_id")] if doc.doc_id else [])
 
 
 def iter_jsonl(path: Path, stats: dict[str, Any], progress: bool = False,
-               fields: JsonlFields | None = None) -> Iterator[Page]:
-    """Pages of a JSONL corpus in file order, with links derived from their text and their other names."""
+               fields: JsonlFields | None = None, workers: int = 1) -> Iterator[Page]:
+    """Pages of a JSONL corpus in file order, with links derived from their text and their other names.
+
+    ``workers`` > 1: the link pass runs in that many forked processes
+    (:class:`~wiki_sim.ingest.link_pool.LinkPool`) when the corpus has more than one batch of
+    pages; the pages, their links and their order are the same as with one."""
     fields = fields or JsonlFields()
     scan: dict[str, Any] = {k: (0 if isinstance(v, int) else v) for k, v in stats.items()}
     # The first pass keeps the titles in one blob and a byte a page: bounded by the corpus's
     # titles, not by per-title Python objects (wiki_sim.ingest.name_table).
     titles, usage = TitleList(), bytearray()
-    for page in _documents(path, fields, scan, progress, "scan"):
+    for _, page in _documents(path, fields, scan, progress, "scan"):
         titles.append(page.title)
         usage.append(usage_code(*own_usage(page.title, page.text)))
     linker = EntityLinker(titles)
     linker.set_usage_codes(usage)
     del usage
-    for i, page in enumerate(_documents(path, fields, stats, progress, "read")):
+    pages = _checked(path, titles, _documents(path, fields, stats, progress, "read"))
+    if workers <= 1 or len(titles) <= BATCH_PAGES:  # one batch: no process to start
+        linked: Iterator[tuple[Page, PageLinks]] = (
+            (page, page_links(linker, page.title, page.text, page.lead)) for _, page in pages)
+    else:
+        linked = _linked_in_workers(path, linker, pages, workers)
+    for page, (links, starts, aliases) in linked:
+        page.links, page.link_starts, page.aliases = links, starts, aliases
+        stats["links"] += len(links)
+        stats["facts"] += len(page.facts)
+        yield page
+
+
+def _checked(path: Path, titles: TitleList, pages: Iterator[tuple[int, Page]]) -> Iterator[tuple[int, Page]]:
+    """The second pass's pages, each checked against the first pass's title at its place."""
+    for i, (lineno, page) in enumerate(pages):
         if i >= len(titles) or titles[i] != page.title:  # the file changed between the two passes
             raise WikiSimError(f"{path} changed while it was read (page {i + 1} is {page.title!r} now); "
                                "build again from a file that is not being written")
-        found = linker.find(page.text, page.title)
-        page.links = [(f.target, f.anchor) for f in found]
-        page.link_starts = [f.start for f in found]
-        page.aliases = page_aliases(page.title, page.lead)
-        stats["links"] += len(found)
-        stats["facts"] += len(page.facts)
-        yield page
+        yield lineno, page
+
+
+BATCH_PAGES = 256
+"""Pages a link worker gets at a time (fewer when they hold :data:`BATCH_CHARS`)."""
+BATCH_CHARS = 1 << 21
+"""Characters of text a batch holds at most (past its first page): with ``3 x workers`` batches
+in flight, the pass holds a few tens of MB of pages whatever the corpus."""
+
+
+def _batches(pages: Iterator[tuple[int, Page]]) -> Iterator[tuple[list[tuple[str, str, str]],
+                                                                   list[tuple[int, Page]]]]:
+    batch: list[tuple[int, Page]] = []
+    chars = 0
+    for lineno, page in pages:
+        if batch and (len(batch) >= BATCH_PAGES or chars + len(page.text) > BATCH_CHARS):
+            yield _items(batch), batch
+            batch, chars = [], 0
+        batch.append((lineno, page))
+        chars += len(page.text)
+    if batch:
+        yield _items(batch), batch
+
+
+def _items(batch: list[tuple[int, Page]]) -> list[tuple[str, str, str]]:
+    """What a link worker needs of each page: its title, text and the head of its lead (all the
+    aliases read), so a page without sections does not travel twice."""
+    return [(p.title, p.text, p.lead[:LEAD_HEAD_CHARS]) for _, p in batch]
+
+
+def _linked_in_workers(path: Path, linker: EntityLinker, pages: Iterator[tuple[int, Page]],
+                       workers: int) -> Iterator[tuple[Page, PageLinks]]:
+    pool = LinkPool(linker, workers)
+    try:
+        for results, batch in pool.imap(_batches(pages)):
+            for (_, page), result in zip(batch, results):
+                yield page, result
+    except LinkPassError as exc:
+        batch = exc.extra
+        if exc.index is None:
+            lines = f"{batch[0][0]}-{batch[-1][0]}" if len(batch) > 1 else str(batch[0][0])
+            raise WikiSimError(f"{path}:{lines}: finding links failed in pages {batch[0][1].title!r} to "
+                               f"{batch[-1][1].title!r}: {exc.reason}") from None
+        lineno, page = batch[exc.index]
+        raise WikiSimError(f"{path}:{lineno}: finding links in page {page.title!r} failed: {exc.reason}") from None
