@@ -128,22 +128,45 @@ def sentence_start(text: str, start: int, limit: int = 12) -> bool:
 def own_usage(title: str, text: str) -> tuple[int, int]:
     """``(capitalized, lower-case)``: how often ``text`` writes ``title`` (without its disambiguator)
     mid-sentence in each case. ``the Beatles`` counts as capitalized: only an all-lower-case
-    mention is a common word's."""
+    mention is a common word's. Only the name as written and with its first letter lower-cased
+    count, so those two are searched for (``str.find``, word-bounded, left to right without overlaps):
+    no per-title regular expression, whose compiling cost about 150 us a title."""
     m = _QUALIFIED.match(title)
     name = m.group(1) if m else title
     cap = lower = 0
     if not name or not text:
         return 0, 0
-    for hit in re.finditer(r"(?<!\w)" + re.escape(name) + r"(?!\w)", text, re.IGNORECASE):
-        if sentence_start(text, hit.start()):
+    end = -1
+    for start, found in _word_bounded(text, (name, _lower_first(name))):
+        if start < end:  # overlaps the mention before it
             continue
-        found = hit.group(0)
-        if found == name or found == _lower_first(name):
-            if found.lower() == found:
-                lower += 1
-            else:
-                cap += 1
+        end = start + len(found)
+        if sentence_start(text, start):
+            continue
+        if found.lower() == found:
+            lower += 1
+        else:
+            cap += 1
     return cap, lower
+
+
+def _word_bounded(text: str, forms: tuple[str, ...]) -> list[tuple[int, str]]:
+    """``(start, form)`` of every occurrence of each form in ``text`` that no word character
+    (``\\w``: alphanumeric or ``_``) touches on either side, by start."""
+    hits = []
+    for form in dict.fromkeys(forms):
+        i = text.find(form)
+        while i >= 0:
+            j = i + len(form)
+            if not (i and _is_word(text[i - 1])) and not (j < len(text) and _is_word(text[j])):
+                hits.append((i, form))
+            i = text.find(form, i + 1)
+    hits.sort()
+    return hits
+
+
+def _is_word(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"
 
 
 # Title flags (one byte a title) and entry kinds (one byte an entry) of the compact tables.
