@@ -9,7 +9,8 @@ import json
 import pytest
 
 from wiki_sim import WikiSim
-from wiki_sim.ingest.entity_links import EntityLinker, own_usage, sentence_start
+from wiki_sim.ingest.entity_links import EntityLinker
+from wiki_sim.ingest.name_usage import own_usage, sentence_start
 from wiki_sim.ingest import open_source
 from wiki_sim.ingest.link_finder import LinkFinder
 from wiki_sim.ingest.name_table import SeenTitles, TitleList
@@ -216,14 +217,14 @@ def _own_usage_by_regex(title, text):
     # The per-title regular expression own_usage replaced (same counts, 18x slower).
     import re
 
-    from wiki_sim.ingest.entity_links import _QUALIFIED, _lower_first
+    from wiki_sim.ingest.name_usage import QUALIFIED, lower_first
 
-    m = _QUALIFIED.match(title)
+    m = QUALIFIED.match(title)
     name = m.group(1) if m else title
     cap = lower = 0
     for hit in re.finditer(r"(?<!\w)" + re.escape(name) + r"(?!\w)", text, re.IGNORECASE):
         found = hit.group(0)
-        if not sentence_start(text, hit.start()) and found in (name, _lower_first(name)):
+        if not sentence_start(text, hit.start()) and found in (name, lower_first(name)):
             lower, cap = (lower + 1, cap) if found.lower() == found else (lower, cap + 1)
     return cap, lower
 

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import re
 
+from wiki_sim.ingest.name_usage import QUALIFIED
 from wiki_sim.sentences import sentence_spans
 
 MAX_SENTENCE_CHARS = 400
 LEAD_HEAD_CHARS = 2 * MAX_SENTENCE_CHARS
 """:func:`lead_aliases` reads no further into the lead than this (a worker is sent no more)."""
 MAX_NAME_CHARS = 80
-_QUALIFIED = re.compile(r"^(.+?) \(([^()]+)\)$")
 # Right after the subject: ", also known as A, B or C," / ", or Y," / ", officially (the) Y," / ", born Y,".
 _ALSO = re.compile(r"^\s*,?\s*(?:also (?:known as|called|spelled|written|referred to as)|or|officially(?: known as)?"
                    r"|formerly(?: known as)?|commonly (?:known as|called)|better known as|born|previously known as)"
@@ -37,7 +37,7 @@ _BOLD = re.compile(r"'''(?!')(.{1,80}?)(?<!')'''")
 
 def title_names(title: str) -> list[tuple[str, str]]:
     """``'Berlin (band)'`` -> ``[('Berlin', 'title')]``; a plain title gives nothing."""
-    m = _QUALIFIED.match(title)
+    m = QUALIFIED.match(title)
     return [(m.group(1), "title")] if m else []
 
 
@@ -58,7 +58,7 @@ def _clean(name: str) -> str:
 def lead_aliases(title: str, lead: str) -> list[tuple[str, str]]:
     """Other names in the defining first sentence of ``lead`` (source ``lead``), in order."""
     sentence = _first_sentence(lead)
-    base = _QUALIFIED.match(title)
+    base = QUALIFIED.match(title)
     name = base.group(1) if base else title
     if not sentence:
         return []

@@ -50,12 +50,12 @@ import numpy as np
 
 from wiki_sim.ingest.link_finder import LOWERCASE_STOP, _hyphen_glued
 from wiki_sim.ingest.name_table import HashTable, TitleList, hashes
+from wiki_sim.ingest.name_usage import QUALIFIED, lower_first, own_usage, sentence_start
 from wiki_sim.sentences import sentence_spans
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 _WORD = re.compile(r"[^\W\d_]{3,}")
 _NOT_A_NAME = re.compile(r"^[\d\W_]+$")
-_QUALIFIED = re.compile(r"^(.+?) \(([^()]+)\)$")
 EVERYDAY_ZIPF = 4.5
 """A word at least this frequent in English (Zipf scale: 4.5 is about 3 per 100,000 words;
 ``thought`` 5.6, ``river`` 5.0, ``shape`` 4.7, ``switch`` 4.6 are everyday; ``physics`` 4.4,
@@ -71,7 +71,6 @@ _QUALIFIER_STOP = frozenset("the and for with from of in on at to by an or".spli
 _OPENERS = frozenset("the a an in on at by for from with this that these those his her its their our after before "
                      "during when while as of to and but or if since although under over between many some most "
                      "both all each every other another such one two it he she they we there".split())
-_SENTENCE_START_SKIP = "\"'([“‘«*#-–— \t"
 
 Usage = Literal["name", "word", "unknown"]
 
@@ -108,65 +107,6 @@ def qualifier_words(qualifier: str) -> frozenset[str]:
 
 def _singular(word: str) -> str:
     return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
-
-
-def _lower_first(token: str) -> str:
-    return token[:1].lower() + token[1:]
-
-
-def sentence_start(text: str, start: int, limit: int = 12) -> bool:
-    """Whether the word at ``start`` begins a sentence, line or text (quotes and brackets skipped)."""
-    i = start - 1
-    stop = max(-1, start - 1 - limit)
-    while i > stop and text[i] in _SENTENCE_START_SKIP:
-        i -= 1
-    if i <= stop:
-        return i < 0
-    return text[i] in ".!?:;\n\r" or (text[i] == " " and i == 0)
-
-
-def own_usage(title: str, text: str) -> tuple[int, int]:
-    """``(capitalized, lower-case)``: how often ``text`` writes ``title`` (without its disambiguator)
-    mid-sentence in each case. ``the Beatles`` counts as capitalized: only an all-lower-case
-    mention is a common word's. Only the name as written and with its first letter lower-cased
-    count, so those two are searched for (``str.find``, word-bounded, left to right without overlaps):
-    no per-title regular expression, whose compiling cost about 150 us a title."""
-    m = _QUALIFIED.match(title)
-    name = m.group(1) if m else title
-    cap = lower = 0
-    if not name or not text:
-        return 0, 0
-    end = -1
-    for start, found in _word_bounded(text, (name, _lower_first(name))):
-        if start < end:  # overlaps the mention before it
-            continue
-        end = start + len(found)
-        if sentence_start(text, start):
-            continue
-        if found.lower() == found:
-            lower += 1
-        else:
-            cap += 1
-    return cap, lower
-
-
-def _word_bounded(text: str, forms: tuple[str, ...]) -> list[tuple[int, str]]:
-    """``(start, form)`` of every occurrence of each form in ``text`` that no word character
-    (``\\w``: alphanumeric or ``_``) touches on either side, by start."""
-    hits = []
-    for form in dict.fromkeys(forms):
-        i = text.find(form)
-        while i >= 0:
-            j = i + len(form)
-            if not (i and _is_word(text[i - 1])) and not (j < len(text) and _is_word(text[j])):
-                hits.append((i, form))
-            i = text.find(form, i + 1)
-    hits.sort()
-    return hits
-
-
-def _is_word(ch: str) -> bool:
-    return ch.isalnum() or ch == "_"
 
 
 # Title flags (one byte a title) and entry kinds (one byte an entry) of the compact tables.
@@ -238,14 +178,14 @@ class EntityLinker:
             return
         words = [t for t in key if t[:1].isalpha()]
         single = len(words) == 1
-        plain = " ".join(_lower_first(w) for w in key)
+        plain = " ".join(lower_first(w) for w in key)
         zipf = english_zipf(plain) if words else 0.0
         everyday = (zipf >= (EVERYDAY_ZIPF if single else EVERYDAY_PHRASE_ZIPF)
                     or (single and key[0].lower() in LOWERCASE_STOP))
         self._flags[i] = _HAS_INFO | (_SINGLE if single else 0) | (_EVERYDAY if everyday else 0) \
             | (_RARE if zipf < UNKNOWN_LOWER_ZIPF else 0)
         entries.add(key, _TITLE, i, _CLASS - 1 - i)
-        lowered = (_lower_first(key[0]),) + key[1:]
+        lowered = (lower_first(key[0]),) + key[1:]
         if lowered != key:
             entries.add(lowered, _LOWER | _upper(lowered), i, _CLASS + 4 * i)
         if key[-1].isalpha() and key[-1].islower() or (single and key[0].isalpha()):
@@ -253,7 +193,7 @@ class EntityLinker:
             last = key[-1]
             plural = last[:-1] + "ies" if last.endswith("y") and last[-2:-1] not in "aeiou" else \
                 last + "es" if last.endswith(("s", "x", "z", "ch", "sh")) else last + "s"
-            for k in {key[:-1] + (plural,), (lowered[:-1] + (plural,)) if len(key) > 1 else (_lower_first(plural),)}:
+            for k in {key[:-1] + (plural,), (lowered[:-1] + (plural,)) if len(key) > 1 else (lower_first(plural),)}:
                 entries.add(k, _PLURAL | _upper(k), i, _CLASS + 4 * i + 1)
 
     def _add_variants(self, kept: np.ndarray, entries: "_Entries") -> None:
@@ -262,7 +202,7 @@ class EntityLinker:
         its qualifier words (flat arrays: a variant with many titles is judged in one pass)."""
         base_hash, members, counts, flat = array("q"), array("q"), array("q"), array("q")
         for i in kept.tolist():
-            m = _QUALIFIED.match(self.titles[i])
+            m = QUALIFIED.match(self.titles[i])
             if m and self._index_of(m.group(1)) < 0:
                 words = qualifier_words(m.group(2))
                 base_hash.append(hash(m.group(1)))
@@ -287,7 +227,7 @@ class EntityLinker:
         gather = np.repeat(opt_sw - self._var_word_offsets[:-1], opt_nw) + np.arange(int(opt_nw.sum()))
         self._var_words = np.frombuffer(flat, np.int64)[gather]
         for g, first in enumerate(mem[starts].tolist()):  # a group's first title places it among the variants
-            base = _QUALIFIED.match(self.titles[first]).group(1)  # type: ignore[union-attr]
+            base = QUALIFIED.match(self.titles[first]).group(1)  # type: ignore[union-attr]
             self._add(base, _VARIANT, g, 3 * _CLASS + first, entries)
 
     def _resolve(self, entries: "_Entries") -> None:

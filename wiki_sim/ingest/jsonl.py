@@ -36,7 +36,8 @@ from typing import Any, Iterator
 from wiki_sim.errors import WikiSimError
 from wiki_sim.ingest.aliases import LEAD_HEAD_CHARS
 from wiki_sim.ingest.compressed import open_compressed
-from wiki_sim.ingest.entity_links import EntityLinker, own_usage, usage_code
+from wiki_sim.ingest.entity_links import EntityLinker, usage_code
+from wiki_sim.ingest.name_usage import own_usage
 from wiki_sim.ingest.link_pool import LinkPassError, LinkPool, PageLinks, page_links
 from wiki_sim.ingest.name_table import SeenTitles, TitleList
 from wiki_sim.records import Page, normalize_title

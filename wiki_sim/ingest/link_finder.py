@@ -27,11 +27,12 @@ import re
 from collections import Counter
 from typing import Iterable, Mapping
 
+from wiki_sim.ingest.name_usage import QUALIFIED, lower_first
+
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 _WORD = re.compile(r"\w+")
 _NOT_A_NAME = re.compile(r"^[\d\W_]+$")
 COMMON_NOUN_MIN_DF = 3
-_QUALIFIED = re.compile(r"^(.+?) \(([^()]+)\)$")
 # Lower-case words that are titles in the vital-articles list but in running text are
 # usually a verb, a modal or an adjective, not the article's subject.
 LOWERCASE_STOP = frozenset(
@@ -40,9 +41,6 @@ LOWERCASE_STOP = frozenset(
     "addition past present interest lead stable court hand male female average combination experience property "
     "volume year father mother solid plant ruler mass rights range scale field power record".split())
 
-
-def _lower_first(token: str) -> str:
-    return token[:1].lower() + token[1:]
 
 
 class LinkFinder:
@@ -74,7 +72,7 @@ class LinkFinder:
         """``'Mercury (planet)'`` -> ``{'Mercury': 'Mercury (planet)'}`` when unambiguous."""
         by_base: dict[str, list[str]] = {}
         for t in titles:
-            m = _QUALIFIED.match(t)
+            m = QUALIFIED.match(t)
             if m:
                 by_base.setdefault(m.group(1), []).append(t)
         return {base: ts[0] for base, ts in by_base.items() if len(ts) == 1 and base not in title_set}
@@ -86,7 +84,7 @@ class LinkFinder:
         if not tokens or len(tokens) > self._max_tokens:
             return
         keys = [tokens]
-        lowered = (_lower_first(tokens[0]),) + tokens[1:]
+        lowered = (lower_first(tokens[0]),) + tokens[1:]
         if first_letter_free and lowered != tokens:
             if len(tokens) == 1 and lowered[0] in LOWERCASE_STOP:
                 self.bare.add(tokens)
