@@ -6,7 +6,9 @@ Pure string routines, linear in the text; nothing here imports the rest of the i
 
 from __future__ import annotations
 
+import heapq
 import re
+from typing import Iterator
 
 QUALIFIED = re.compile(r"^(.+?) \(([^()]+)\)$")
 """``Title (qualifier)``: the name and its disambiguator."""
@@ -53,19 +55,20 @@ def own_usage(title: str, text: str) -> tuple[int, int]:
     return cap, lower
 
 
-def _word_bounded(text: str, forms: tuple[str, ...]) -> list[tuple[int, str]]:
+def _word_bounded(text: str, forms: tuple[str, ...]) -> Iterator[tuple[int, str]]:
     """``(start, form)`` of every occurrence of each form in ``text`` that no word character
-    (``\\w``: alphanumeric or ``_``) touches on either side, by start."""
-    hits = []
-    for form in dict.fromkeys(forms):
-        i = text.find(form)
-        while i >= 0:
-            j = i + len(form)
-            if not (i and _is_word(text[i - 1])) and not (j < len(text) and _is_word(text[j])):
-                hits.append((i, form))
-            i = text.find(form, i + 1)
-    hits.sort()
-    return hits
+    (``\\w``: alphanumeric or ``_``) touches on either side, by start (streamed: a page naming
+    itself millions of times holds no list of them)."""
+    return heapq.merge(*(_occurrences(text, form) for form in dict.fromkeys(forms)))
+
+
+def _occurrences(text: str, form: str) -> Iterator[tuple[int, str]]:
+    i = text.find(form)
+    while i >= 0:
+        j = i + len(form)
+        if not (i and _is_word(text[i - 1])) and not (j < len(text) and _is_word(text[j])):
+            yield i, form
+        i = text.find(form, i + 1)
 
 
 def _is_word(ch: str) -> bool:
