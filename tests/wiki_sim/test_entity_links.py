@@ -6,6 +6,7 @@ import gc
 import hashlib
 import json
 
+import numpy as np
 import pytest
 
 from wiki_sim import WikiSim
@@ -237,3 +238,37 @@ def test_own_usage_counts_word_bounded_mentions_without_overlaps():
     assert own_usage(*cases[0]) == (2, 0) and own_usage(*cases[1]) == (1, 1)
     for title, text in cases:
         assert own_usage(title, text) == _own_usage_by_regex(title, text), title
+
+
+def test_a_base_with_thousands_of_qualified_titles_is_looked_up_not_scanned(monkeypatch):
+    """A base named by thousands of ``X (qualifier)`` titles: the sentence's words are looked up in
+    the group (the scan would cost the group's size on every mention), with the scan's answers."""
+    import random
+
+    import wiki_sim.ingest.entity_links as el
+
+    rng = random.Random(0)
+    vocab = [f"{a}{b}{c}" for a in "bcdfgklmnprstv" for b in "aeiou" for c in "bdgklmnprstxz"]
+    qualifiers = {" ".join(rng.sample(vocab, rng.randint(2, 3))) for _ in range(4000)}
+    titles = [f"Mercury ({q})" for q in sorted(qualifiers)] + ["Mercury (planet)", "Venus"]
+    linker = EntityLinker(titles)
+    # Scanned and looked up, the same answers on random sentences (supported by one, several or no option).
+    group = int(linker._value[linker._table_positions(
+        np.array([hash(("Mercury",))], dtype=np.int64), np.ones(len(linker._keys), dtype=bool))[0]])
+    lo, hi = int(linker._var_offsets[group]), int(linker._var_offsets[group + 1])
+    queries = []
+    for _ in range(300):
+        words = rng.sample(vocab, rng.randint(1, 40)) + (["planet"] if rng.random() < 0.3 else [])
+        if rng.random() < 0.5:  # a sentence that names one option's qualifier
+            words = words[:3] + rng.choice(sorted(qualifiers)).split()
+        queries.append((group, frozenset(hash(w) for w in words)))
+    looked_up = linker._looked_up_supported(queries)
+    assert looked_up == [linker._scan_supported(lo, hi, words) for _, words in queries]
+    assert len({t for t in looked_up if t >= 0}) > 50  # the sentences did single out options
+
+    def no_scan(*args):
+        raise AssertionError("a group this large is not scanned")
+    monkeypatch.setattr(EntityLinker, "_scan_supported", no_scan)
+    assert [(f.target, f.anchor) for f in linker.find("Mercury is the smallest planet.")] == \
+        [("Mercury (planet)", "Mercury")]
+    assert linker.find("Mercury rose in price.") == []
