@@ -16,10 +16,12 @@ RESEARCH_N --workers 2`` of each tree (wall and CPU seconds of all its processes
 tasks per minute and per CPU-minute, peak RSS of the largest process, peak PSS and private
 memory of all its processes together, and whether both trees wrote the same tasks).
 Target (issue 23): at 1M pages <= 2 GB and >= 100 verified tasks per minute; measured
-at 10k and 100k, the 1M memory is the linear fit of the two (said so). Usage:
-``python -m benchmarks.synth_scale [--scale 10] [--attempts 120] [--research-n 30]
-[--base-tree ../main] [--wiki data/wiki] [--work /tmp/synth-scale]``; prints a table,
-then one line of JSON.
+at 10k and 100k, the 1M memory is the linear fit of the two (said so); measured at 1M with
+``--large-wiki DIR`` (a 1M-page simulator, e.g. the one ``benchmarks.scale --sizes 1000000
+--work-dir W`` built) or ``--scale 100`` (built here with ``--engine``, default auto: the
+tantivy engine at that size). Usage: ``python -m benchmarks.synth_scale [--scale 10]
+[--attempts 120] [--research-n 30] [--base-tree ../main] [--wiki data/wiki] [--work
+/tmp/synth-scale] [--engine auto] [--large-wiki DIR]``; prints a table, then one line of JSON.
 """
 
 from __future__ import annotations
@@ -181,6 +183,11 @@ def main() -> None:
     parser.add_argument("--research-n", type=int, default=30, help="research tasks per `websailor synth` run (0: skip)")
     parser.add_argument("--base-tree", default=None,
                         help="another checkout (e.g. main's) whose synthesis runs beside this tree's")
+    parser.add_argument("--engine", default="auto", choices=("whoosh", "tantivy", "auto"),
+                        help="search engine of the large corpus's simulator (auto: tantivy above 200k pages)")
+    parser.add_argument("--large-wiki", default=None, metavar="DIR",
+                        help="measure this simulator as the large corpus instead of building the recombined one "
+                             "(e.g. the 1M-page one benchmarks.scale built: --work-dir W keeps it under W)")
     parser.add_argument("--index-modes", default="disk",
                         help="subgraph-mode corpus index: disk (memory-mapped), memory (built per run), or both")
     args = parser.parse_args()
@@ -192,19 +199,21 @@ def main() -> None:
     small = work / "wiki-1x"
     if not (small / "build.json").is_file():
         shutil.copytree(args.wiki, small, ignore=shutil.ignore_patterns("synth_index"))
-    large = work / f"wiki-{args.scale}x"
+    large = Path(args.large_wiki) if args.large_wiki else work / f"wiki-{args.scale}x"
     wanted = {c.strip() for c in args.corpora.split(",")}
+    if args.large_wiki and not (large / "build.json").is_file():
+        parser.error(f"--large-wiki {large} is not a built simulator (no build.json)")
     if "large" in wanted and not (large / "build.json").is_file():
         corpus = work / f"corpus-{args.scale}x.jsonl"
         recombined_corpus(str(small), args.scale, corpus)
-        build("jsonl", corpus, large, progress=False)
+        build("jsonl", corpus, large, progress=False, engine=args.engine)
     trees = {"this": str(Path(__file__).resolve().parents[1])}
     if args.base_tree:
         trees["base"] = str(Path(args.base_tree).resolve())
     modes = [m.strip() for m in args.index_modes.split(",") if m.strip()]
     results = {}
     for name, wiki in [(n, w) for n, w in (("1x", small), ("large", large)) if n in wanted]:
-        name = name if name == "1x" else f"{args.scale}x"
+        name = name if name == "1x" else "large" if args.large_wiki else f"{args.scale}x"
         with WikiSim(wiki) as sim:
             pages = sim.stats()["pages"]
         results[name] = {"pages": pages, **measure(wiki, args.attempts, trees, modes)}
