@@ -305,8 +305,11 @@ def run_size(pool, n_pages: int, args: argparse.Namespace, systems: list[str], r
         if system in systems:
             env[system] = {str(n): env_steps(builds[system]["path"], tasks, n, args.env_seconds) for n in (1, 4)}
             print(f"  env {system}: {env[system]}", file=sys.stderr, flush=True)
-    for system in builds:
-        shutil.rmtree(work / system, ignore_errors=True)
+    if args.keep:
+        print(f"  kept: {', '.join(str(work / s) for s in builds)}", file=sys.stderr, flush=True)
+    else:
+        for system in builds:
+            shutil.rmtree(work / system, ignore_errors=True)
     corpus.unlink()
     return {"pages": n_pages, "corpus": stats, "queries": {f: len(q) for f, q in families.items()},
             "builds": {s: {k: v for k, v in b.items() if k != "path"} for s, b in builds.items()},
@@ -438,7 +441,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--work-dir", default=None, help="where corpora and indexes are built (default: a temp dir)")
     parser.add_argument("--quick", action="store_true", help="2,000 pages, 12 queries per family, 2 s env runs")
+    parser.add_argument("--keep", action="store_true",
+                        help="keep what was built under --work-dir (e.g. the 1M-page simulator for "
+                             "benchmarks.synth_scale --large-wiki); needs --work-dir")
     args = parser.parse_args(argv)
+    if args.keep and not args.work_dir:
+        raise SystemExit("--keep needs --work-dir: say where the builds should stay")
     if args.quick:
         args.sizes, args.queries, args.env_seconds, args.tasks = "2000", 12, 2.0, 2000
     sizes = _sizes(args.sizes)
@@ -468,7 +476,8 @@ def main(argv: list[str] | None = None) -> int:
             runs.append(run_size(pool, n, args, systems, root))
             print(json.dumps({"size_done": runs[-1]}), file=sys.stderr, flush=True)  # kept if a later size is cut short
     finally:
-        shutil.rmtree(root, ignore_errors=True)
+        if not args.keep:
+            shutil.rmtree(root, ignore_errors=True)
     fitted = fits(runs, systems)
     wall = linear_fit([r["pages"] for r in runs], [r["wall_s"] for r in runs])
     result = {"benchmark": "scale", "sizes": sizes, "systems": systems, "left_out": left_out,
