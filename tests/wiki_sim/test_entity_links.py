@@ -272,3 +272,22 @@ def test_a_base_with_thousands_of_qualified_titles_is_looked_up_not_scanned(monk
     assert [(f.target, f.anchor) for f in linker.find("Mercury is the smallest planet.")] == \
         [("Mercury (planet)", "Mercury")]
     assert linker.find("Mercury rose in price.") == []
+
+
+@pytest.mark.parametrize("spread", [True, False])
+def test_sorted_hashes_find_what_a_binary_search_finds(spread):
+    """Bucketed by top bits (uniform hashes) or, for keys that do not spread (small ints), binary
+    searched: every present key found at its place, every absent one -1."""
+    from wiki_sim.ingest.name_table import SortedHashes
+
+    rng = np.random.default_rng(0)
+    keys = np.unique(rng.integers(-2 ** 63, 2 ** 63 - 1, 50_000, dtype=np.int64) if spread
+                     else np.arange(50_000, dtype=np.int64) * 3)
+    index = SortedHashes(keys)
+    assert (index._offsets is not None) == spread  # small ints all fall in one bucket: binary search
+    query = np.r_[keys[rng.integers(0, len(keys), 3000)], rng.integers(-2 ** 63, 2 ** 63 - 1, 3000, dtype=np.int64),
+                  keys[:1], keys[-1:], np.array([-2 ** 63, 2 ** 63 - 1], dtype=np.int64)]
+    expected = np.searchsorted(keys, query)
+    expected = np.where((expected < len(keys)) & (keys[np.minimum(expected, len(keys) - 1)] == query), expected, -1)
+    assert np.array_equal(index.positions(query), expected)
+    assert (expected >= 0).sum() >= 3002

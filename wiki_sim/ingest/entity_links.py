@@ -49,7 +49,7 @@ from typing import Iterable, Literal, Mapping
 import numpy as np
 
 from wiki_sim.ingest.link_finder import LOWERCASE_STOP, _hyphen_glued
-from wiki_sim.ingest.name_table import HashTable, SortedHashes, TitleList, hashes
+from wiki_sim.ingest.name_table import HashTable, SortedHashes, TitleList, expand_ranges, hashes
 from wiki_sim.ingest.name_usage import QUALIFIED, lower_first, own_usage, sentence_start
 from wiki_sim.sentences import sentence_spans
 
@@ -211,8 +211,8 @@ class EntityLinker:
                 flat.extend(map(hash, words))
         self._var_offsets, self._var_titles = np.zeros(1, dtype=np.int64), np.empty(0, dtype=np.int64)
         self._var_word_offsets, self._var_words = np.zeros(1, dtype=np.int64), np.empty(0, dtype=np.int64)
-        self._vw_keys, self._vw_pos = np.empty(0, dtype=np.uint64), np.empty(0, dtype=np.int64)
-        self._vw_buckets, self._vw_shift = np.zeros(2, dtype=np.int32), np.uint64(63)
+        self._vw_pos, self._vw_starts = np.empty(0, dtype=np.int64), np.zeros(1, dtype=np.int64)
+        self._vw_index = SortedHashes(np.empty(0, dtype=np.int64))
         if not members:
             return
         bh, mem, nw = (np.frombuffer(a, np.int64) for a in (base_hash, members, counts))
@@ -228,19 +228,16 @@ class EntityLinker:
         self._var_word_offsets = np.r_[0, np.cumsum(opt_nw)].astype(np.int64)
         gather = np.repeat(opt_sw - self._var_word_offsets[:-1], opt_nw) + np.arange(int(opt_nw.sum()))
         self._var_words = np.frombuffer(flat, np.int64)[gather]
-        # Every qualifier word keyed by (group, word), sorted: a sentence's words find the options
-        # they support by binary search, however many options a group has (see _single_supported).
+        # Every qualifier word keyed by (group, word): a sentence's words find the options they
+        # support by lookup, however many options a group has (see _looked_up_supported).
         option_group = np.repeat(np.arange(len(starts), dtype=np.int64), np.diff(self._var_offsets))
         keys = _group_word_keys(np.repeat(option_group, opt_nw), self._var_words)
-        self._vw_pos = np.argsort(keys, kind="stable")
-        self._vw_keys = keys[self._vw_pos]
-        # The keys are uniform (word hashes), so their top bits place them: bucket b's keys start at
-        # _vw_buckets[b], about one a bucket; a lookup reads two offsets and a key, not 2 x 22 of a binary search.
-        self._vw_shift = np.uint64(64 - max(1, int(len(keys)).bit_length()))
-        bounds = np.arange(2 ** (64 - int(self._vw_shift)) + 1, dtype=np.uint64) << self._vw_shift
-        self._vw_buckets = np.searchsorted(self._vw_keys, bounds[:-1]).astype(np.int32 if len(keys) < 2 ** 31
-                                                                            else np.int64)
-        self._vw_buckets = np.r_[self._vw_buckets, len(keys)].astype(self._vw_buckets.dtype)
+        self._vw_pos = np.argsort(keys, kind="stable")  # option word positions, grouped by key
+        keys = keys[self._vw_pos]
+        distinct = np.ones(len(keys), dtype=bool)
+        distinct[1:] = keys[1:] != keys[:-1]
+        self._vw_starts = np.r_[np.flatnonzero(distinct), len(keys)].astype(np.int64)
+        self._vw_index = SortedHashes(keys[distinct])
         for g, first in enumerate(mem[starts].tolist()):  # a group's first title places it among the variants
             base = QUALIFIED.match(self.titles[first]).group(1)  # type: ignore[union-attr]
             self._add(base, _VARIANT, g, 3 * _CLASS + first, entries)
@@ -262,10 +259,10 @@ class EntityLinker:
     def nbytes(self) -> int:
         """Bytes held by the tables (titles, flags, keys, variants, and the compiled lookup)."""
         arrays = (self._flags, self._keys, self._kind, self._value, self._first, self._length, self._var_offsets,
-                  self._var_titles, self._var_word_offsets, self._var_words, self._vw_keys, self._vw_pos,
-                  self._vw_buckets)
+                  self._var_titles, self._var_word_offsets, self._var_words, self._vw_pos, self._vw_starts,
+                  self._vw_index.keys)
         live = (self._live[0].nbytes + self._live[1].nbytes) if self._live else 0
-        live += self._title_index.nbytes + self._key_index.nbytes
+        live += self._title_index.nbytes + self._key_index.nbytes + self._vw_index.nbytes
         return self.titles.nbytes + sum(a.nbytes for a in arrays) + live
 
     @property
@@ -445,24 +442,24 @@ class EntityLinker:
 
     def _looked_up_supported(self, queries: list[tuple[int, frozenset[int]]]) -> list[int]:
         """:meth:`_single_supported` for queries of large groups: each sentence word is looked up
-        by its ``(group, word)`` key (its bucket of the sorted keys), all the queries in one pass."""
+        by its ``(group, word)`` key (:class:`~wiki_sim.ingest.name_table.SortedHashes`), all the
+        queries in one pass."""
         out = np.full(len(queries), -1, dtype=np.int64)
         sizes = [len(words) for _, words in queries]
         words = np.fromiter((w for _, ws in queries for w in ws), dtype=np.int64, count=sum(sizes))
         query = np.repeat(np.arange(len(queries)), sizes)
         groups = np.array([g for g, _ in queries], dtype=np.int64)[query]
-        keys = _group_word_keys(groups, words)
-        bucket = (keys >> self._vw_shift).astype(np.int64)
-        lo = self._vw_buckets[bucket].astype(np.int64)
-        n = self._vw_buckets[bucket + 1] - lo
-        # The keys of each word's bucket; equal keys and equal words mean the same group.
-        at = np.repeat(lo, n) + np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
-        key_at, word_at, query_at = self._vw_keys[at], np.repeat(words, n), np.repeat(query, n)
-        pos = self._vw_pos[at]
-        same = (key_at == np.repeat(keys, n)) & (self._var_words[pos] == word_at)
+        found = self._vw_index.positions(_group_word_keys(groups, words))
+        hit = found >= 0
+        query, words, found = query[hit], words[hit], found[hit]
+        # Every option word under each found key; equal keys and equal words mean the same group.
+        lo = self._vw_starts[found]
+        n = self._vw_starts[found + 1] - lo
+        pos = self._vw_pos[expand_ranges(lo, n)]
+        same = self._var_words[pos] == np.repeat(words, n)
         if not same.any():
             return out.tolist()
-        query, pos = query_at[same], pos[same]
+        query, pos = np.repeat(query, n)[same], pos[same]
         option = np.searchsorted(self._var_word_offsets, pos, side="right") - 1
         # An option is supported when all its (distinct) words matched: count matches per (query, option).
         pairs, matched = np.unique(query * len(self._var_titles) + option, return_counts=True)
@@ -517,16 +514,17 @@ class _Entries:
 
 SCAN_WORDS_PER_SENTENCE_WORD = 3
 """A variant group whose options have more than this many qualifier words per word of the sentence
-is looked up by the sentence's words instead of scanned: two binary searches in a table of millions
-of keys cost about as much as scanning 20-40 words in Python (measured at 100k and 1M pages). Without
-it, a base with 100,000 qualified titles mentioned on every page would make the build quadratic."""
+is looked up by the sentence's words instead of scanned (a bucketed lookup of a word costs about
+what scanning 3 words in Python does; the two agree at 100k pages, the lookup is faster at 1M).
+Without it, a base with 100,000 qualified titles mentioned on every page would make the build
+quadratic."""
 _GROUP_MIX = np.uint64(0x9E3779B97F4A7C15)
 
 
 def _group_word_keys(groups: np.ndarray, words: np.ndarray) -> np.ndarray:
-    """``(group, word hash)`` as one uint64 key: ``word ^ group * odd``. Two pairs with the same
+    """``(group, word hash)`` as one 64-bit key: ``word ^ group * odd``. Two pairs with the same
     key and the same word have the same group (multiplying by an odd number is invertible)."""
-    return words.view(np.uint64) ^ (groups.astype(np.uint64) * _GROUP_MIX)
+    return (words.view(np.uint64) ^ (groups.astype(np.uint64) * _GROUP_MIX)).view(np.int64)
 
 
 def _upper(key: tuple[str, ...]) -> int:

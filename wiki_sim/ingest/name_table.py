@@ -66,6 +66,11 @@ def hashes(items: Iterable[object], count: int = -1) -> np.ndarray:
 _SIGN = np.uint64(1 << 63)
 
 
+def expand_ranges(lo: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """The indices ``lo[0] .. lo[0]+n[0]-1, lo[1] .. lo[1]+n[1]-1, ...`` as one array."""
+    return np.repeat(lo, n) + np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
+
+
 class SortedHashes:
     """Where each of many 64-bit hashes sits in a sorted array of distinct ones, -1 where absent.
 
@@ -106,7 +111,7 @@ class SortedHashes:
         bucket = ((query.view(np.uint64) ^ _SIGN) >> self._shift).astype(np.int64)
         lo = self._offsets[bucket].astype(np.int64)
         n = self._offsets[bucket + 1] - lo
-        at = np.repeat(lo, n) + np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
+        at = expand_ranges(lo, n)
         hit = self.keys[at] == np.repeat(query, n)
         out = np.full(len(query), -1, dtype=np.int64)
         out[np.repeat(np.arange(len(query)), n)[hit]] = at[hit]
