@@ -82,6 +82,7 @@ class SortedHashes:
 
     MAX_BUCKET = 64
     MIN_KEYS = 4096
+    _SLICE = 1 << 16
 
     def __init__(self, keys: np.ndarray):
         self.keys = keys
@@ -89,10 +90,13 @@ class SortedHashes:
         bits = int(len(keys)).bit_length()
         self._shift = np.uint64(64 - bits)
         if len(keys) >= self.MIN_KEYS:
-            # Bucket b holds the keys whose order-preserving unsigned form starts with b's bits.
-            bounds = ((np.arange(2 ** bits, dtype=np.uint64) << self._shift) ^ _SIGN).view(np.int64)
-            offsets = np.r_[np.searchsorted(keys, bounds), len(keys)].astype(np.int32 if len(keys) < 2 ** 31
-                                                                               else np.int64)
+            # Bucket b holds the keys whose order-preserving unsigned form starts with b's bits;
+            # its offsets are found a slice at a time (no temporary as large as the table).
+            offsets = np.empty(2 ** bits + 1, dtype=np.int32 if len(keys) < 2 ** 31 else np.int64)
+            for lo in range(0, 2 ** bits, self._SLICE):
+                b = np.arange(lo, min(lo + self._SLICE, 2 ** bits), dtype=np.uint64)
+                offsets[lo:lo + len(b)] = np.searchsorted(keys, ((b << self._shift) ^ _SIGN).view(np.int64))
+            offsets[-1] = len(keys)
             if int(np.diff(offsets).max()) <= self.MAX_BUCKET:
                 self._offsets = offsets
 
