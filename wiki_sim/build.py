@@ -29,7 +29,7 @@ from wiki_sim.errors import WikiSimError
 from wiki_sim.forward import FORWARD_DIR, build_forward_index
 from wiki_sim.forked import Forked
 from wiki_sim.engines import BUILD_ENGINES, build_engine_index, check_engine, choose_engine, index_dir_name
-from wiki_sim.budget import check_budget, peak_resident_bytes, resident_bytes
+from wiki_sim.budget import check_budget, peak_resident_bytes, release_free_memory, resident_bytes
 from wiki_sim.index import ALIASES_BOOST, INDEX_DIR, TITLE_BOOST
 from wiki_sim.records import Page
 from wiki_sim.sim import BUILD_FILE, BUILD_FORMAT
@@ -143,6 +143,7 @@ def _build_into(tmp: Path, source: Any, fingerprint: dict[str, Any], workers: in
     engine = choose_engine(engine, counts["pages"])  # --engine auto, and each engine's size limit
     # The forward index (one process's work) is built in a forked process while the engine indexes:
     # a quarter of what the budget leaves is its share, the rest the engine's.
+    release_free_memory()  # the ingest's freed heap, before the forward index's process forks
     forward_bytes = check_budget(memory_bytes, FORWARD_MIN_BYTES, "the forward index") // 4
     forward_job = Forked(build_forward_index, tmp / STORE_FILE, tmp / FORWARD_DIR,
                          memory_bytes=max(forward_bytes - FORWARD_PROCESS_BYTES, 0), what="the forward index")

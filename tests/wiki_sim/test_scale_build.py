@@ -207,3 +207,24 @@ def test_an_old_format_simulator_is_refused_with_the_rebuild_command(wiki, tmp_p
     (old / "build.json").write_text(json.dumps({**info, "format": 3}))
     with pytest.raises(WikiSimError, match=r"format 3.*bash setup_wiki.sh.*wiki build"):
         WikiSim(old)
+
+
+def test_release_free_memory_gives_freed_heap_back():
+    """Freed C-heap memory below a live allocation stays resident until it is trimmed."""
+    import subprocess
+    import sys
+
+    code = """
+import numpy as np
+from wiki_sim.budget import release_free_memory, resident_bytes
+blocks = [np.ones(64 * 1024 // 8) for _ in range(2000)]  # 128 MB of heap chunks (under the mmap threshold)
+keep = np.ones(64 * 1024 // 8)  # a live chunk above them: free() alone cannot shrink the heap
+before = resident_bytes()
+del blocks
+freed = resident_bytes()
+assert release_free_memory()
+print(before >> 20, freed >> 20, resident_bytes() >> 20)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    before, freed, trimmed = map(int, out)
+    assert freed - trimmed >= 64, (before, freed, trimmed)

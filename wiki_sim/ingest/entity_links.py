@@ -223,7 +223,7 @@ class EntityLinker:
         group_of = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, len(bh)]))
         keep = nw > 0
         self._var_offsets = np.r_[0, np.cumsum(np.bincount(group_of[keep], minlength=len(starts)))].astype(np.int64)
-        self._var_titles = mem[keep]
+        self._var_titles = mem[keep].astype(_index_dtype(len(self.titles)))
         opt_nw, opt_sw = nw[keep], sw[keep]
         self._var_word_offsets = np.r_[0, np.cumsum(opt_nw)].astype(np.int64)
         gather = np.repeat(opt_sw - self._var_word_offsets[:-1], opt_nw) + np.arange(int(opt_nw.sum()))
@@ -232,11 +232,11 @@ class EntityLinker:
         # support by lookup, however many options a group has (see _looked_up_supported).
         option_group = np.repeat(np.arange(len(starts), dtype=np.int64), np.diff(self._var_offsets))
         keys = _group_word_keys(np.repeat(option_group, opt_nw), self._var_words)
-        self._vw_pos = np.argsort(keys, kind="stable")  # option word positions, grouped by key
+        self._vw_pos = np.argsort(keys, kind="stable").astype(_index_dtype(len(keys)))  # grouped by key
         keys = keys[self._vw_pos]
         distinct = np.ones(len(keys), dtype=bool)
         distinct[1:] = keys[1:] != keys[:-1]
-        self._vw_starts = np.r_[np.flatnonzero(distinct), len(keys)].astype(np.int64)
+        self._vw_starts = np.r_[np.flatnonzero(distinct), len(keys)].astype(_index_dtype(len(keys) + 1))
         self._vw_index = SortedHashes(keys[distinct])
         for g, first in enumerate(mem[starts].tolist()):  # a group's first title places it among the variants
             base = QUALIFIED.match(self.titles[first]).group(1)  # type: ignore[union-attr]
@@ -250,7 +250,7 @@ class EntityLinker:
         win = order[np.r_[True, hs[1:] != hs[:-1]]] if len(hs) else order
         self._keys = h[win]
         self._kind = np.frombuffer(entries.kind, np.uint8)[win]
-        self._value = np.frombuffer(entries.value, np.int64)[win]
+        self._value = np.frombuffer(entries.value, np.int64)[win].astype(_index_dtype(max(len(self.titles), len(h))))
         self._first = np.frombuffer(entries.first, np.int64)[win]
         self._length = np.frombuffer(entries.length, np.uint8)[win]
         self._key_index = SortedHashes(self._keys)
@@ -518,6 +518,11 @@ is looked up by the sentence's words instead of scanned (a bucketed lookup of a 
 what scanning 3 words in Python does; the two agree at 100k pages, the lookup is faster at 1M).
 Without it, a base with 100,000 qualified titles mentioned on every page would make the build
 quadratic."""
+def _index_dtype(n: int) -> type:
+    """The narrowest of int32 / int64 that holds indices below ``n`` (half the bytes below 2^31)."""
+    return np.int32 if n < 2 ** 31 else np.int64
+
+
 _GROUP_MIX = np.uint64(0x9E3779B97F4A7C15)
 
 

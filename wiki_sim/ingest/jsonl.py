@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
+from wiki_sim.budget import release_free_memory
 from wiki_sim.errors import WikiSimError
 from wiki_sim.ingest.aliases import LEAD_HEAD_CHARS
 from wiki_sim.ingest.compressed import open_compressed
@@ -248,6 +249,7 @@ def iter_jsonl(path: Path, stats: dict[str, Any], progress: bool = False,
     linker = EntityLinker(titles)
     linker.set_usage_codes(usage)
     del usage
+    release_free_memory()  # the tables' temporaries, before the link workers fork
     pages = _checked(path, titles, _documents(path, fields, stats, progress, "read"))
     if workers <= 1 or len(titles) <= BATCH_PAGES:  # one batch: no process to start
         linked: Iterator[tuple[Page, PageLinks]] = (
