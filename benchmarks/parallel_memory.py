@@ -47,7 +47,7 @@ def worker(args: argparse.Namespace) -> None:
     from trainers.grpo_state import DistInfo
 
     torch.set_num_threads(1)
-    dist = DistInfo.from_env()
+    dist = DistInfo.from_env("cpu")
     torch.manual_seed(0)
     config = Qwen2Config(vocab_size=args.vocab, hidden_size=args.hidden, intermediate_size=3 * args.hidden,
                          num_hidden_layers=args.layers, num_attention_heads=4, num_key_value_heads=4,

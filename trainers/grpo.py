@@ -12,7 +12,8 @@ Each step, strictly on-policy:
 5. the pool retires tasks that are always or never solved and draws fresh ones;
 6. metrics to ``metrics.jsonl`` (and TensorBoard), a checkpoint every ``save_every`` steps.
 
-Runs unchanged under ``torchrun`` (gloo on CPU, NCCL on GPU; DDP or FSDP2, :mod:`trainers.parallel`):
+Runs unchanged under ``torchrun`` (``--device cpu``: gloo; ``cuda``: NCCL for the model, gloo for the step's
+CPU-side reductions; DDP or FSDP2, :mod:`trainers.parallel`):
 every rank rolls out its share of the groups, the token-mean is over the whole global batch, rank 0 writes.
 """
 
@@ -219,7 +220,7 @@ class GRPOTrainer:
         from trainers.models import pad_token_id
 
         self.config = config
-        self.dist = grpo_state.DistInfo.from_env()
+        self.dist = grpo_state.DistInfo.from_env(config.device)
         if config.tasks_per_step % self.dist.world_size:
             raise UserError(f"batch_size / group_size ({config.tasks_per_step}) must be divisible by the number "
                              f"of processes ({self.dist.world_size})")
@@ -534,6 +535,7 @@ def _dummy_batch(pad_id: int, device: torch.device) -> Any:
 
 def run(config: GRPOConfig) -> dict:
     """``websailor grpo``: load the model, tokenizer and tasks, train, return the last step's metrics."""
+    grpo_state.resolve_device(config.device)  # --device cuda without CUDA: one line, before loading anything
     if config.rollout_engine == "vllm":
         rollout_engine.require_vllm_gpu()  # one line saying what to install, before loading anything
     config.require_simulator()  # the environment is built from the config's own options: checked before loading

@@ -20,6 +20,45 @@ from wiki_sim.common.errors import UserError
 # ---------------------------------------------------------------------- processes
 
 
+CUDA_MISSING = "--device {device} was asked for but CUDA is not available here: use --device cpu (or auto)"
+
+
+def resolve_device(name: str) -> torch.device:
+    """``--device`` as a torch device: ``auto`` is CUDA when available, else the CPU; ``cuda`` (or
+    ``cuda:N``) without CUDA, or a name torch does not know, is a one-line :class:`UserError`."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        device = torch.device(name)
+    except (RuntimeError, TypeError):
+        raise UserError(f"--device {name!r} is not a torch device: use auto, cpu or cuda") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise UserError(CUDA_MISSING.format(device=name))
+    return device
+
+
+def backend_for(device: str) -> str:
+    """The process-group backend for ``--device``: ``gloo`` on the CPU; ``cpu:gloo,cuda:nccl`` on CUDA
+    (NCCL for the model's gradients, gloo for the CPU tensors of object collectives and step metrics)."""
+    kind = resolve_device(device).type
+    if kind == "cpu":
+        return "gloo"
+    name = torch.distributed.Backend.default_device_backend_map.get(kind)
+    if name is None:
+        raise UserError(f"--device {device}: no process-group backend for {kind} tensors; use --device cpu or cuda")
+    return f"cpu:gloo,{kind}:{name}"
+
+
+def backend_devices(backend: str) -> frozenset[str]:
+    """The device types whose tensors ``backend`` (a name, or ``device:name`` pairs as
+    ``init_process_group`` takes them) can reduce: ``nccl`` -> {cuda}; ``gloo`` -> {cpu, cuda};
+    ``cpu:gloo,cuda:nccl`` -> {cpu, cuda}."""
+    if ":" in backend:
+        return frozenset(pair.split(":", 1)[0].strip() for pair in backend.split(",") if pair.strip())
+    capability = torch.distributed.Backend.backend_capability
+    return frozenset(capability.get(backend.lower(), ()))
+
+
 @dataclass
 class DistInfo:
     """This process's place in a ``torchrun`` job (a single process when not launched by it)."""
@@ -27,17 +66,29 @@ class DistInfo:
     rank: int = 0
     world_size: int = 1
     local_rank: int = 0
+    backend: str = ""
+    """The process group's backend as it was declared (``gloo``, ``cpu:gloo,cuda:nccl``); empty for one process."""
 
     @classmethod
-    def from_env(cls) -> "DistInfo":
-        """Read ``RANK``/``WORLD_SIZE``/``LOCAL_RANK`` and initialise the process group when there are several."""
+    def from_env(cls, device: str = "auto") -> "DistInfo":
+        """Read ``RANK``/``WORLD_SIZE``/``LOCAL_RANK`` and, when there are several processes, start the process
+        group with the backend ``device`` (``--device``) asks for (:func:`backend_for`). A group someone else
+        started is kept when it holds ``device``'s tensors, else a one-line :class:`UserError`."""
         world = int(os.environ.get("WORLD_SIZE", "1"))
         info = cls(int(os.environ.get("RANK", "0")), world, int(os.environ.get("LOCAL_RANK", "0")))
-        if world > 1 and not torch.distributed.is_initialized():
-            backend = "nccl" if torch.cuda.is_available() else "gloo"
-            if backend == "nccl":
-                torch.cuda.set_device(info.local_rank)
-            torch.distributed.init_process_group(backend)
+        if world <= 1:
+            return info
+        if torch.distributed.is_initialized():
+            info.backend = str(torch.distributed.get_backend_config())
+            kind = resolve_device(device).type
+            if kind not in backend_devices(info.backend):
+                raise UserError(f"the process group was started with backend {info.backend!r}, which cannot hold "
+                                f"{kind} tensors: run with --device matching it, or start it with {backend_for(device)!r}")
+            return info
+        info.backend = backend_for(device)
+        if "nccl" in info.backend:
+            torch.cuda.set_device(info.local_rank)
+        torch.distributed.init_process_group(info.backend)
         return info
 
     @property
@@ -48,14 +99,38 @@ class DistInfo:
     def active(self) -> bool:
         return self.world_size > 1 and torch.distributed.is_initialized()
 
+    @property
+    def collective_device(self) -> torch.device:
+        """Where the tensors of this class's own reductions go: the CPU when the backend holds CPU tensors
+        (gloo), else this rank's GPU (a bare ``nccl`` group someone else started)."""
+        if not self.backend or "cpu" in backend_devices(self.backend):
+            return torch.device("cpu")
+        kind = sorted(backend_devices(self.backend))[0]
+        return torch.device(kind, self.local_rank)
+
+    def check_placement(self, tensor: torch.Tensor) -> None:
+        """A one-line :class:`UserError` when the backend cannot reduce ``tensor`` where it lies (a CPU
+        tensor sent to NCCL fails deep inside torch with "No backend type associated with device type cpu")."""
+        if self.backend and tensor.device.type not in backend_devices(self.backend):
+            raise UserError(f"a collective on a {tensor.device.type} tensor cannot run on the process group's backend "
+                            f"{self.backend!r}: run with --device {tensor.device.type}, or start the group with "
+                            f"{backend_for(tensor.device.type)!r}")
+
+    def all_reduce(self, tensor: torch.Tensor, op: Any = None) -> torch.Tensor:
+        """``tensor`` reduced over the ranks (sum unless ``op``), on :attr:`collective_device`; unchanged alone."""
+        if not self.active:
+            return tensor
+        t = tensor.to(self.collective_device)
+        self.check_placement(t)
+        torch.distributed.all_reduce(t, op=torch.distributed.ReduceOp.SUM if op is None else op)
+        return t
+
     def device(self, name: str) -> torch.device:
-        if name == "auto":
-            name = "cuda" if torch.cuda.is_available() else "cpu"
-        if name == "cuda":
-            if not torch.cuda.is_available():
-                raise UserError("device 'cuda' was asked for but CUDA is not available")
+        """``--device`` for this rank: ``cuda`` is its local GPU (``LOCAL_RANK``); see :func:`resolve_device`."""
+        device = resolve_device(name)
+        if device.type == "cuda" and device.index is None:
             return torch.device("cuda", self.local_rank)
-        return torch.device("cpu")
+        return device
 
     def wrap(self, model: torch.nn.Module) -> torch.nn.Module:
         if not self.active:
@@ -74,16 +149,13 @@ class DistInfo:
     def all_reduce_sum(self, value: float) -> float:
         if not self.active:
             return value
-        t = torch.tensor([value], dtype=torch.float64)
-        torch.distributed.all_reduce(t)
-        return float(t.item())
+        return float(self.all_reduce(torch.tensor([value], dtype=torch.float64)).item())
 
     def all_reduce_dict(self, values: dict[str, float]) -> dict[str, float]:
         if not self.active:
             return dict(values)
         keys = sorted(values)
-        t = torch.tensor([values[k] for k in keys], dtype=torch.float64)
-        torch.distributed.all_reduce(t)
+        t = self.all_reduce(torch.tensor([values[k] for k in keys], dtype=torch.float64))
         return dict(zip(keys, t.tolist()))
 
     def all_gather_object(self, obj: Any) -> list[Any]:

@@ -67,13 +67,16 @@ def wrap(model: torch.nn.Module, dist: Any, parallel: Parallel, dtype: str = "fl
         return model
     if parallel == "ddp":
         return dist.wrap(model)
+    from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
     policy = (MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
               if dtype == "bfloat16" else MixedPrecisionPolicy())
+    # the mesh on the model's device: FSDP's default mesh is CUDA whenever a GPU is visible, --device cpu or not
+    mesh = init_device_mesh(next(model.parameters()).device.type, (dist.world_size,))
     for layer in decoder_layers(model):
-        fully_shard(layer, mp_policy=policy)
-    fully_shard(model, mp_policy=policy)
+        fully_shard(layer, mp_policy=policy, mesh=mesh)
+    fully_shard(model, mp_policy=policy, mesh=mesh)
     return model
 
 
@@ -103,9 +106,7 @@ def pass_count(model: torch.nn.Module, dist: Any, local: int, always: bool = Fal
     when ``always`` (a rank with nothing to train must still join DDP's all-reduce)."""
     if not (dist is not None and dist.active and (always or is_sharded(model))):
         return local
-    t = torch.tensor([local], dtype=torch.int64)
-    torch.distributed.all_reduce(t, op=torch.distributed.ReduceOp.MAX)
-    return int(t.item())
+    return int(dist.all_reduce(torch.tensor([local], dtype=torch.int64), op=torch.distributed.ReduceOp.MAX).item())
 
 
 @contextlib.contextmanager

@@ -246,8 +246,8 @@ def train(config: SFTConfig, *, model: Any = None, tokenizer: Any = None,
     from trainers.grpo_state import DistInfo
     from trainers.models import load_lm, pad_token_id
 
-    dist = DistInfo.from_env()
-    device = dist.device(config.device) if dist.active else torch.device(config.device)
+    dist = DistInfo.from_env(config.device)
+    device = dist.device(config.device)
     out = Path(config.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     if model is None or tokenizer is None:
@@ -444,7 +444,7 @@ def run_sft(config: SFTConfig) -> dict[str, Any]:
     result = train(config)
     from trainers.grpo_state import DistInfo
 
-    dist = DistInfo.from_env()
+    dist = DistInfo.from_env(config.device)
     if dist.active:
         dist.destroy()
         if not dist.is_main:
