@@ -111,7 +111,7 @@ def make_llm(args: argparse.Namespace, model_dir: Path, tok: Any) -> Any:
     from trainers.rollout_engine import make_vllm
 
     return make_vllm(str(model_dir), seed=0, gpu_memory_utilization=args.gpu_memory_utilization,
-                     max_model_len=args.max_model_len)
+                     max_model_len=args.max_model_len, dtype="bfloat16")  # the trainer's --dtype below
 
 
 def make_trainer(args: argparse.Namespace, model_dir: Path, tok: Any, tasks: list[dict], wiki: Path, llm: Any,

@@ -216,17 +216,20 @@ class StandInLLM:
                                                        finish, text)])
 
 
-def standin_factory(dtype: torch.dtype = torch.float32, record_weights: bool = False, tokenizer: Any = None) -> Any:
+def standin_factory(dtype: torch.dtype | None = None, record_weights: bool = False, tokenizer: Any = None) -> Any:
     """An ``engine_factory`` for :class:`trainers.grpo.GRPOTrainer` that builds a :class:`StandInLLM`
     from the trainer's model (``model_dir`` ignored when a model object is given), asleep like
-    :func:`trainers.rollout_engine.make_vllm` leaves a real engine."""
+    :func:`trainers.rollout_engine.make_vllm` leaves a real engine. Its weights are in ``dtype``, or, when
+    None, in the dtype the trainer asks the engine for (its ``--dtype``, as :func:`make_vllm` gets it)."""
+    fixed = dtype  # the factory's own ``dtype`` argument is the trainer's
 
-    def factory(model_dir: Any, *, seed: int = 0, model: Any = None, **_: Any) -> StandInLLM:
+    def factory(model_dir: Any, *, seed: int = 0, model: Any = None, dtype: str = "float32", **_: Any) -> StandInLLM:
         from trainers import lora
 
         if model is not None and lora.is_lora(model):
             model = lora.merged(model)  # a dense model, as the engine loads the starting folder
-        llm = StandInLLM(model if model is not None else model_dir, tokenizer, dtype=dtype, seed=seed,
+        llm = StandInLLM(model if model is not None else model_dir, tokenizer,
+                         dtype=fixed if fixed is not None else getattr(torch, dtype), seed=seed,
                          record_weights=record_weights)
         llm.sleep(level=2)
         return llm

@@ -43,6 +43,12 @@ from trainers.losses import clip_fractions, entropy_from_logits, kl_k3, masked_s
 from wiki_sim.common.errors import UserError
 
 
+VLLM_TIS_CAP = 2.0
+"""``tis_cap`` by default with ``--rollout-engine vllm``: the cap of TRL's token-level correction when it
+introduced it (``vllm_importance_sampling_correction=True``, ``vllm_importance_sampling_cap=2``); TRL 1.6
+renamed the cap ``vllm_importance_sampling_clip_max`` (default 3, with sequence-level masking by default)."""
+
+
 @dataclass
 class GRPOConfig(EpisodeOptions, EnvOptions):
     """GRPO on a Gymnasium research environment (on-policy, token-level clipped loss, leave-one-out advantages).
@@ -147,14 +153,18 @@ class GRPOConfig(EpisodeOptions, EnvOptions):
     rollout_engine: rollout_engine.RolloutEngine = "hf"
     """``hf``: rollouts sample with transformers ``generate`` on the training model; ``vllm``: with a colocated
     vLLM engine (one GPU; it sleeps during the update and gets the trained weights, LoRA merged, before each
-    rollout), whose log-probabilities the loss uses as the old policy's (see trainers/rollout_engine.py)."""
-    tis_cap: float = 0.0
+    rollout), whose log-probabilities the loss uses as the old policy's (see trainers/rollout_engine.py). The
+    engine computes in ``dtype``."""
+    tis_cap: float | None = None
     """Truncated importance sampling (0: off): train against the trainer's own log-probabilities, each token
-    weighted by min(p_trainer / p_sampler, tis_cap), correcting the sampler/trainer mismatch (trainers/mismatch.py)."""
+    weighted by min(p_trainer / p_sampler, tis_cap), correcting the sampler/trainer mismatch (trainers/mismatch.py).
+    Default: 2 with ``--rollout-engine vllm`` (TRL's token-level correction, ``vllm_importance_sampling_correction``
+    with ``vllm_importance_sampling_cap=2``), 0 with ``hf`` (the sampler is the trainer)."""
     vllm_gpu_memory_utilization: float = 0.3
     """Share of the GPU's memory the vLLM engine may take (weights and KV cache) while awake."""
-    vllm_max_model_len: int = 32768
-    """Longest sequence (prompt and continuation) the vLLM engine serves."""
+    vllm_max_model_len: int | None = None
+    """Longest sequence (prompt and continuation) the vLLM engine serves; default: the model's own limit
+    (``max_position_embeddings`` in its config.json). A value above that limit is refused before loading."""
 
     def __post_init__(self) -> None:
         EpisodeOptions.__post_init__(self)
@@ -167,9 +177,12 @@ class GRPOConfig(EpisodeOptions, EnvOptions):
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
         if self.rollout_engine not in ("hf", "vllm"):
             raise ValueError(f"rollout_engine must be one of ['hf', 'vllm'], got {self.rollout_engine!r}")
+        if self.tis_cap is None:  # resolved here, so that checkpoints record the cap a run trained with
+            self.tis_cap = VLLM_TIS_CAP if self.rollout_engine == "vllm" else 0.0
         if not (self.tis_cap == 0 or self.tis_cap >= 1):
             raise ValueError(f"tis_cap must be 0 (off) or >= 1, got {self.tis_cap}")
-        if not (0 < self.vllm_gpu_memory_utilization < 1) or self.vllm_max_model_len < 1:
+        if not (0 < self.vllm_gpu_memory_utilization < 1) or (self.vllm_max_model_len is not None
+                                                              and self.vllm_max_model_len < 1):
             raise ValueError(f"expected 0 < vllm_gpu_memory_utilization < 1 and vllm_max_model_len >= 1, got "
                              f"{self.vllm_gpu_memory_utilization} and {self.vllm_max_model_len}")
         for name in ("warmup_steps", "retire_window", "num_envs", "save_every", "micro_batch_tokens", "lora_r"):
@@ -220,6 +233,8 @@ class GRPOTrainer:
         from trainers.models import pad_token_id
 
         self.config = config
+        if config.rollout_engine == "vllm" and engine_factory is None:
+            rollout_engine.require_vllm_gpu()  # before the model moves anywhere
         self.dist = grpo_state.DistInfo.from_env(config.device)
         if config.tasks_per_step % self.dist.world_size:
             raise UserError(f"batch_size / group_size ({config.tasks_per_step}) must be divisible by the number "
@@ -236,7 +251,7 @@ class GRPOTrainer:
         self.engine = (rollout_engine.build(engine_factory, self.model, seed=config.seed,
                                             world_size=self.dist.world_size,
                                             gpu_memory_utilization=config.vllm_gpu_memory_utilization,
-                                            max_model_len=config.vllm_max_model_len)
+                                            max_model_len=config.vllm_max_model_len, dtype=config.dtype)
                        if config.rollout_engine == "vllm" else None)
         self._mismatch_max = 0.0
         self.optimizer = torch.optim.AdamW([p for p in self.model.parameters() if p.requires_grad],
@@ -536,8 +551,8 @@ def _dummy_batch(pad_id: int, device: torch.device) -> Any:
 def run(config: GRPOConfig) -> dict:
     """``websailor grpo``: load the model, tokenizer and tasks, train, return the last step's metrics."""
     grpo_state.resolve_device(config.device)  # --device cuda without CUDA: one line, before loading anything
-    if config.rollout_engine == "vllm":
-        rollout_engine.require_vllm_gpu()  # one line saying what to install, before loading anything
+    if config.rollout_engine == "vllm":  # vLLM, a GPU, a possible length: one line each, before loading anything
+        rollout_engine.check_before_loading(config.model, config.vllm_max_model_len)
     config.require_simulator()  # the environment is built from the config's own options: checked before loading
     from envs.tasks import load_tasks
     from trainers.models import load_lm
