@@ -31,6 +31,18 @@ from envs.tokens import ends_with_any
 from trainers.rollout_options import check_sampling
 
 FinishReason = Literal["stop", "length"]
+Engine = Literal["auto", "kv", "generate"]
+"""How :class:`TransformersPolicy` decodes: ``kv`` (:mod:`trainers.decode`: lockstep batches, a KV cache
+kept across an episode's turns, sampling on the device), ``generate`` (``model.generate`` per call, the
+whole prompt re-encoded each time), ``auto`` (``kv`` where the model supports it)."""
+
+
+def default_cache_bytes(device: torch.device) -> int:
+    """How much the kept keys and values may hold: a quarter of the free GPU memory, else 2 GiB."""
+    if device.type == "cuda" and torch.cuda.is_available():
+        free, _ = torch.cuda.mem_get_info(device)
+        return int(free // 4)
+    return 2 * 1024**3
 
 
 @dataclass
@@ -189,19 +201,42 @@ class TransformersPolicy:
     batches ran (up to the floating-point effect of batch shape on the logits).
     """
 
-    def __init__(self, model: Any, tokenizer: Any, device: str | torch.device = "cpu", max_batch_size: int = 64):
+    def __init__(self, model: Any, tokenizer: Any, device: str | torch.device = "cpu", max_batch_size: int = 64,
+                 engine: Engine = "auto", cache_bytes: int | None = None):
         if max_batch_size < 1:
             raise ValueError(f"max_batch_size must be >= 1, got {max_batch_size}")
+        if engine not in ("auto", "kv", "generate"):
+            raise ValueError(f"engine must be 'auto', 'kv' or 'generate', got {engine!r}")
         self.model, self.tokenizer, self.device = model, tokenizer, torch.device(device)
         self.max_batch_size = max_batch_size
         pad = getattr(tokenizer, "pad_token_id", None)
         self.pad_id = pad if pad is not None else getattr(tokenizer, "eos_token_id", None) or 0
         self.model.to(self.device)
+        from trainers import decode
+
+        if engine == "kv" and not decode.supports(model):
+            raise ValueError(f"engine 'kv' needs a decoder with full attention only; {type(model).__name__} is not "
+                             "one: use engine='generate'")
+        self.engine = "generate" if engine == "generate" or not decode.supports(model) else "kv"
+        self.store = decode.KVStore(cache_bytes if cache_bytes is not None else default_cache_bytes(self.device))
+        self._decoder: Any = None
+
+    def release(self, keys: Sequence[Any]) -> None:
+        """Forget the kept keys and values of these episodes (they ended)."""
+        self.store.release(keys)
+
+    def clear_cache(self) -> None:
+        """Forget every kept key and value (e.g. at the end of a collection)."""
+        self.store.clear()
 
     @torch.no_grad()
     def generate(self, prompts: list[list[int]], *, max_new_tokens: int, temperature: float = 1.0, top_p: float = 1.0,
                  stop_ids: Sequence[Sequence[int] | int] = (),
-                 generators: Sequence[torch.Generator] | None = None) -> list[Generation]:
+                 generators: Sequence[torch.Generator] | None = None,
+                 cache_keys: Sequence[Any] | None = None) -> list[Generation]:
+        """Sample a continuation of every prompt. ``cache_keys`` (one hashable per prompt, e.g. the
+        episode): with the ``kv`` engine, each row's keys and values are kept under its key, so that the
+        next call whose prompt extends this one runs only the new tokens (:mod:`trainers.decode`)."""
         check_sampling(max_new_tokens, temperature, top_p)
         if any(not p for p in prompts):
             raise ValueError("every prompt must hold at least one token id")
@@ -211,12 +246,31 @@ class TransformersPolicy:
         model_eos = getattr(getattr(self.model, "generation_config", None), "eos_token_id", None)
         model_eos = [model_eos] if isinstance(model_eos, int) else list(model_eos or [])
         stops = normalize_stops([*stop_ids, *model_eos])
+        if cache_keys is not None and len(cache_keys) != len(prompts):
+            raise ValueError(f"expected one cache key per prompt ({len(prompts)}), got {len(cache_keys)}")
         out: list[Generation] = []
         for start in range(0, len(prompts), self.max_batch_size):
-            gens = None if generators is None else generators[start:start + self.max_batch_size]
-            out += self._generate_batch(prompts[start:start + self.max_batch_size], max_new_tokens,
-                                        temperature, top_p, stops, gens)
+            end = start + self.max_batch_size
+            gens = None if generators is None else generators[start:end]
+            if self.engine == "kv":
+                keys = None if cache_keys is None else cache_keys[start:end]
+                out += self._decode_batch(prompts[start:end], max_new_tokens, temperature, top_p, stops, gens, keys)
+            else:
+                out += self._generate_batch(prompts[start:end], max_new_tokens, temperature, top_p, stops, gens)
         return out
+
+    def _decode_batch(self, prompts: list[list[int]], max_new_tokens: int, temperature: float, top_p: float,
+                      stops: list[list[int]], generators: Sequence[torch.Generator] | None,
+                      keys: Sequence[Any] | None) -> list[Generation]:
+        from trainers import decode
+
+        if self._decoder is None or self._decoder.model is not self.model:
+            self._decoder = decode.Decoder(self.model, self.device)
+        rows = decode.decode(self._decoder, prompts, max_new_tokens=max_new_tokens, temperature=temperature,
+                             top_p=top_p, stops=stops, generators=generators, logprobs_fn=sampling_logprobs, keys=keys,
+                             store=self.store if keys is not None else None)
+        return [Generation(r.token_ids, r.logprobs, self.tokenizer.decode(r.token_ids, skip_special_tokens=False),
+                           "stop" if r.stopped else "length") for r in rows]
 
     def _generate_batch(self, prompts: list[list[int]], max_new_tokens: int, temperature: float, top_p: float,
                         stops: list[list[int]], generators: Sequence[torch.Generator] | None) -> list[Generation]:

@@ -268,6 +268,15 @@ def _takes_generators(policy: Any) -> bool:
         return False
 
 
+def _takes_cache_keys(policy: Any) -> bool:
+    """Whether ``policy.generate`` keeps keys and values per episode (``cache_keys``) and can ``release`` them."""
+    try:
+        takes = "cache_keys" in inspect.signature(policy.generate).parameters
+    except (TypeError, ValueError):
+        return False
+    return takes and callable(getattr(policy, "release", None))
+
+
 def _policy_kind(policy: Any) -> str:
     if callable(getattr(policy, "generate", None)):
         if getattr(policy, "tokenizer", None) is None:
@@ -314,6 +323,9 @@ class _Runner:
         self.total = len(self.work)
         self.per_episode_generators = (config.per_episode_generators and self.kind == "tokens"
                                        and _takes_generators(policy))
+        # Each episode's keys and values stay with the policy between its turns (released when it ends).
+        self.cache_keys = self.kind == "tokens" and _takes_cache_keys(policy)
+        self.run_key = object()
         self.progress, self.progress_leave = progress, progress_leave
         self.stats = {"correct": 0, "finished": 0, "tool_calls": 0, "sampled": 0}
         self.started = time.perf_counter()
@@ -376,6 +388,8 @@ class _Runner:
             for fut in running:
                 fut.cancel()
             pool.shutdown(wait=True, cancel_futures=True)
+            if self.cache_keys:
+                self.policy.release([(self.run_key, i) for i in range(self.total)])
             for env in envs:
                 if env is not None:
                     env.close()
@@ -445,7 +459,9 @@ class _Runner:
             by_budget.setdefault(min(self.config.max_new_tokens, left), []).append(ep)
         out = []
         for budget, eps in by_budget.items():
-            extra = {"generators": [ep.generator for ep in eps]} if self.per_episode_generators else {}
+            extra: dict[str, Any] = {"generators": [ep.generator for ep in eps]} if self.per_episode_generators else {}
+            if self.cache_keys:
+                extra["cache_keys"] = [(self.run_key, ep.index) for ep in eps]
             gens = self.policy.generate([ep.prompt_ids + ep.token_ids for ep in eps], max_new_tokens=budget,
                                         temperature=self.config.temperature, top_p=self.config.top_p,
                                         stop_ids=self.tokens.stops, **extra)
@@ -481,6 +497,8 @@ class _Runner:
 
     def _finish(self, ep: _Episode, envs: list, free: list[int], bar: Any) -> Iterator[Trajectory]:
         free.append(ep.slot)
+        if self.cache_keys:
+            self.policy.release([(self.run_key, ep.index)])
         if bar is not None:
             self._show(bar, ep)
         termination = termination_of(ep.info)
