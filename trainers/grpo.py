@@ -160,6 +160,12 @@ class GRPOConfig(EpisodeOptions, EnvOptions):
     weighted by min(p_trainer / p_sampler, tis_cap), correcting the sampler/trainer mismatch (trainers/mismatch.py).
     Default: 2 with ``--rollout-engine vllm`` (TRL's token-level correction, ``vllm_importance_sampling_correction``
     with ``vllm_importance_sampling_cap=2``), 0 with ``hf`` (the sampler is the trainer)."""
+    max_logprob_mismatch: float | None = mismatch.DEFAULT_MAX_LOGPROB_MISMATCH
+    """First-step check (0 or None: off): after the first step that trains (of each run or resume), the mean
+    |trainer - sampler| log-probability of its trained tokens must not exceed this, else the run stops with a
+    one-line error naming --dtype, --rollout-engine and --tis-cap (with --tis-cap > 0 a warning instead). bf16
+    gives about 0.08, fp32 about 1e-6 (the default's reasons: trainers/mismatch.py). Raised after that step's
+    update, before anything is saved."""
     vllm_gpu_memory_utilization: float = 0.3
     """Share of the GPU's memory the vLLM engine may take (weights and KV cache) while awake."""
     vllm_max_model_len: int | None = None
@@ -181,6 +187,11 @@ class GRPOConfig(EpisodeOptions, EnvOptions):
             self.tis_cap = VLLM_TIS_CAP if self.rollout_engine == "vllm" else 0.0
         if not (self.tis_cap == 0 or self.tis_cap >= 1):
             raise ValueError(f"tis_cap must be 0 (off) or >= 1, got {self.tis_cap}")
+        if self.max_logprob_mismatch is not None and (isinstance(self.max_logprob_mismatch, bool) or not (
+                isinstance(self.max_logprob_mismatch, (int, float))
+                and 0 <= self.max_logprob_mismatch < math.inf)):
+            raise ValueError(f"max_logprob_mismatch must be None or a number >= 0 (0: no check), "
+                             f"got {self.max_logprob_mismatch!r}")
         if not (0 < self.vllm_gpu_memory_utilization < 1) or (self.vllm_max_model_len is not None
                                                               and self.vllm_max_model_len < 1):
             raise ValueError(f"expected 0 < vllm_gpu_memory_utilization < 1 and vllm_max_model_len >= 1, got "
@@ -254,6 +265,7 @@ class GRPOTrainer:
                                             max_model_len=config.vllm_max_model_len, dtype=config.dtype)
                        if config.rollout_engine == "vllm" else None)
         self._mismatch_max = 0.0
+        self._mismatch_checked = False  # the first-step check (max_logprob_mismatch) ran
         self.optimizer = torch.optim.AdamW([p for p in self.model.parameters() if p.requires_grad],
                                            lr=config.learning_rate,
                                            weight_decay=config.weight_decay)
@@ -339,6 +351,12 @@ class GRPOTrainer:
             equal_groups=cfg.equal_groups, exclude_truncated=cfg.exclude_truncated, rng=rng,
             overlong=cfg.overlong)
         update = self.update(chosen, advs, include)
+        if not self._mismatch_checked and "mismatch/abs_mean" in update:  # the first step that trained
+            self._mismatch_checked = True
+            note = mismatch.check_first_step(update, cfg.max_logprob_mismatch, tis_cap=cfg.tis_cap, dtype=cfg.dtype,
+                                             rollout_engine=cfg.rollout_engine)  # raises without TIS
+            if note and self.dist.is_main:
+                print(f"grpo: step {self.step}: {note}", flush=True)
         t2 = time.perf_counter()
         outcomes = [(i, _outcome(t)) for k, i in enumerate(mine) for t in trajectories[k * cfg.group_size:
                                                                                      (k + 1) * cfg.group_size]

@@ -60,3 +60,100 @@ def test_tis_with_a_sampler_equal_to_the_trainer_is_the_on_policy_loss():
     b = policy_loss(logp, logp.detach(), adv, mask, normalizer=7.0)
     (gb,) = torch.autograd.grad(b, logp)
     assert float(a) == pytest.approx(float(b)) and torch.allclose(ga, gb)
+
+
+# ---------------------------------------------------------------- the first-step check (GRPOConfig.max_logprob_mismatch)
+
+def test_check_first_step_passes_warns_or_raises():
+    from trainers.mismatch import DEFAULT_MAX_LOGPROB_MISMATCH, LogprobMismatch, check_first_step
+    from wiki_sim.common.errors import UserError
+
+    bf16 = {"mismatch/abs_mean": 0.08, "mismatch/abs_max": 0.40}  # what bf16 gave on an H200
+    assert check_first_step(bf16, DEFAULT_MAX_LOGPROB_MISMATCH) is None
+    assert check_first_step({"mismatch/abs_mean": 1e-6, "mismatch/abs_max": 1e-5}, 0.2) is None
+    off = {"mismatch/abs_mean": 1.3, "mismatch/abs_max": 4.0}
+    for threshold in (None, 0, 0.0):
+        assert check_first_step(off, threshold) is None  # no check
+    assert check_first_step({"train/tokens": 0}, 0.2) is None  # nothing trained: nothing to compare
+    assert check_first_step({"mismatch/abs_mean": math.nan}, 0.2) is None  # a non-finite step is skipped elsewhere
+    with pytest.raises(LogprobMismatch) as err:
+        check_first_step(off, 0.2, dtype="bfloat16", rollout_engine="vllm")
+    message = str(err.value)
+    assert isinstance(err.value, UserError) and "\n" not in message
+    assert "1.3" in message and "4" in message and "0.2" in message
+    for setting in ("--dtype", "--rollout-engine", "--tis-cap", "--max-logprob-mismatch"):
+        assert setting in message
+    note = check_first_step(off, 0.2, tis_cap=2.0, rollout_engine="vllm")
+    assert note.startswith("warning: ") and "--tis-cap 2" in note and "\n" not in note
+
+
+def test_max_logprob_mismatch_is_validated():
+    from trainers.grpo import GRPOConfig
+
+    assert GRPOConfig(model="m", tasks="t").max_logprob_mismatch == 0.2
+    assert GRPOConfig(model="m", tasks="t", max_logprob_mismatch=None).max_logprob_mismatch is None
+    assert GRPOConfig(model="m", tasks="t", max_logprob_mismatch=0).max_logprob_mismatch == 0
+    for bad in (-0.1, math.inf, math.nan, "0.2", True):
+        with pytest.raises(ValueError, match="max_logprob_mismatch"):
+            GRPOConfig(model="m", tasks="t", max_logprob_mismatch=bad)
+
+
+def _trainer(tmp_path, shift: float, shift_steps=(1,), **kw):
+    """A GRPO trainer on the toy environment (fp32, CPU) whose rollouts report each sampled token's
+    log-probability ``shift`` lower than the policy sampled it on the steps in ``shift_steps``."""
+    from tests.trainers import toy_env
+    from trainers.grpo import GRPOConfig, GRPOTrainer
+
+    class OffPolicy(GRPOTrainer):
+        def collect(self, tasks):
+            trajectories = super().collect(tasks)
+            for i, t in enumerate(trajectories):
+                t.reward, t.is_correct = float(i % 2), bool(i % 2)  # signal, whatever a random model answered
+                if self.step in shift_steps:
+                    t.logprobs = [lp - shift if m else lp for lp, m in zip(t.logprobs, t.loss_mask)]
+            return trajectories
+
+    torch.manual_seed(0)
+    tok = toy_env.toy_tokenizer("byte")
+    base = dict(model="-", tasks="-", output_dir=str(tmp_path / "run"), env_id=toy_env.SPEC, batch_size=4,
+                group_size=2, micro_batch_size=4, pool_size=2, device="cpu", tensorboard="off", learning_rate=1e-3,
+                max_new_tokens=8, exclude_truncated=False, save_every=0, steps=2)
+    base.update(kw)
+    return OffPolicy(GRPOConfig(**base), toy_env.tiny_model(tok, hidden=32), tok, toy_env.TASKS[:2])
+
+
+def test_an_honest_sampler_passes_the_first_step_check(tmp_path, capsys):
+    trainer = _trainer(tmp_path, shift=0.0)
+    metrics = trainer.train_step()
+    assert metrics["train/tokens"] > 0 and metrics["mismatch/abs_mean"] < 1e-4  # fp32 on CPU: the same numbers
+    assert trainer._mismatch_checked and "warning" not in capsys.readouterr().out
+
+
+def test_a_sampler_whose_logprobs_are_off_stops_the_first_step_in_one_line(tmp_path):
+    from trainers.mismatch import LogprobMismatch
+
+    trainer = _trainer(tmp_path, shift=0.5)
+    with pytest.raises(LogprobMismatch, match=r"differ by 0\.5 on average .*--dtype float32.*--rollout-engine hf"
+                                              r".*--tis-cap 2") as err:
+        trainer.train()
+    assert "\n" not in str(err.value) and "now --dtype float32, --rollout-engine hf, --tis-cap 0" in str(err.value)
+    assert trainer.step == 1 and not any((tmp_path / "run").glob("checkpoint-*"))  # nothing saved
+
+
+def test_only_the_first_step_that_trains_is_checked(tmp_path):
+    trainer = _trainer(tmp_path, shift=0.5, shift_steps=(2,))
+    trainer.train_step()
+    assert trainer.train_step()["mismatch/abs_mean"] == pytest.approx(0.5, abs=1e-3)  # measured, not checked
+
+
+def test_with_importance_sampling_correction_it_warns_and_trains_on(tmp_path, capsys):
+    trainer = _trainer(tmp_path, shift=0.5, tis_cap=2.0)
+    metrics = trainer.train_step()
+    assert metrics["train/skipped"] == 0 and metrics["mismatch/abs_mean"] == pytest.approx(0.5, abs=1e-3)
+    lines = [line for line in capsys.readouterr().out.splitlines() if "max_logprob_mismatch" in line]
+    assert len(lines) == 1 and lines[0].startswith("grpo: step 1: warning: ") and "--tis-cap 2" in lines[0]
+
+
+def test_the_check_can_be_turned_off(tmp_path):
+    metrics = _trainer(tmp_path, shift=0.5, max_logprob_mismatch=None).train_step()  # 0 too: see the unit test
+    assert metrics["mismatch/abs_mean"] == pytest.approx(0.5, abs=1e-3)
