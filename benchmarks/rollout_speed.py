@@ -40,7 +40,11 @@ from websailor.recipe import compact_env_kwargs, lookup_tasks
 
 
 def rollouts(policy: TransformersPolicy, tasks: list[dict], group: int, args: argparse.Namespace) -> dict[str, Any]:
-    config = RolloutConfig(env_kwargs=compact_env_kwargs(args.wiki_dir, max_tool_calls=args.max_tool_calls),
+    if args.env == "compact":
+        env_kwargs = compact_env_kwargs(args.wiki_dir, max_tool_calls=args.max_tool_calls)
+    else:
+        env_kwargs = {"wiki_dir": args.wiki_dir, "tools": ["search", "visit"], "max_tool_calls": args.max_tool_calls}
+    config = RolloutConfig(env_kwargs=env_kwargs,
                            num_envs=len(tasks) * group, tool_workers=4, max_new_tokens=args.max_new_tokens,
                            temperature=args.temperature, top_p=args.top_p, seed=args.seed,
                            max_batch_wait_s=0.05, schedule="lockstep")
@@ -84,6 +88,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--engines", default="kv,generate", help="engines to compare (default: kv,generate)")
     parser.add_argument("--max-new-tokens", type=int, default=64, help="tokens per turn (default: 64, the main job's)")
     parser.add_argument("--max-tool-calls", type=int, default=2, help="tool calls per episode (default: 2)")
+    parser.add_argument("--env", choices=("compact", "full"), default="compact",
+                        help="compact: the main job's environment (short prompt, top-3 hits); full: the default "
+                             "system prompt with the search and visit tools (default: compact)")
     parser.add_argument("--temperature", type=float, default=1.0)
     parser.add_argument("--top-p", type=float, default=1.0)
     parser.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu)")
@@ -123,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{parallel} parallel: kv/bare {entry.get('ratio')}, kv/generate {entry.get('speedup')}, "
               f"identical episodes {entry['same_episodes']}")
     first = summary[next(iter(summary))]
-    print(json.dumps({"benchmark": "rollout_speed", "device": args.device, "model": args.model,
+    print(json.dumps({"benchmark": "rollout_speed", "device": args.device, "model": args.model, "env": args.env,
                       "threads": torch.get_num_threads(), "max_new_tokens": args.max_new_tokens,
                       "rollout_tokens_per_s": first.get("kv", {}).get("tokens_per_s"),
                       "bare_tokens_per_s": first["bare"]["tokens_per_s"], "ratio": first.get("ratio"),

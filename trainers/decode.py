@@ -403,6 +403,8 @@ class Decoder:
             rows = max(1, self.prefill_tokens // max(1, n_chunk + c // 4))
             chunk = order[start:start + rows]
             start += len(chunk)
+            if len(chunk) == u:
+                chunk = list(range(u))
             self._prefill_chunk(cache, mask, chunk, news, lens, c, n_chunk, logits)
         for layer in cache.layers:
             layer.length = width
@@ -413,20 +415,19 @@ class Decoder:
         return cache, mask, positions, torch.stack(logits)
 
     def _preload(self, cache: Cache, reused: list[Entry | None], lens: list[int], c: int, u: int) -> None:
+        """Each row's reused states, right-aligned at column ``c`` of a buffer already sized for the call."""
         template = next((e for e in reused if e is not None), None)
         if template is None:
             return
         for li, layer in enumerate(cache.layers):
             k0, v0 = template.keys[li], template.values[li]
-            keys = k0.new_zeros((u, k0.shape[0], c, k0.shape[-1]))
-            values = v0.new_zeros((u, v0.shape[0], c, v0.shape[-1]))
+            layer.keys = k0.new_zeros((u, k0.shape[0], layer.capacity, k0.shape[-1]))
+            layer.values = v0.new_zeros((u, v0.shape[0], layer.capacity, v0.shape[-1]))
+            layer.device, layer.is_initialized = k0.device, True
             for row, entry in enumerate(reused):
                 if entry is not None:
-                    keys[row, :, c - lens[row]:] = entry.keys[li]
-                    values[row, :, c - lens[row]:] = entry.values[li]
-            layer.capacity = max(layer.capacity, c)
-            layer.preload(keys, values)
-            layer._grow(layer.capacity)  # room for the new columns and the sampled ones
+                    layer.keys[row, :, c - lens[row]:c] = entry.keys[li]
+                    layer.values[row, :, c - lens[row]:c] = entry.values[li]
 
     def _prefill_chunk(self, cache: Cache, mask: torch.Tensor, chunk: list[int], news: list[list[int]],
                        lens: list[int], c: int, n_chunk: int, logits: list) -> None:
@@ -438,10 +439,13 @@ class Decoder:
             mask[i, c - lens[i]:c] = 1
             mask[i, c:c + len(news[i])] = 1
         positions = torch.tensor([[lens[i] + j for j in range(n_chunk)] for i in chunk], device=self.device)
-        sub = _RowView(cache, rows, c, mask.shape[0])
         keep = torch.tensor([[len(news[i]) - 1] for i in chunk], device=self.device)
-        out = self._forward(ids, mask.index_select(0, rows)[:, : c + n_chunk], positions, sub.cache, keep)
-        sub.write_back()
+        if chunk == list(range(mask.shape[0])):  # every row at once: straight into the cache
+            out = self._forward(ids, mask[:, : c + n_chunk], positions, cache, keep)
+        else:
+            sub = _RowView(cache, rows, c, mask.shape[0])
+            out = self._forward(ids, mask.index_select(0, rows)[:, : c + n_chunk], positions, sub.cache, keep)
+            sub.write_back()
         for row, i in enumerate(chunk):
             logits[i] = out[row]
 
@@ -515,8 +519,9 @@ def decode(decoder: Decoder, prompts: list[list[int]], *, max_new_tokens: int, t
             break
         tokens = torch.zeros(len(slots), dtype=torch.long, device=decoder.device)
         tokens[torch.tensor(alive, device=decoder.device)] = sampled
-        dead = [r for r, i in enumerate(slots) if i < 0]
-        if 4 * len(dead) >= len(slots):  # drop finished rows once they are a quarter of the batch
+        dead = sum(i < 0 for i in slots)
+        # Drop finished rows once carrying them for the steps left could cost more than copying the cache.
+        if dead and dead * (max_new_tokens - step) >= 2 * len(slots):
             keep = torch.tensor([r for r, i in enumerate(slots) if i >= 0], device=decoder.device)
             cache.batch_select_indices(keep)
             mask, positions, tokens = mask.index_select(0, keep), positions.index_select(0, keep), tokens[keep]

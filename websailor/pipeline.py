@@ -31,10 +31,10 @@ import shutil
 import time
 from dataclasses import KW_ONLY, MISSING, asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Literal
 
 from trainers.rollout_options import EpisodeOptions
-from websailor.stages import STAGE_FUNCTIONS, write_json
+from websailor.stages import STAGE_FUNCTIONS, model_device, write_json
 from wiki_sim.common.errors import UserError
 
 STAGES = ("simulator", "tasks", "baselines", "fewshot", "sft", "grpo", "eval", "report")
@@ -102,6 +102,10 @@ class PipelineConfig(EpisodeOptions):
     """Train tasks per level the SFT model plays before GRPO, to pick tasks of useful difficulty."""
     threads: int = 0
     """torch CPU threads (0: one, which decodes fastest on a shared 2-core machine)."""
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    """Where the model stages (few-shot, SFT, probe, GRPO, evaluation) run: auto is cuda when a GPU is
+    visible, else cpu. The sizes are the same on both; a GPU run may raise them (--lookup-tasks,
+    --grpo-steps, --grpo-tasks-per-step, --group-size)."""
     resume: bool = False
     """Continue a run in --out (finished stages are not run again)."""
     overwrite: bool = False
@@ -131,6 +135,13 @@ class PipelineConfig(EpisodeOptions):
             raise ValueError("--resume and --overwrite exclude each other")
         if bool(self.endpoint) != bool(self.endpoint_model):
             raise ValueError("--endpoint and --endpoint-model go together")
+        if self.device not in ("auto", "cpu", "cuda"):
+            raise ValueError(f"--device must be auto, cpu or cuda, got {self.device!r}")
+        if self.device == "cuda":
+            import torch
+
+            if not torch.cuda.is_available():
+                raise ValueError("--device cuda was asked for but CUDA is not available: use --device cpu or auto")
         if self.model != "tiny":
             from trainers.models import resolve_model
 
@@ -171,7 +182,7 @@ def open_run(config: PipelineConfig) -> tuple[Path, dict[str, Any]]:
     state_file = run_dir / RUN_FILE
     # Where the run lives is no setting of it: a run directory that was moved still resumes.
     comparable = {k: v for k, v in asdict(config).items()
-                  if k not in ("out", "resume", "overwrite", "progress", "threads")}
+                  if k not in ("out", "resume", "overwrite", "progress", "threads", "device")}
     if config.overwrite and run_dir.is_dir() and any(run_dir.iterdir()):
         problem = run_record_problem(run_dir)  # checked before anything is deleted
         if problem:
@@ -212,6 +223,7 @@ def run_pipeline(config: PipelineConfig) -> dict[str, Any]:
     restore_bars = _quiet_libraries()
     import torch
 
+    state["device"] = model_device(config)
     threads = torch.get_num_threads()
     torch.set_num_threads(config.threads or 1)
     try:
@@ -280,7 +292,7 @@ def summary_lines(run_dir: Path, state: dict[str, Any]) -> list[str]:
     tasks = (state["stages"].get("tasks") or {}).get("result") or {}
     config = state.get("config") or {}
     lines = [f"run: {run_dir}   model: {config.get('model')}   env: websailor/WikiSim-v0 (compact), "
-             f"corpus: {config.get('wiki_dir')}",
+             f"corpus: {config.get('wiki_dir')}   device: {state.get('device') or config.get('device', 'cpu')}",
              f"tasks: {tasks.get('tasks', '?')} (train {tasks.get('train', '?')}, held-out {tasks.get('heldout', '?')}: "
              + ", ".join(f"{k} {v}" for k, v in (tasks.get("heldout_per_level") or {}).items()) + ")",
              f"{'policy':<10} {'success':>7} {'95% interval':>13} {'well-formed':>11} {'tool calls':>10}  terminations"]

@@ -89,6 +89,16 @@ def stage_tasks(config: Any, run_dir: Path) -> dict[str, Any]:
 # ----------------------------------------------------------------------------- evaluation
 
 
+def model_device(config: Any) -> str:
+    """``--device`` resolved: ``cuda`` or ``cpu`` (auto is cuda when a GPU is visible)."""
+    import torch
+
+    device = getattr(config, "device", "cpu")
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return device
+
+
 def model_label(config: Any) -> str:
     return "tiny (2-layer Qwen2 built from a config)" if config.model == TINY else config.model
 
@@ -173,7 +183,8 @@ def stage_fewshot(config: Any, run_dir: Path) -> dict[str, Any]:
     source = base_model_dir(config, run_dir)
     model, tokenizer = _load(source)
     kwargs = recipe.compact_env_kwargs(config.wiki_dir, fewshot=True, max_tool_calls=config.max_tool_calls)
-    return {"fewshot": evaluate_policy(config, run_dir, "fewshot", TransformersPolicy(model.eval(), tokenizer),
+    policy = TransformersPolicy(model.eval(), tokenizer, device=model_device(config))
+    return {"fewshot": evaluate_policy(config, run_dir, "fewshot", policy,
                                        held, kwargs, kind="transformers", model=model_label(config))}
 
 
@@ -214,7 +225,8 @@ def stage_sft(config: Any, run_dir: Path) -> dict[str, Any]:
     sft = SFTConfig(data=[str(gold_file)], model=source, output_dir=str(run_dir / "sft"),
                     lr=3e-3 if tiny else config.sft_lr, batch_size=config.sft_batch, max_steps=config.sft_steps,
                     epochs=max(1, math.ceil(config.sft_steps * config.sft_batch / len(gold))), seed=config.seed,
-                    max_tokens=2048, min_tool_calls=1, save_every=10, tensorboard="off", warmup_ratio=0.1)
+                    max_tokens=2048, min_tool_calls=1, save_every=10, tensorboard="off", warmup_ratio=0.1,
+                    device=model_device(config))
     bar = None
     if config.progress:
         from tqdm.auto import tqdm
@@ -250,7 +262,8 @@ def _probe(config: Any, run_dir: Path, model: Any, tokenizer: Any, train_tasks: 
                             num_envs=max(1, len(probe)), tool_workers=2, max_total_tokens=4096,
                             policy_name="sft-probe", seed=config.seed + 1)
     model.eval()
-    trajectories = collect(TransformersPolicy(model, tokenizer), probe, rollout, progress=config.progress)
+    policy = TransformersPolicy(model, tokenizer, device=model_device(config))
+    trajectories = collect(policy, probe, rollout, progress=config.progress)
     outcomes: dict[str, list[float]] = {}
     for t in trajectories:
         outcomes.setdefault(str(t.task.get("level")), []).append(float(bool(t.is_correct)))
@@ -287,7 +300,8 @@ def stage_grpo(config: Any, run_dir: Path) -> dict[str, Any]:
                       max_new_tokens=config.max_new_tokens, max_tool_calls=config.max_tool_calls,
                       pool_size=max(per_step, len(tasks)), retire_window=1, equal_groups="drop", save_every=1,
                       overlong="penalize",
-                      seed=config.seed, device="cpu", tensorboard="off", progress=config.progress, resume=True)
+                      seed=config.seed, device=model_device(config), tensorboard="off", progress=config.progress,
+                      resume=True)
     trainer = GRPOTrainer(grpo, model, tokenizer, tasks,
                           env_kwargs={"tasks": tasks, **recipe.compact_env_kwargs(
                               config.wiki_dir, max_tool_calls=config.max_tool_calls)})
@@ -317,7 +331,8 @@ def stage_eval(config: Any, run_dir: Path) -> dict[str, Any]:
         if not model_dir.is_dir():
             continue
         model, tokenizer = _load(model_dir)
-        out[name] = evaluate_policy(config, run_dir, name, TransformersPolicy(model.eval(), tokenizer), held,
+        policy = TransformersPolicy(model.eval(), tokenizer, device=model_device(config))
+        out[name] = evaluate_policy(config, run_dir, name, policy, held,
                                     kwargs, kind="transformers", model=f"{model_label(config)} + {name}")
     if config.endpoint:
         from trainers.policies import OpenAIPolicy

@@ -25,3 +25,23 @@ def test_sampling_options_are_checked_once_for_every_command():
         PipelineConfig(out="x", model="tiny", top_p=0.0)
     with pytest.raises(ValueError, match="max_new_tokens must be a positive integer, got 0"):
         PipelineConfig(out="x", model="tiny", max_new_tokens=0)
+
+
+def test_device_auto_resolves_and_cuda_without_a_gpu_is_one_line(tmp_path, monkeypatch):
+    import torch
+
+    from websailor.stages import model_device
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert model_device(PipelineConfig(out="x", model="tiny")) == "cpu"  # auto, no GPU
+    with pytest.raises(ValueError, match="--device cuda was asked for but CUDA is not available"):
+        PipelineConfig(out="x", model="tiny", device="cuda")
+    with pytest.raises(ValueError, match="--device must be"):
+        PipelineConfig(out="x", model="tiny", device="tpu")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert model_device(PipelineConfig(out="x", model="tiny")) == "cuda"
+    assert model_device(PipelineConfig(out="x", model="tiny", device="cpu")) == "cpu"
+    # where it runs is no setting of the run: a run started on a GPU resumes on a CPU
+    run = tmp_path / "run"
+    open_run(PipelineConfig(out=str(run), model="tiny", device="cuda"))
+    open_run(PipelineConfig(out=str(run), model="tiny", device="cpu"))
