@@ -248,14 +248,36 @@ def stage_sft(config: Any, run_dir: Path) -> dict[str, Any]:
             "filters": result.filter_report, "model_dir": result.model_dir, **sizes}
 
 
+def sft_task_ids(run_dir: Path) -> set[str]:
+    """The ids of the tasks whose gold trajectories SFT trained on."""
+    gold_file = run_dir / "trajectories" / "gold.jsonl"
+    if not gold_file.is_file():
+        return set()
+    return {str((r.get("task") or {}).get("id", r.get("id"))) for r in read_jsonl(gold_file)}
+
+
+def unseen_train_tasks(config: Any, run_dir: Path, train_tasks: list[dict]) -> list[dict]:
+    """The train tasks SFT never saw a trajectory of: what the probe and GRPO may draw from. Too few
+    of them (every GRPO step needs its tasks) is an error that says what to raise."""
+    seen = sft_task_ids(run_dir)
+    unseen = [t for t in train_tasks if str(t.get("id")) not in seen]
+    need = config.grpo_tasks_per_step + config.probe
+    if len(unseen) < need:
+        raise UserError(f"only {len(unseen)} train task(s) are not in SFT's gold set ({len(seen)} are), but the probe "
+                        f"and one GRPO step need {need}: raise --lookup-tasks or lower --sft-steps/--sft-batch")
+    return unseen
+
+
 def _probe(config: Any, run_dir: Path, model: Any, tokenizer: Any, train_tasks: list[dict]) -> dict[str, Any]:
-    """The SFT model's outcomes on ``--probe`` train tasks per level, and the GRPO tasks they pick."""
+    """The SFT model's outcomes on ``--probe`` train tasks per level, and the GRPO tasks they pick;
+    both drawn from the tasks SFT never saw (:func:`unseen_train_tasks`)."""
     from trainers.policies import TransformersPolicy
     from trainers.rollout import RolloutConfig, collect
 
+    unseen = unseen_train_tasks(config, run_dir, train_tasks)
     probe = []
     for level in recipe.LEVELS:
-        probe += [t for t in train_tasks if t.get("level") == level][:config.probe]
+        probe += [t for t in unseen if t.get("level") == level][:config.probe]
     kwargs = recipe.compact_env_kwargs(config.wiki_dir, max_tool_calls=config.max_tool_calls)
     rollout = RolloutConfig(env_id="websailor/WikiSim-v0", env_kwargs={"tasks": probe, **kwargs},
                             max_new_tokens=config.max_new_tokens, temperature=1.0, top_p=1.0,
@@ -268,10 +290,10 @@ def _probe(config: Any, run_dir: Path, model: Any, tokenizer: Any, train_tasks: 
     for t in trajectories:
         outcomes.setdefault(str(t.task.get("level")), []).append(float(bool(t.is_correct)))
     probed = {t.get("id") for t in probe}
-    candidates = [t for t in train_tasks if t.get("id") not in probed] or train_tasks
+    candidates = [t for t in unseen if t.get("id") not in probed] or unseen
     n = config.grpo_steps * config.grpo_tasks_per_step * 2
     chosen, why = recipe.select_grpo_tasks(candidates, outcomes, n, config.seed)
-    return {"tasks": chosen, **why}
+    return {"tasks": chosen, "sft_tasks_excluded": len(train_tasks) - len(unseen), **why}
 
 
 def stage_grpo(config: Any, run_dir: Path) -> dict[str, Any]:

@@ -45,3 +45,15 @@ def test_device_auto_resolves_and_cuda_without_a_gpu_is_one_line(tmp_path, monke
     run = tmp_path / "run"
     open_run(PipelineConfig(out=str(run), model="tiny", device="cuda"))
     open_run(PipelineConfig(out=str(run), model="tiny", device="cpu"))
+
+
+def test_probe_and_grpo_draw_only_tasks_sft_never_saw(tmp_path):
+    from websailor.stages import unseen_train_tasks, write_jsonl
+
+    train = [{"id": f"t{i}", "question": "q", "answer": "a", "level": "lookup-lead"} for i in range(12)]
+    write_jsonl(tmp_path / "trajectories" / "gold.jsonl",
+                [{"id": f"t{i}", "task": {"id": f"t{i}"}, "messages": []} for i in range(6)])
+    config = PipelineConfig(out="x", model="tiny", probe=2, grpo_tasks_per_step=4)
+    assert [t["id"] for t in unseen_train_tasks(config, tmp_path, train)] == [f"t{i}" for i in range(6, 12)]
+    with pytest.raises(ValueError, match=r"only 6 train task\(s\) are not in SFT's gold set \(6 are\)"):
+        unseen_train_tasks(PipelineConfig(out="x", model="tiny", probe=4, grpo_tasks_per_step=4), tmp_path, train)
