@@ -300,16 +300,7 @@ def summary_lines(run_dir: Path, state: dict[str, Any]) -> list[str]:
         ends = ", ".join(f"{k}={v}" for k, v in sorted((s.get("terminations") or {}).items()))
         lines.append(f"{name:<10} {s.get('success', 0.0):>7.3f} {_ci(s):>13} {s.get('well_formed_turns', 0.0):>11.3f} "
                      f"{s.get('mean_tool_calls', 0.0):>10.2f}  {ends}")
-    from websailor.recipe import diff_interval
-
-    for a, b in (("sft", "fewshot"), ("grpo", "sft")):
-        if a in summary and b in summary:
-            sa, sb = summary[a], summary[b]
-            na, nb = int(sa.get("episodes", 0)), int(sb.get("episodes", 0))
-            lo, hi = diff_interval(round(sa.get("success", 0) * na), na, round(sb.get("success", 0) * nb), nb)
-            verdict = "above 0: better" if lo > 0 else "below 0: worse" if hi < 0 else "includes 0: not separated"
-            lines.append(f"{a} - {b}: success {sa.get('success', 0) - sb.get('success', 0):+.3f}, 95% interval of "
-                         f"the difference [{lo:+.3f}, {hi:+.3f}] ({verdict})")
+    lines += _comparison_lines(run_dir, summary)
     levels = sorted({lv for s in summary.values() for lv in (s.get("per_level") or {})})
     if levels:
         lines.append("success per level: " + "; ".join(
@@ -325,6 +316,32 @@ def summary_lines(run_dir: Path, state: dict[str, Any]) -> list[str]:
     lines.append("stages: " + ", ".join(f"{k} {seconds_text(float(v['seconds']))}" for k, v in done.items())
                  + f"  (total {total:.0f}s)")
     lines.append(f"report: {run_dir / 'report.html'}")
+    return lines
+
+
+def _comparison_lines(run_dir: Path, summary: dict[str, Any]) -> list[str]:
+    """``sft - fewshot`` and ``grpo - sft``: the paired difference on the held-out tasks both played
+    (:func:`websailor.recipe.paired_interval`), or the unpaired one when the per-task files are missing."""
+    from wiki_sim.common.jsonl import read_jsonl
+    from websailor.recipe import diff_interval, paired_interval, paired_verdict, task_success
+
+    lines = []
+    for a, b in (("sft", "fewshot"), ("grpo", "sft")):
+        if a not in summary or b not in summary:
+            continue
+        files = [run_dir / "eval" / f"{name}.jsonl" for name in (a, b)]
+        rows_a, rows_b = (read_jsonl(f) if f.is_file() else [] for f in files)
+        if rows_a and rows_b:
+            diff, lo, hi, n = paired_interval(task_success(rows_a), task_success(rows_b))
+            lines.append(f"{a} - {b}: success {diff:+.3f}, paired 95% interval [{lo:+.3f}, {hi:+.3f}] on the same "
+                         f"{n} held-out tasks ({paired_verdict(lo, hi)})")
+            continue
+        sa, sb = summary[a], summary[b]
+        na, nb = int(sa.get("episodes", 0)), int(sb.get("episodes", 0))
+        lo, hi = diff_interval(round(sa.get("success", 0) * na), na, round(sb.get("success", 0) * nb), nb)
+        verdict = "above 0: better" if lo > 0 else "below 0: worse" if hi < 0 else "includes 0: not separated"
+        lines.append(f"{a} - {b}: success {sa.get('success', 0) - sb.get('success', 0):+.3f}, unpaired 95% interval "
+                     f"[{lo:+.3f}, {hi:+.3f}] ({verdict})")
     return lines
 
 

@@ -205,6 +205,46 @@ def diff_interval(k1: int, n1: int, k2: int, n2: int) -> tuple[float, float]:
     return (d - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2), d + math.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2))
 
 
+def task_success(rows: Iterable[Mapping[str, Any]]) -> dict[str, float]:
+    """Per task id, the share of its scored samples that were correct (eval rows, :func:`trainers.eval.per_task_rows`);
+    tasks without a scored sample are left out."""
+    out = {}
+    for row in rows:
+        scored = int(row.get("scored", row.get("samples", 0)) or 0)
+        if scored > 0:
+            out[str(row.get("id"))] = float(row.get("correct", 0)) / scored
+    return out
+
+
+def paired_interval(a: Mapping[str, float], b: Mapping[str, float], *, resamples: int = 4000,
+                    seed: int = 0) -> tuple[float, float, float, int]:
+    """``(mean difference, low, high, tasks)``: the mean over the tasks both policies played of
+    ``a[task] - b[task]``, with the 95% paired bootstrap interval (tasks resampled with replacement,
+    the percentile interval; seeded, so the same files give the same interval). Pairing removes the
+    between-task variance an unpaired interval carries: a task both solve or both miss adds nothing."""
+    common = sorted(set(a) & set(b))
+    if not common:
+        return (0.0, -1.0, 1.0, 0)
+    diffs = [a[t] - b[t] for t in common]
+    n = len(diffs)
+    mean = sum(diffs) / n
+    rng = random.Random(seed)
+    stats = sorted(sum(diffs[rng.randrange(n)] for _ in range(n)) / n for _ in range(resamples))
+    return (mean, stats[int(0.025 * (resamples - 1))], stats[int(math.ceil(0.975 * (resamples - 1)))], n)
+
+
+def paired_verdict(low: float, high: float, min_effect: float = 0.10) -> str:
+    """What a paired interval says: better, worse, not separated, or too few tasks to separate a
+    difference of ``min_effect`` (an interval including 0 that is wider than that on either side)."""
+    if low > 0:
+        return "above 0: better"
+    if high < 0:
+        return "below 0: worse"
+    if (high - low) / 2 > min_effect:
+        return f"includes 0; too few tasks to separate a difference of {min_effect:.2f}"
+    return "includes 0: not separated"
+
+
 def better(a: Mapping[str, Any], b: Mapping[str, Any], rate: str = "success", count: str = "episodes") -> bool:
     """True when ``a``'s rate beats ``b``'s: the 95% interval of the difference lies above 0."""
     n1, n2 = int(a[count]), int(b[count])

@@ -88,7 +88,7 @@ def test_summary_prints_intervals_and_grpo_signal(small_run, capsys):
     out = capsys.readouterr().out
     assert "95% interval" in out and "well-formed" in out and "success per level" in out
     assert "grpo: 1 steps" in out and "with signal" in out
-    assert "sft - fewshot: success" in out and "95% interval of the difference" in out
+    assert "sft - fewshot: success" in out and "paired 95% interval" in out and "held-out tasks (" in out
     for name in POLICIES:
         assert f"\n{name} " in out, name
     assert " 0.0s" not in out.split("stages:")[1]  # every stage that ran shows its time

@@ -111,3 +111,27 @@ def test_learning_benchmark_overrides_are_typed_pipeline_settings():
     for bad in (["sft_steps"], ["no_such=1"], ["sft_steps=many"], ["out=/tmp/x"]):
         with pytest.raises(ValueError, match="--set"):
             overrides(bad)
+
+
+def test_paired_interval_uses_the_pairing():
+    from websailor.recipe import paired_interval, paired_verdict, task_success
+
+    # 40 tasks: both solve 20, both miss 12, only a solves 8 -> +0.2, and the pairing separates it
+    a = {f"t{i}": 1.0 if i < 28 else 0.0 for i in range(40)}
+    b = {f"t{i}": 1.0 if i < 20 else 0.0 for i in range(40)}
+    diff, lo, hi, n = paired_interval(a, b)
+    assert n == 40 and abs(diff - 0.2) < 1e-12 and lo > 0 and hi <= 0.2 + 0.2
+    assert paired_verdict(lo, hi) == "above 0: better"
+    # the unpaired interval of the same rates (0.70 vs 0.50 on 40 each) includes 0
+    from websailor.recipe import diff_interval
+
+    assert diff_interval(28, 40, 20, 40)[0] < 0
+    assert paired_interval(a, b) == paired_interval(a, b)  # seeded
+    assert paired_verdict(*paired_interval(b, a)[1:3]) == "below 0: worse"
+    same = paired_interval(a, a)
+    assert same[:3] == (0.0, 0.0, 0.0) and paired_verdict(same[1], same[2]) == "includes 0: not separated"
+    few = paired_interval({"x": 1.0, "y": 0.0}, {"x": 0.0, "y": 1.0})
+    assert "too few tasks" in paired_verdict(few[1], few[2])
+    rows = [{"id": "t1", "scored": 4, "correct": 3}, {"id": "t2", "scored": 0, "correct": 0}]
+    assert task_success(rows) == {"t1": 0.75}
+    assert paired_interval({"x": 1.0}, {"y": 1.0})[3] == 0
