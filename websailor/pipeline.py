@@ -320,28 +320,15 @@ def summary_lines(run_dir: Path, state: dict[str, Any]) -> list[str]:
 
 
 def _comparison_lines(run_dir: Path, summary: dict[str, Any]) -> list[str]:
-    """``sft - fewshot`` and ``grpo - sft``: the paired difference on the held-out tasks both played
-    (:func:`websailor.recipe.paired_interval`), or the unpaired one when the per-task files are missing."""
-    from wiki_sim.common.jsonl import read_jsonl
-    from websailor.recipe import diff_interval, paired_interval, paired_verdict, task_success
+    """``sft - fewshot`` and ``grpo - sft`` (:func:`websailor.recipe.comparisons`), one line each."""
+    from websailor.recipe import comparisons
 
     lines = []
-    for a, b in (("sft", "fewshot"), ("grpo", "sft")):
-        if a not in summary or b not in summary:
-            continue
-        files = [run_dir / "eval" / f"{name}.jsonl" for name in (a, b)]
-        rows_a, rows_b = (read_jsonl(f) if f.is_file() else [] for f in files)
-        if rows_a and rows_b:
-            diff, lo, hi, n = paired_interval(task_success(rows_a), task_success(rows_b))
-            lines.append(f"{a} - {b}: success {diff:+.3f}, paired 95% interval [{lo:+.3f}, {hi:+.3f}] on the same "
-                         f"{n} held-out tasks ({paired_verdict(lo, hi)})")
-            continue
-        sa, sb = summary[a], summary[b]
-        na, nb = int(sa.get("episodes", 0)), int(sb.get("episodes", 0))
-        lo, hi = diff_interval(round(sa.get("success", 0) * na), na, round(sb.get("success", 0) * nb), nb)
-        verdict = "above 0: better" if lo > 0 else "below 0: worse" if hi < 0 else "includes 0: not separated"
-        lines.append(f"{a} - {b}: success {sa.get('success', 0) - sb.get('success', 0):+.3f}, unpaired 95% interval "
-                     f"[{lo:+.3f}, {hi:+.3f}] ({verdict})")
+    for c in comparisons(run_dir / "eval", summary):
+        kind = "paired 95% interval" if c["paired"] else "unpaired 95% interval"
+        on = f" on the same {c['tasks']} held-out tasks" if c["paired"] else ""
+        lines.append(f"{c['a']} - {c['b']}: success {c['difference']:+.3f}, {kind} [{c['low']:+.3f}, "
+                     f"{c['high']:+.3f}]{on} ({c['verdict']})")
     return lines
 
 

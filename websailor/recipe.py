@@ -210,10 +210,16 @@ def task_success(rows: Iterable[Mapping[str, Any]]) -> dict[str, float]:
     tasks without a scored sample are left out."""
     out = {}
     for row in rows:
-        scored = int(row.get("scored", row.get("samples", 0)) or 0)
-        if scored > 0:
-            out[str(row.get("id"))] = float(row.get("correct", 0)) / scored
+        if not isinstance(row, Mapping):
+            continue
+        scored, correct = row.get("scored", row.get("samples")), row.get("correct", 0)
+        if _is_number(scored) and _is_number(correct) and 0 <= correct <= scored and scored > 0:
+            out[str(row.get("id"))] = float(correct) / float(scored)
     return out
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
 def paired_interval(a: Mapping[str, float], b: Mapping[str, float], *, resamples: int = 4000,
@@ -243,6 +249,44 @@ def paired_verdict(low: float, high: float, min_effect: float = 0.10) -> str:
     if (high - low) / 2 > min_effect:
         return f"includes 0; too few tasks to separate a difference of {min_effect:.2f}"
     return "includes 0: not separated"
+
+
+COMPARED = (("sft", "fewshot"), ("grpo", "sft"))
+"""The differences the main job reports: what SFT adds to the pretrained model, what GRPO adds to SFT."""
+
+
+def comparisons(eval_dir: Any, summary: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Each of :data:`COMPARED` whose two policies were evaluated: the paired difference on the tasks
+    both played, from ``eval_dir/NAME.jsonl`` (:func:`paired_interval`), or the unpaired one from the
+    summary's rates when a per-task file is missing."""
+    from pathlib import Path
+
+    from wiki_sim.common.jsonl import read_jsonl
+
+    out = []
+    for a, b in COMPARED:
+        sa, sb = summary.get(a), summary.get(b)
+        if not (isinstance(sa, Mapping) and isinstance(sb, Mapping)):
+            continue
+        files = [Path(eval_dir) / f"{name}.jsonl" for name in (a, b)]
+        try:
+            rates = [task_success(read_jsonl(f)) for f in files] if all(f.is_file() for f in files) else []
+        except (OSError, ValueError):  # a damaged per-task file: the summary's rates still compare
+            rates = []
+        if rates:
+            diff, lo, hi, n = paired_interval(*rates)
+            out.append({"a": a, "b": b, "difference": diff, "low": lo, "high": hi, "tasks": n, "paired": True,
+                        "verdict": paired_verdict(lo, hi)})
+            continue
+        numbers = [sa.get("episodes"), sb.get("episodes"), sa.get("success"), sb.get("success")]
+        if not all(_is_number(x) for x in numbers):
+            continue
+        na, nb = int(sa.get("episodes", 0)), int(sb.get("episodes", 0))
+        lo, hi = diff_interval(round(sa.get("success", 0) * na), na, round(sb.get("success", 0) * nb), nb)
+        verdict = "above 0: better" if lo > 0 else "below 0: worse" if hi < 0 else "includes 0: not separated"
+        out.append({"a": a, "b": b, "difference": sa.get("success", 0) - sb.get("success", 0), "low": lo,
+                    "high": hi, "tasks": None, "paired": False, "verdict": verdict})
+    return out
 
 
 def better(a: Mapping[str, Any], b: Mapping[str, Any], rate: str = "success", count: str = "episodes") -> bool:

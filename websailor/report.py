@@ -198,6 +198,19 @@ def config_section(run: Mapping[str, Any]) -> str:
             + "<h3>Stages</h3>" + _table(("stage", "status", "seconds"), stage_rows, "stages"))
 
 
+def comparisons_section(run_dir: Path, summary: Mapping[str, Any]) -> str:
+    """The main job's differences (SFT over the pretrained model, GRPO over SFT) with their intervals."""
+    from websailor.recipe import comparisons
+
+    rows = [[f"{c['a']} - {c['b']}", f"{c['difference']:+.3f}", f"[{c['low']:+.3f}, {c['high']:+.3f}]",
+             "paired, same tasks" if c["paired"] else "unpaired", "-" if c["tasks"] is None else int(c["tasks"]),
+             c["verdict"]] for c in comparisons(run_dir / "eval", _dict(summary))]
+    if not rows:
+        return ""
+    return "<h3>Differences</h3>" + _table(["difference", "success", "95% interval", "kind", "tasks", "verdict"],
+                                           rows, "differences")
+
+
 def results_section(summary: Mapping[str, Any]) -> str:
     entries = {str(k): _dict(v) for k, v in _dict(summary).items()}
     if not entries:
@@ -460,6 +473,7 @@ def build_report(run_dir: str | os.PathLike) -> Path:
     when = run.get("finished_at") or run.get("started_at") or ""
     body = (f"<h1>{_esc(title)}</h1><p class='muted'>{_esc(str(when)[:100])}</p>"
             + _safe(lambda: overview_section(run), "Run") + _safe(lambda: results_section(summary), "Results")
+            + _safe(lambda: comparisons_section(run_dir, summary), "Differences")
             + _safe(lambda: curves_section(run_dir), "Learning curves")
             + _safe(lambda: synthesis_section(tasks), "Synthesized tasks")
             + _safe(lambda: viewer_section(run_dir, tasks_by_id), "Trajectories")
