@@ -62,7 +62,7 @@ def test_tis_with_a_sampler_equal_to_the_trainer_is_the_on_policy_loss():
     assert float(a) == pytest.approx(float(b)) and torch.allclose(ga, gb)
 
 
-# ---------------------------------------------------------------- the first-step check (GRPOConfig.max_logprob_mismatch)
+# ------------------------------------------------------ the first-step check (GRPOConfig.max_logprob_mismatch)
 
 def test_check_first_step_passes_warns_or_raises():
     from trainers.mismatch import DEFAULT_MAX_LOGPROB_MISMATCH, LogprobMismatch, check_first_step
