@@ -251,8 +251,9 @@ def paired_verdict(low: float, high: float, min_effect: float = 0.10) -> str:
     return "includes 0: not separated"
 
 
-COMPARED = (("sft", "fewshot"), ("grpo", "sft"))
-"""The differences the main job reports: what SFT adds to the pretrained model, what GRPO adds to SFT."""
+COMPARED = (("sft", "fewshot"), ("grpo", "sft"), ("grpo", "sft-greedy"), ("grpo-greedy", "sft-greedy"))
+"""The differences the main job reports: what SFT adds to the pretrained model, what GRPO adds to SFT at the
+evaluation's sampling, over the SFT model decoded greedily (what decoding alone gives), and greedy against greedy."""
 
 
 def comparisons(eval_dir: Any, summary: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -104,9 +104,12 @@ def model_label(config: Any) -> str:
 
 
 def evaluate_policy(config: Any, run_dir: Path, name: str, policy: Any, tasks: list[dict],
-                    kwargs: dict[str, Any], *, kind: str, model: str = "") -> dict[str, Any]:
-    """Play ``policy`` (a baseline name or a policy backend) once on each of ``tasks``; write
-    ``eval/NAME.jsonl``, ``eval/NAME.trajectories.jsonl`` and merge ``eval/summary.json``."""
+                    kwargs: dict[str, Any], *, kind: str, model: str = "",
+                    temperature: float | None = None) -> dict[str, Any]:
+    """Play ``policy`` (a baseline name or a policy backend) once on each of ``tasks``, at ``temperature``
+    (default ``--temperature``; 0 is greedy); write ``eval/NAME.jsonl``, ``eval/NAME.trajectories.jsonl``
+    and merge ``eval/summary.json``."""
+    temperature = config.temperature if temperature is None else temperature
     from trainers.eval import EvalConfig, check_errors, per_task_rows, play_baseline, summarize
     from trainers.rollout import RolloutConfig, collect
 
@@ -114,10 +117,10 @@ def evaluate_policy(config: Any, run_dir: Path, name: str, policy: Any, tasks: l
     eval_dir.mkdir(parents=True, exist_ok=True)
     record = EvalConfig(tasks=str(run_dir / "tasks" / "heldout.jsonl"), policy=kind, model=model or "-",
                         name=name, out=str(eval_dir), wiki_dir=config.wiki_dir,
-                        max_tool_calls=config.max_tool_calls, seed=config.seed, temperature=config.temperature,
+                        max_tool_calls=config.max_tool_calls, seed=config.seed, temperature=temperature,
                         top_p=config.top_p, max_new_tokens=config.max_new_tokens)
     rollout = RolloutConfig(env_id="websailor/WikiSim-v0", env_kwargs={"tasks": tasks, **kwargs},
-                            max_new_tokens=config.max_new_tokens, temperature=config.temperature, top_p=config.top_p,
+                            max_new_tokens=config.max_new_tokens, temperature=temperature, top_p=config.top_p,
                             num_envs=len(tasks), tool_workers=2, max_total_tokens=4096,
                             max_episode_seconds=900.0, policy_name=name, seed=config.seed)
     start = time.perf_counter()
@@ -280,7 +283,7 @@ def _probe(config: Any, run_dir: Path, model: Any, tokenizer: Any, train_tasks: 
         probe += [t for t in unseen if t.get("level") == level][:config.probe]
     kwargs = recipe.compact_env_kwargs(config.wiki_dir, max_tool_calls=config.max_tool_calls)
     rollout = RolloutConfig(env_id="websailor/WikiSim-v0", env_kwargs={"tasks": probe, **kwargs},
-                            max_new_tokens=config.max_new_tokens, temperature=1.0, top_p=1.0,
+                            max_new_tokens=config.max_new_tokens, temperature=config.temperature, top_p=1.0,
                             num_envs=max(1, len(probe)), tool_workers=2, max_total_tokens=4096,
                             policy_name="sft-probe", seed=config.seed + 1)
     model.eval()
@@ -320,6 +323,7 @@ def stage_grpo(config: Any, run_dir: Path) -> dict[str, Any]:
                       steps=config.grpo_steps, batch_size=per_step * config.group_size, group_size=config.group_size,
                       micro_batch_size=config.group_size, learning_rate=1e-4 if tiny else config.grpo_lr,
                       max_new_tokens=config.max_new_tokens, max_tool_calls=config.max_tool_calls,
+                      temperature=config.temperature, top_p=1.0,
                       pool_size=max(per_step, len(tasks)), retire_window=1, equal_groups="drop", save_every=1,
                       overlong="penalize",
                       seed=config.seed, device=model_device(config), tensorboard="off", progress=config.progress,
@@ -354,8 +358,11 @@ def stage_eval(config: Any, run_dir: Path) -> dict[str, Any]:
             continue
         model, tokenizer = _load(model_dir)
         policy = TransformersPolicy(model.eval(), tokenizer, device=model_device(config))
-        out[name] = evaluate_policy(config, run_dir, name, policy, held,
-                                    kwargs, kind="transformers", model=f"{model_label(config)} + {name}")
+        label = f"{model_label(config)} + {name}"
+        out[name] = evaluate_policy(config, run_dir, name, policy, held, kwargs, kind="transformers", model=label)
+        # The right control for a sampled gain: the same model decoded greedily.
+        out[f"{name}-greedy"] = evaluate_policy(config, run_dir, f"{name}-greedy", policy, held, kwargs,
+                                                kind="transformers", model=f"{label} (greedy)", temperature=0.0)
     if config.endpoint:
         from trainers.policies import OpenAIPolicy
 

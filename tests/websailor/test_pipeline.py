@@ -15,7 +15,7 @@ from websailor import pipeline
 from websailor.cli import main
 from websailor.pipeline import RUN_FILE, STAGES
 
-POLICIES = ("random", "heuristic", "fewshot", "sft", "grpo")
+POLICIES = ("random", "heuristic", "fewshot", "sft", "sft-greedy", "grpo", "grpo-greedy")
 HELD = 5  # 2 + 2 title lookups, 1 synthesized task
 
 
@@ -60,8 +60,8 @@ def test_run_directory_holds_every_stage_output(small_run):
         assert 0 <= lo <= s["success"] <= hi <= 1 and 0 <= s["well_formed_turns"] <= 1
         assert sum(v["episodes"] for v in s["per_level"].values()) == HELD
     # Each policy is labelled with its own backend and model.
-    assert [summary[n]["policy"] for n in POLICIES] == ["random", "heuristic", "transformers", "transformers",
-                                                       "transformers"]
+    assert [summary[n]["policy"] for n in POLICIES] == ["random", "heuristic"] + ["transformers"] * 5
+    assert summary["sft-greedy"]["temperature"] == 0.0 and summary["sft"]["temperature"] == 0.7
     assert summary["fewshot"]["model"].startswith("tiny") and summary["grpo"]["model"].endswith("+ grpo")
     # The scripted heuristic finds something on the simulator; it is the floor trained agents must beat.
     assert summary["heuristic"]["mean_tool_calls"] > 0
@@ -80,7 +80,7 @@ def test_run_json_records_each_stage(small_run):
     grpo = state["stages"]["grpo"]["result"]
     assert grpo["steps"] == 1 and grpo["signal_steps"] + grpo["no_signal_steps"] == 1
     assert set(grpo["probe_success"]) == {"lookup-description", "lookup-lead", "sailorfog"}
-    assert set(state["stages"]["eval"]["result"]) == {"sft", "grpo"}
+    assert set(state["stages"]["eval"]["result"]) == {"sft", "grpo", "sft-greedy", "grpo-greedy"}
 
 
 def test_summary_prints_intervals_and_grpo_signal(small_run, capsys):
@@ -89,6 +89,7 @@ def test_summary_prints_intervals_and_grpo_signal(small_run, capsys):
     assert "95% interval" in out and "well-formed" in out and "success per level" in out
     assert "grpo: 1 steps" in out and "with signal" in out
     assert "sft - fewshot: success" in out and "paired 95% interval" in out and "held-out tasks (" in out
+    assert "grpo - sft-greedy: success" in out and "grpo-greedy - sft-greedy: success" in out
     for name in POLICIES:
         assert f"\n{name} " in out, name
     assert " 0.0s" not in out.split("stages:")[1]  # every stage that ran shows its time
