@@ -34,7 +34,7 @@ import torch
 
 from trainers import checkpoint_io, grpo_state, lora, memory, mismatch, parallel, precision, rollout_engine
 from trainers.parallel import Parallel
-from trainers.grpo_data import EqualGroups, Overlong, TaskPool, build_batch, is_error, prepare_step
+from trainers.grpo_data import EqualGroups, Overlong, TaskPool, build_batch, is_error, prepare_step, signal_groups
 from trainers.interrupt import StopRequest, TrainingInterrupted
 from trainers.progress import StepBar, enabled
 from trainers.metrics_log import TENSORBOARD_MODES, MetricsLogger, TensorBoardMode, iter_metrics
@@ -112,6 +112,11 @@ class GRPOConfig(EpisodeOptions, EnvOptions):
     reward 0, so that turns running past ``max_new_tokens`` are pushed down."""
     equal_groups: EqualGroups = "keep"
     """Groups whose rewards are all equal: ``keep`` them, ``dupo`` (replace with copies of groups with signal), ``drop``."""
+    dynamic_sampling_rounds: int = 1
+    """DAPO's dynamic sampling: a step that collected fewer groups with mixed rewards than it has tasks draws
+    and plays more tasks, up to this many collection rounds in all (1: off); only groups with signal are
+    kept then (``equal_groups`` is taken as ``drop``). The rounds and the groups found are in the metrics
+    (``data/sampling_rounds``, ``data/signal_groups``)."""
     pool_size: int = 64
     """Active tasks in the data-policy pool."""
     retire_window: int = 2
@@ -196,6 +201,10 @@ class GRPOConfig(EpisodeOptions, EnvOptions):
                                                               and self.vllm_max_model_len < 1):
             raise ValueError(f"expected 0 < vllm_gpu_memory_utilization < 1 and vllm_max_model_len >= 1, got "
                              f"{self.vllm_gpu_memory_utilization} and {self.vllm_max_model_len}")
+        if isinstance(self.dynamic_sampling_rounds, bool) or not isinstance(self.dynamic_sampling_rounds, int) \
+                or self.dynamic_sampling_rounds < 1:
+            raise ValueError(f"dynamic_sampling_rounds must be an integer >= 1 (1: off), got "
+                             f"{self.dynamic_sampling_rounds!r}")
         for name in ("warmup_steps", "retire_window", "num_envs", "save_every", "micro_batch_tokens", "lora_r"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
@@ -340,16 +349,13 @@ class GRPOTrainer:
         self.step += 1
         grpo_state.seed_step(cfg.seed, self.step, self.dist.rank)
         t0 = time.perf_counter()
-        global_tasks = self.pool.draw(cfg.tasks_per_step)
-        share = len(global_tasks) // self.dist.world_size
-        mine = global_tasks[self.dist.rank * share:(self.dist.rank + 1) * share]
-        trajectories = self.collect([self.pool.task(i) for i in mine])
+        mine, trajectories, rounds, found = self._sample_groups()
         t1 = time.perf_counter()
         rng = random.Random(cfg.seed * 7_919 + self.step * 31 + self.dist.rank)
         chosen, advs, include, gstats = prepare_step(
             trajectories, cfg.group_size, advantage=cfg.advantage, scale_std=cfg.scale_std,
-            equal_groups=cfg.equal_groups, exclude_truncated=cfg.exclude_truncated, rng=rng,
-            overlong=cfg.overlong)
+            equal_groups="drop" if cfg.dynamic_sampling_rounds > 1 else cfg.equal_groups,
+            exclude_truncated=cfg.exclude_truncated, rng=rng, overlong=cfg.overlong)
         update = self.update(chosen, advs, include)
         if not self._mismatch_checked and "mismatch/abs_mean" in update:  # the first step that trained
             self._mismatch_checked = True
@@ -371,12 +377,34 @@ class GRPOTrainer:
         gathered = self.dist.all_gather_object(asdict(gstats))
         for key in ("groups", "all_equal", "dropped", "duplicated", "excluded_trajectories", "error_trajectories"):
             metrics[f"groups/{key}"] = sum(g[key] for g in gathered)
-        metrics.update({"data/retired": retired, "data/active_tasks": len(self.pool.active),
+        metrics.update({"data/sampling_rounds": rounds, "data/signal_groups": found,
+                        "data/retired": retired, "data/active_tasks": len(self.pool.active),
                         "data/fresh_used": self.pool.next_fresh, "time/rollout_s": t1 - t0,
                         "time/update_s": t2 - t1, "optim/lr": self.scheduler.get_last_lr()[0]})
         if self.engine is not None:
             metrics.update(self.engine.metrics())
         return metrics
+
+    def _sample_groups(self) -> tuple[list[int], list[Any], int, int]:
+        """This rank's task indices and their trajectories (group after group), the collection rounds, and the
+        groups with mixed rewards over all ranks. With ``dynamic_sampling_rounds > 1`` more tasks are drawn and
+        played while fewer than ``tasks_per_step`` groups have signal (every rank loops alike: the count is
+        global)."""
+        cfg = self.config
+        mine: list[int] = []
+        trajectories: list[Any] = []
+        rounds = found = 0
+        while rounds < cfg.dynamic_sampling_rounds:
+            global_tasks = self.pool.draw(cfg.tasks_per_step)
+            share = len(global_tasks) // self.dist.world_size
+            drawn = global_tasks[self.dist.rank * share:(self.dist.rank + 1) * share]
+            mine += drawn
+            trajectories += self.collect([self.pool.task(i) for i in drawn])
+            rounds += 1
+            found = int(self.dist.all_reduce_sum(float(len(signal_groups(trajectories, cfg.group_size)))))
+            if found >= cfg.tasks_per_step:
+                break
+        return mine, trajectories, rounds, found
 
     def collect(self, tasks: list[dict]) -> list[Any]:
         """``group_size`` episodes of each task, group after group; each trajectory carries the token ids, loss

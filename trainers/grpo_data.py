@@ -190,6 +190,14 @@ def impute_error_rewards(trajectories: Sequence[Any], group_size: int) -> list[f
     return rewards
 
 
+def signal_groups(trajectories: Sequence[Any], group_size: int) -> list[int]:
+    """The groups (indices) whose rewards, as :func:`prepare_step` sees them, are not all equal: the only ones
+    with a gradient."""
+    rewards = impute_error_rewards(trajectories, group_size)
+    return [g for g in range(len(rewards) // group_size)
+            if len(set(rewards[g * group_size:(g + 1) * group_size])) > 1]
+
+
 def prepare_step(trajectories: Sequence[Any], group_size: int, *, advantage: Literal["loo", "mean"],
                  scale_std: bool, equal_groups: EqualGroups, exclude_truncated: bool,
                  rng: random.Random, overlong: Overlong = "exclude",

@@ -230,3 +230,22 @@ def test_steps_without_signal_leave_the_weights_alone(cold_model_dir, tmp_path, 
 def test_nucleus_sampling_is_refused_for_training():
     with pytest.raises(ValueError, match="top_p must be 1 for training"):
         GRPOConfig(model="m", tasks="t", top_p=0.9)
+
+
+def test_dynamic_sampling_draws_more_tasks_until_groups_have_signal(cold_model_dir, tmp_path):
+    model, tok = load(cold_model_dir)
+    never = [{"id": f"z{i}", "question": "Code for red?", "answer": "zebra crossing"} for i in range(3)]
+    trainer = GRPOTrainer(config(tmp_path, steps=1, batch_size=8, micro_batch_size=8, pool_size=3,
+                                 dynamic_sampling_rounds=3), model, tok, never)
+    row = trainer.train()[0]
+    # no group can have signal: every round is spent, each collecting another task's group
+    assert row["data/sampling_rounds"] == 3 and row["data/signal_groups"] == 0
+    assert row["rollout/trajectories"] == 3 * 8 and row["train/empty"] == 1
+    model, tok = load(cold_model_dir)
+    trainer = GRPOTrainer(config(tmp_path / "b", steps=1, batch_size=8, micro_batch_size=8,
+                                 dynamic_sampling_rounds=4), model, tok, ONE_TASK)
+    row = trainer.train()[0]
+    assert row["data/signal_groups"] >= 1 or row["data/sampling_rounds"] == 4
+    assert row["rollout/trajectories"] == 8 * row["data/sampling_rounds"]
+    with pytest.raises(ValueError, match="dynamic_sampling_rounds must be an integer >= 1"):
+        GRPOConfig(model="m", tasks="t", dynamic_sampling_rounds=0)
