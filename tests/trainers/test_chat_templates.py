@@ -3,7 +3,8 @@ tokenizes (SFT), and the GRPO, eval and verl entry points pass the template swit
 
 Template texts come from the installed TRL (``trl/chat_templates/``); SmolLM2's is not shipped by
 any installed package, so ``templates/smollm2_chat_template.jinja`` keeps a copy of the one in
-HuggingFaceTB/SmolLM2-135M-Instruct. The tokenizer is the local byte-level BPE of
+HuggingFaceTB/SmolLM2-135M-Instruct; ``smollm2_tools`` is the tool-calling template that
+:mod:`trainers.adapters.tool_template` attaches to it for TRL. The tokenizer is the local byte-level BPE of
 :mod:`trainers.subword` (markers are one special id each, as in the real tokenizers), with
 Llama 3's header and end-of-turn tokens added for the Llama templates.
 """
@@ -23,6 +24,7 @@ from envs.protocol import format_turn
 from envs.tokens import end_of_turn_text, observation_ids, prompt_ids, stop_sequences, tokenize_messages
 from tests.envs.conftest import TASKS
 from tests.trainers import toy_env
+from trainers.adapters.tool_template import SMOLLM2_TOOL_TEMPLATE, tool_calling_tokenizer
 from trainers.policies import Generation, TransformersPolicy
 from trainers.rollout import RolloutConfig, collect
 
@@ -37,6 +39,7 @@ TEMPLATES = {
     "llama3_1": TRL_TEMPLATES / "llama3_1.jinja",
     "llama3_2": TRL_TEMPLATES / "llama3_2.jinja",
     "smollm2": Path(__file__).parent / "templates" / "smollm2_chat_template.jinja",
+    "smollm2_tools": SMOLLM2_TOOL_TEMPLATE,  # the text itself
     "chatml": None,  # no template: the documented ChatML fallback
 }
 LLAMA_SPECIALS = ["<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"]
@@ -50,7 +53,7 @@ def template_tokenizer(name: str):
         tok.add_special_tokens({"bos_token": "<|begin_of_text|>", "eos_token": "<|eot_id|>",
                                 "additional_special_tokens": LLAMA_SPECIALS})
     path = TEMPLATES[name]
-    tok.chat_template = path.read_text(encoding="utf-8") if path is not None else None
+    tok.chat_template = path if isinstance(path, str) or path is None else path.read_text(encoding="utf-8")
     return tok
 
 
@@ -93,7 +96,7 @@ def test_rollout_ids_equal_the_trainers_tokenization(name):
         assert whole.loss_mask[:n].tolist() == [0] * len(traj.prompt_ids) + traj.loss_mask
         assert tok.decode(whole.input_ids[n:]).strip() == "" and not whole.loss_mask[n:].any()
         text = tok.decode(traj.prompt_ids)
-        if TEMPLATES[name] is None:
+        if TEMPLATES[name] is None or name.startswith("smollm2"):
             assert text.startswith("<|im_start|>system\n")
         elif name.startswith("llama"):
             assert text.startswith("<|begin_of_text|><|start_header_id|>system<|end_header_id|>")
@@ -223,3 +226,88 @@ def test_sft_format_check_prompts_with_the_switch(monkeypatch, switch):
     sft_eval.format_validity_on_transcripts(model, tok, [messages], use_chat_template=switch)
     assert seen == [prompt_ids(messages[:1], tok, use_chat_template=switch)]
     assert seen[0] != prompt_ids(messages[:1], tok, use_chat_template=not switch if switch is not None else False)
+
+
+# ---------------------------------------------------------------- SmolLM2 with tools (TRL's tool loop)
+
+
+def _fresh(name):
+    """A tokenizer of its own (tool_calling_tokenizer modifies the one it is given)."""
+    tok = small_subword_tokenizer()
+    path = TEMPLATES[name]
+    tok.chat_template = path if isinstance(path, str) or path is None else path.read_text(encoding="utf-8")
+    return tok
+
+
+def _search_schema():
+    from envs.tools.base import tool_schema
+    from envs.tools.search import SearchTool
+    from tests.envs.conftest import MiniWiki
+
+    tool = SearchTool(MiniWiki())
+    return tool, {"type": "function", "function": tool_schema(tool)}
+
+
+def test_smollm2_tool_template_renders_plain_chats_as_smollm2_does():
+    own = template_tokenizer("smollm2")
+    chats = [[{"role": "user", "content": "q"}],
+             [{"role": "system", "content": "S"}, {"role": "user", "content": "q"}],
+             [{"role": "user", "content": "q"}, {"role": "assistant", "content": canonical_turn("t", answer="a")},
+              {"role": "user", "content": "<tool_response>\nx\n</tool_response>"},
+              {"role": "assistant", "content": ""}],
+             [{"role": "system", "content": "S"}, {"role": "user", "content": "q"}, {"role": "system", "content": "T"}]]
+    for chat in chats:
+        for gen in (False, True):
+            assert (own.apply_chat_template(chat, tokenize=False, add_generation_prompt=gen)
+                    == own.apply_chat_template(chat, tokenize=False, add_generation_prompt=gen,
+                                               chat_template=SMOLLM2_TOOL_TEMPLATE))
+
+
+def test_smollm2_tool_template_speaks_the_turn_protocol():
+    from envs.prompts import FORMAT_RULES, system_prompt, tool_response
+    from trl.chat_template_utils import is_chat_template_prefix_preserving, parse_response, supports_tool_calling
+
+    tok = tool_calling_tokenizer(_fresh("smollm2"))
+    assert tok.chat_template == SMOLLM2_TOOL_TEMPLATE and supports_tool_calling(tok)
+    assert is_chat_template_prefix_preserving(tok)  # else TRL swaps in a training template it has none of
+    tool, schema = _search_schema()
+    call = {"type": "function", "function": {"name": "search", "arguments": {"query": ["a", "b"]}}}
+    messages = [{"role": "system", "content": "R"}, {"role": "user", "content": "q"},
+                {"role": "assistant", "content": "<think>\nt\n</think>", "tool_calls": [call]},
+                {"role": "tool", "name": "search", "content": "x"}, {"role": "tool", "name": "search", "content": "y"}]
+    text = tok.apply_chat_template(messages, tools=[schema], tokenize=False, add_generation_prompt=True)
+    turn = canonical_turn("t", tool_call=("search", {"query": ["a", "b"]})).replace("</think>\n\n", "</think>\n")
+    system = system_prompt([tool], "2025-07-18", role="R").split("\n\n" + FORMAT_RULES)[0]  # the env's own text
+    assert text == (f"<|im_start|>system\n{system}<|im_end|>\n<|im_start|>user\nq<|im_end|>\n"
+                    f"<|im_start|>assistant\n{turn}<|im_end|>\n"
+                    f"<|im_start|>user\n{tool_response('x')}\n{tool_response('y')}<|im_end|>\n<|im_start|>assistant\n")
+    # What the model writes parses back to the message (thought, call), which renders to the same text.
+    prefix = tok.apply_chat_template(messages[:2], tools=[schema], add_generation_prompt=True, return_dict=False)
+    parsed = parse_response(tok, tok.encode(turn + "<|im_end|>", add_special_tokens=False), prefix=prefix,
+                            tools=[schema])
+    assert parsed["reasoning_content"] == "t" and parsed["tool_calls"] == [call] and parsed["content"] == ""
+    assert tok.apply_chat_template(messages[:2] + [parsed], tools=[schema], tokenize=False) == text.split(
+        "<|im_start|>user\n<tool_response>")[0]
+    # String arguments (OpenAI style) go in as written; no default-system prompt when a system message is given.
+    string_call = {"type": "function", "function": {"name": "search", "arguments": '{"query": ["a", "b"]}'}}
+    again = tok.apply_chat_template(messages[:2] + [dict(messages[2], tool_calls=[string_call])], tools=[schema],
+                                    tokenize=False)
+    assert again == tok.apply_chat_template(messages[:3], tools=[schema], tokenize=False) and "SmolLM" not in again
+    assert tool_calling_tokenizer(tok) is tok and tok.chat_template == SMOLLM2_TOOL_TEMPLATE  # idempotent
+
+
+def test_tool_calling_tokenizer_leaves_tool_templates_and_refuses_others_in_one_line():
+    qwen = _fresh("qwen3")
+    assert tool_calling_tokenizer(qwen).chat_template == template_tokenizer("qwen3").chat_template
+    for name, what in (("chatml", "has no chat template"), ("llama3", "cannot render tool calls")):
+        tok = _fresh(name)
+        with pytest.raises(ValueError) as err:
+            tool_calling_tokenizer(tok)
+        assert what in str(err.value) and "chat_template=" in str(err.value) and "\n" not in str(err.value)
+    tok = _fresh("llama3")
+    own = tok.chat_template
+    with pytest.raises(ValueError, match="does not render tools.*pass one that does"):
+        tool_calling_tokenizer(tok, chat_template=own)
+    assert tok.chat_template == own  # left as it was
+    forced = tool_calling_tokenizer(_fresh("chatml"), chat_template=SMOLLM2_TOOL_TEMPLATE)
+    assert forced.chat_template == SMOLLM2_TOOL_TEMPLATE and forced.response_template["start_anchor"]

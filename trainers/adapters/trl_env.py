@@ -17,12 +17,14 @@ rollout ends. :func:`wikisim_environment` returns such a class bound to a simula
 Usage::
 
     Env = wikisim_environment(wiki_dir=DIR)
-    trainer = GRPOTrainer(model=..., processing_class=tokenizer, args=GRPOConfig(...),
+    trainer = GRPOTrainer(model=..., processing_class=tool_calling_tokenizer(tokenizer), args=GRPOConfig(...),
                           train_dataset=environment_dataset(tasks), environment_factory=Env)
 
 The tokenizer needs a chat template that renders tool calls and a response parser
 (``trl.chat_template_utils.add_response_schema``: Qwen2.5/Qwen3 templates speak exactly the
-environment's ``<tool_call>`` / ``<tool_response>`` protocol).
+environment's ``<tool_call>`` / ``<tool_response>`` protocol). SmolLM2's own template renders no
+tools: pass ``processing_class=tool_calling_tokenizer(tokenizer)``, which attaches a tool-calling
+template in the same protocol and its parser (:mod:`trainers.adapters.tool_template`).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from __future__ import annotations
 from typing import Any, ClassVar, Mapping, Sequence
 
 from envs.servers.episode import ENV_ID, ToolEpisode
+from trainers.adapters.tool_template import tool_calling_tokenizer  # noqa: F401 (re-exported: the usage above)
 
 TASK_FIELDS = ("id", "question", "answer", "aliases")
 SYSTEM_PROMPT = ("You are a deep research assistant. Answer the user's question by searching the web and visiting "
