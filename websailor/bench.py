@@ -81,10 +81,7 @@ def _bwrap(ctx: Context) -> str | None:
     return None
 
 
-def _cuda(ctx: Context) -> str | None:
-    reason = _simulator(ctx)
-    if reason:
-        return reason
+def _no_cuda() -> str | None:
     probe = subprocess.run([sys.executable, "-c", "import torch; print(torch.cuda.is_available())"],
                            capture_output=True, text=True, timeout=300)
     if probe.stdout.strip() != "True":
@@ -92,13 +89,25 @@ def _cuda(ctx: Context) -> str | None:
     return None
 
 
-def _vllm_cuda(ctx: Context) -> str | None:
-    if importlib.util.find_spec("vllm") is None:
-        return "vLLM is not installed (pip install 'websailor-gym[vllm]'): a GPU benchmark"
-    probe = subprocess.run([sys.executable, "-c", "import torch; print(torch.cuda.is_available())"],
-                           capture_output=True, text=True, timeout=300)
-    if probe.stdout.strip() != "True":
-        return "no CUDA device (torch.cuda.is_available() is False): a GPU benchmark"
+def _cuda(ctx: Context) -> str | None:
+    return _simulator(ctx) or _no_cuda()
+
+
+def _gpu(ctx: Context) -> str | None:
+    """A GPU alone (the benchmark builds its own simulator; vLLM is measured when present)."""
+    return _no_cuda()
+
+
+def _model_and_simulator(ctx: Context) -> str | None:
+    reason = _simulator(ctx)
+    if reason:
+        return reason
+    from trainers.models import DEFAULT_MODEL, resolve_model
+
+    try:
+        resolve_model(DEFAULT_MODEL)
+    except Exception as exc:  # a one-line reason: the model setup converts is missing
+        return str(exc).splitlines()[0]
     return None
 
 
@@ -151,7 +160,7 @@ SPECS: dict[str, Spec] = {
                         _cuda, _derive_tasks(128)),
     "gpu_train": Spec(lambda c: [],
                       lambda c: ["--size", "tiny", "--episodes", "16", "--max-new-tokens", "64", "--long-tokens", "4096"],
-                      _vllm_cuda),
+                      _gpu),
     "grpo_learning": Spec(lambda c: ["--out", str(c.work / "grpo_learning.png")],
                           lambda c: ["--steps", "2", "--out", str(c.work / "grpo_learning.png")]),
     "grpo_step": Spec(lambda c: [],
@@ -168,6 +177,9 @@ SPECS: dict[str, Spec] = {
     "parallel_memory": Spec(lambda c: [], lambda c: ["--layers", "2", "--hidden", "64", "--vocab", "1000",
                                                      "--tokens", "64", "--steps", "2"]),
     "rollout_async": Spec(lambda c: [], lambda c: ["--episodes", "24", "--num-envs", "8"]),
+    "rollout_speed": Spec(lambda c: ["--wiki-dir", c.wiki_dir, "--threads", "1"],
+                          lambda c: ["--wiki-dir", c.wiki_dir, "--threads", "1", "--parallel", "8",
+                                     "--max-new-tokens", "16"], _model_and_simulator),
     "sandbox": Spec(lambda c: [], lambda c: ["--runs", "5", "--callers", "2", "--per-caller", "3", "--rounds", "1"],
                     _bwrap),
     "scale": Spec(lambda c: ["--sentences-from", c.wiki_dir],
