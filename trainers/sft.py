@@ -14,7 +14,11 @@ schedule, the loss, the model setup, then :func:`train`.
   to 1e-10, weight decay 0.1. Those numbers suit a pretrained model; a randomly initialized
   tiny model (:mod:`trainers.tiny_lm`) learns nothing at 5e-6 in a few hundred steps, so
   tests and benchmarks override ``lr=1e-3`` (``--lr 1e-3``) and keep the rest.
-- Checkpoints: ``output_dir/checkpoint.pt`` holds model, optimizer, scheduler, every RNG and
+- Trained weights: all of them, LoRA adapters (``lora``), or only the top ``train_layers`` decoder
+  layers and the final norm (:func:`trainers.layers.trainable_top`: on CPU most of a step is the
+  backward pass through the layers below, and the optimizer state shrinks with the trained weights).
+- Checkpoints: ``output_dir/checkpoint.pt`` holds model (only the trained weights when some are
+  frozen: the rest are the starting model's, loaded again on resume), optimizer, scheduler, every RNG and
   the step (the data position follows from it: the order of each epoch is a seeded
   permutation), so an interrupted run resumes and reproduces the same steps exactly
   (written and read by :mod:`trainers.checkpoint_io`).
@@ -45,6 +49,7 @@ from trainers.parallel import Parallel
 from trainers.checkpoint_io import load_state, rng_state, save_model, save_state, set_rng_state
 from trainers.metrics_log import TENSORBOARD_MODES, MetricsLogger, TensorBoardMode
 from trainers.interrupt import StopRequest, TrainingInterrupted
+from trainers.layers import frozen_checksum, frozen_names, trainable_top
 from trainers.progress import StepBar
 from trainers.sft_data import Example, FilterConfig, build_examples, collate, fingerprint, read_records
 from wiki_sim.common.errors import UserError
@@ -111,6 +116,10 @@ class SFTConfig:
     """LoRA scaling numerator."""
     lora_targets: list[str] = field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"])
     """Module names that get LoRA adapters."""
+    train_layers: int = 0
+    """Train only the top N decoder layers and the final norm (0: every weight). On CPU this is most of the
+    speed-up of a short SFT run (the main job trains its top 6); the checkpoint then holds only those weights
+    and their optimizer state."""
     loss_on: Literal["assistant", "all"] = "assistant"
     """Tokens in the loss: the assistant's (SFT), or all of them (language-model pretraining of a randomly
     initialized model on the same transcripts, before its SFT)."""
@@ -160,6 +169,10 @@ class SFTConfig:
             raise ValueError(f"tensorboard must be one of {list(TENSORBOARD_MODES)}, got {self.tensorboard!r}")
         if self.dtype not in ("float32", "bfloat16"):
             raise ValueError(f"dtype must be 'float32' or 'bfloat16', got {self.dtype!r}")
+        if isinstance(self.train_layers, bool) or not isinstance(self.train_layers, int) or self.train_layers < 0:
+            raise ValueError(f"train_layers must be an integer >= 0, got {self.train_layers!r}")
+        if self.train_layers and self.lora:
+            raise ValueError("train_layers and lora both choose what trains: use one of them")
         parallel.check_supported(self.parallel, lora=self.lora)
         self.filters()  # validates the filter fields
 
@@ -266,6 +279,7 @@ def train(config: SFTConfig, *, model: Any = None, tokenizer: Any = None,
     random.seed(config.seed)
     np.random.seed(config.seed)
     model = precision.master_weights(model, config.dtype)
+    sizes = trainable_top(model, config.train_layers) if config.train_layers else None
     if config.lora:
         model = lora.wrap(model, config.lora_r, config.lora_alpha, config.lora_targets)
     model.to(device)
@@ -277,14 +291,22 @@ def train(config: SFTConfig, *, model: Any = None, tokenizer: Any = None,
     meta = {"fingerprint": fingerprint(examples), "total_steps": total, "batch_size": config.batch_size,
             "seed": config.seed, "lora": config.lora}
     start, counters = _maybe_resume(out / "checkpoint.pt", config, meta, model, optimizer, scheduler)
+    if sizes is None:
+        sizes = {"parameters": sum(p.numel() for p in model.parameters()),
+                 "trainable": sum(p.numel() for p in model.parameters() if p.requires_grad)}
+
+    frozen = sorted(frozen_names(model)) if not parallel.is_sharded(model) else []
 
     def checkpoint(step: int) -> None:
         weights = parallel.model_state(model, dist)  # full state dicts: collectives under FSDP
         optim = parallel.optimizer_state(model, optimizer, dist)
         if dist.is_main:
+            if frozen:  # frozen weights are the starting model's: a resume loads them from there again
+                weights = {k: v for k, v in weights.items() if k not in set(frozen)}
             save_state(out / "checkpoint.pt", {
                 **meta, "step": step, "counters": dict(counters), "model": weights, "optimizer": optim,
-                "scheduler": scheduler.state_dict(), "rng": rng_state(), "config": asdict(config)})
+                "scheduler": scheduler.state_dict(), "rng": rng_state(), "config": asdict(config),
+                **({"frozen": frozen, "frozen_checksum": frozen_checksum(model)} if frozen else {})})
         dist.barrier()
 
     def one_step(step: int) -> dict[str, Any]:
@@ -305,7 +327,8 @@ def train(config: SFTConfig, *, model: Any = None, tokenizer: Any = None,
     if dist.is_main:
         _write_json(out / "summary.json", {"steps": total, "final_loss": final, "filters": report.to_dict(),
                                            "examples": len(examples), "skipped_steps": counters["skipped"],
-                                           "resumed_from": start, "model_dir": result.model_dir})
+                                           "resumed_from": start, "model_dir": result.model_dir,
+                                           "parameters": sizes["parameters"], "trainable": sizes["trainable"]})
     return result
 
 
@@ -362,7 +385,22 @@ def _maybe_resume(path: Path, config: SFTConfig, meta: dict[str, Any], model: An
         if state.get(key) != value:
             raise UserError(f"{path}: the checkpoint was written with {key}={state.get(key)!r}, this run has "
                              f"{value!r}; use another output_dir or --no-resume")
-    parallel.load_model_state(model, state["model"], strict=True)
+    frozen = state.get("frozen")
+    if frozen is None:
+        parallel.load_model_state(model, state["model"], strict=True)
+    else:  # only the trained weights were saved: the frozen ones must be frozen here too
+        now = sorted(frozen_names(model))
+        if list(frozen) != now:
+            raise UserError(f"{path}: the checkpoint froze {len(frozen)} weights, this run freezes {len(now)} "
+                             "(another --train-layers?); use another output_dir or --no-resume")
+        if state.get("frozen_checksum") != frozen_checksum(model):
+            raise UserError(f"{path}: this run's frozen weights differ from those the checkpoint was trained on "
+                             "(another --model?); use another output_dir or --no-resume")
+        missing, unexpected = parallel.load_model_state(model, state["model"], strict=False)
+        left = sorted(set(missing) - set(frozen))
+        if left or unexpected:
+            raise UserError(f"{path}: the checkpoint's weights do not fit this model (missing {left[:3]}, "
+                             f"unexpected {list(unexpected)[:3]}); use another output_dir or --no-resume")
     parallel.load_optimizer_state(model, optimizer, state["optimizer"])
     scheduler.load_state_dict(state["scheduler"])
     set_rng_state(state["rng"])
