@@ -36,6 +36,7 @@ from trainers import checkpoint_io, grpo_state, lora, memory, mismatch, parallel
 from trainers.parallel import Parallel
 from trainers.grpo_data import EqualGroups, Overlong, TaskPool, build_batch, is_error, prepare_step, signal_groups
 from trainers.interrupt import StopRequest, TrainingInterrupted
+from trainers.rollout_samples import save_rollout_sample
 from trainers.progress import StepBar, enabled
 from trainers.metrics_log import TENSORBOARD_MODES, MetricsLogger, TensorBoardMode, iter_metrics
 from trainers.rollout_options import EnvOptions, EpisodeOptions
@@ -176,6 +177,9 @@ class GRPOConfig(EpisodeOptions, EnvOptions):
     vllm_max_model_len: int | None = None
     """Longest sequence (prompt and continuation) the vLLM engine serves; default: the model's own limit
     (``max_position_embeddings`` in its config.json). A value above that limit is refused before loading."""
+    rollout_samples: int = 4
+    """Trajectories of each step written to ``output_dir/rollouts/step-<n>.jsonl`` (one of each group first; 0:
+    none), to read what the policy did (``websailor report OUTPUT_DIR``; trainers/rollout_samples.py)."""
 
     def __post_init__(self) -> None:
         EpisodeOptions.__post_init__(self)
@@ -350,6 +354,8 @@ class GRPOTrainer:
         grpo_state.seed_step(cfg.seed, self.step, self.dist.rank)
         t0 = time.perf_counter()
         mine, trajectories, rounds, found = self._sample_groups()
+        if self.dist.is_main and cfg.rollout_samples > 0:  # what the policy did, for a researcher to read
+            save_rollout_sample(self.out, self.step, trajectories, cfg.group_size, cfg.rollout_samples)
         t1 = time.perf_counter()
         rng = random.Random(cfg.seed * 7_919 + self.step * 31 + self.dist.rank)
         chosen, advs, include, gstats = prepare_step(
