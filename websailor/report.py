@@ -250,14 +250,16 @@ GRPO_PANELS = (("reward/mean", "mean reward"), ("signal", "groups with mixed rew
                ("grad/norm", "gradient norm"), ("policy/entropy", "policy entropy (nats/token)"))
 
 
-def curves_section(run_dir: Path) -> str:
+def curves_section(run_dir: Path, sft_metrics: Path | None = None, grpo_metrics: Path | None = None) -> str:
+    """SFT loss and GRPO panels from ``run_dir/sft/metrics.jsonl`` and ``run_dir/grpo/metrics.jsonl`` (or the
+    files given)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     figures = []
-    sft = read_jsonl(run_dir / "sft" / "metrics.jsonl", limit=100_000)
+    sft = read_jsonl(sft_metrics or run_dir / "sft" / "metrics.jsonl", limit=100_000)
     xs, ys = _series(sft, "loss/sft")
     if ys:
         fig, ax = plt.subplots(figsize=(5.5, 3.6))
@@ -265,7 +267,7 @@ def curves_section(run_dir: Path) -> str:
         ax.set(title="SFT loss (assistant tokens)", xlabel="step", ylabel="cross-entropy")
         ax.grid(alpha=0.3)
         figures.append(_img(_png(fig), "SFT learning curves: loss/sft"))
-    grpo = read_jsonl(run_dir / "grpo" / "metrics.jsonl", limit=100_000)
+    grpo = read_jsonl(grpo_metrics or run_dir / "grpo" / "metrics.jsonl", limit=100_000)
     for r in grpo:
         groups = _num(r.get("groups/groups"), None)
         if groups:
@@ -425,14 +427,17 @@ def _spread(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [q[i] for i in range(max((len(q) for q in queues), default=0)) for q in queues if i < len(q)]
 
 
-def viewer_section(run_dir: Path, tasks_by_id: Mapping[str, Mapping[str, Any]]) -> str:
+def viewer_section(run_dir: Path, tasks_by_id: Mapping[str, Mapping[str, Any]],
+                   files: Sequence[tuple[str, Path, str]] | None = None) -> str:
     """The trajectory viewer: the first :data:`MAX_VIEWER_TASKS` trajectories of each policy, at most
-    :data:`MAX_VIEWER_CHARS` of HTML in all; links to the trajectory files for the rest."""
-    files = sorted((run_dir / "eval").glob("*.trajectories.jsonl"))
+    :data:`MAX_VIEWER_CHARS` of HTML in all; links to the trajectory files for the rest. ``files``: (label,
+    path, link relative to the report) of each trajectory file; default: ``run_dir/eval/*.trajectories.jsonl``."""
+    if files is None:
+        files = [(path.name[: -len(".trajectories.jsonl")], path, f"eval/{path.name}")
+                 for path in sorted((run_dir / "eval").glob("*.trajectories.jsonl"))]
     options, sections, links, used, left_out = [], [], [], 0, 0
-    for path in files:
-        policy = path.name[: -len(".trajectories.jsonl")]
-        links.append(f'<a href="eval/{_esc(path.name)}">{_esc(path.name)}</a>')
+    for policy, path, href in files:
+        links.append(f'<a href="{_esc(href)}">{_esc(href)}</a>')
         for record in _spread(read_jsonl(path, limit=10 * MAX_VIEWER_TASKS))[:MAX_VIEWER_TASKS]:
             if used >= MAX_VIEWER_CHARS:
                 left_out += 1
@@ -464,6 +469,10 @@ def build_report(run_dir: str | os.PathLike) -> Path:
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise UserError(f"{run_dir} is not a run directory (run `websailor pipeline --out {run_dir}` first)")
+    if not (run_dir / "run.json").is_file():  # not a pipeline run: an eval, SFT or GRPO output folder
+        from websailor.folder_report import build_folder_report
+
+        return build_folder_report(run_dir)
     run = _dict(_read_json(run_dir / "run.json"))
     tasks = read_jsonl(run_dir / "tasks" / "train.jsonl", limit=20_000) + \
         read_jsonl(run_dir / "tasks" / "heldout.jsonl", limit=20_000)
