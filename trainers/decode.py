@@ -262,12 +262,12 @@ def sample_rows(logp: torch.Tensor, temperature: float, generators: Sequence[tor
         return logp.argmax(dim=-1)
     if generators is None:
         return torch.multinomial(logp.float().exp(), 1).squeeze(-1)
-    uniforms = []
-    for gen in generators:
-        device = "cpu" if gen.device.type == "cpu" else logp.device
-        uniforms.append(torch.rand((), generator=gen, device=device, dtype=torch.float64).to(logp.device))
+    # One draw per row from its own generator, on the generator's device; one transfer for the batch.
+    uniforms = [torch.rand((), generator=gen, device=gen.device, dtype=torch.float64) for gen in generators]
+    same = all(x.device == uniforms[0].device for x in uniforms)
+    u = (torch.stack(uniforms) if same else torch.stack([x.cpu() for x in uniforms])).to(logp.device)
     cdf = torch.cumsum(logp.to(torch.float64).exp(), dim=-1)
-    u = torch.stack(uniforms) * cdf[:, -1]
+    u = u * cdf[:, -1]
     tokens = torch.searchsorted(cdf, u.unsqueeze(-1), right=True).squeeze(-1).clamp_(max=logp.shape[-1] - 1)
     outside = ~torch.isfinite(logp.gather(-1, tokens.unsqueeze(-1)).squeeze(-1))
     if bool(outside.any()):  # u landed on the very end of the cdf: step back into the nucleus
