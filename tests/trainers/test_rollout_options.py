@@ -78,4 +78,4 @@ def test_rollout_fields_are_declared_once_with_per_command_defaults():
     defaults = {cls.__name__: (cls.max_new_tokens, cls.temperature, cls.top_p, getattr(cls, "max_tool_calls", None))
                 for cls in (GRPOConfig, EvalConfig, PipelineConfig, RolloutConfig)}
     assert defaults == {"GRPOConfig": (512, 1.0, 1.0, 10), "EvalConfig": (2048, 0.85, 0.95, 100),
-                        "PipelineConfig": (64, 0.7, 0.95, 2), "RolloutConfig": (2048, 1.0, 1.0, None)}
+                        "PipelineConfig": (64, 0.7, 1.0, 2), "RolloutConfig": (2048, 1.0, 1.0, None)}

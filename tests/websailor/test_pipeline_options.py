@@ -13,11 +13,13 @@ def test_a_run_recorded_without_a_newer_option_resumes_at_its_default(tmp_path):
     run = tmp_path / "run"
     open_run(PipelineConfig(out=str(run), model="tiny"))
     state = json.loads((run / RUN_FILE).read_text())
-    del state["config"]["top_p"]  # as a run recorded before --top-p existed
+    del state["config"]["max_new_tokens"]  # as a run recorded before --max-new-tokens existed
     (run / RUN_FILE).write_text(json.dumps(state))
     open_run(PipelineConfig(out=str(run), model="tiny"))  # the default: the same run
-    with pytest.raises(ValueError, match=r"holds a run with other settings \(top_p\)"):
-        open_run(PipelineConfig(out=str(run), model="tiny", top_p=0.5))
+    with pytest.raises(ValueError, match=r"holds a run with other settings \(max_new_tokens\)"):
+        open_run(PipelineConfig(out=str(run), model="tiny", max_new_tokens=32))
+    with pytest.raises(ValueError, match="--top-p must be 1 in the main job"):
+        PipelineConfig(out=str(run), model="tiny", top_p=0.5)
 
 
 def test_sampling_options_are_checked_once_for_every_command():
