@@ -301,8 +301,8 @@ class _Plan:
 
 
 def _plan(prompts: list[list[int]], keys: Sequence[Any] | None, store: KVStore | None) -> _Plan:
-    """Find what each row reuses, share a long common prefix among rows that reuse nothing, and
-    merge identical (prompt, reuse) rows."""
+    """Find what each row reuses (its own kept turn, or a shared prefix) and merge identical
+    (prompt, reuse) rows."""
     reused: list[Entry | None] = [None] * len(prompts)
     if store is not None:
         reused = [store.lookup(None if keys is None else keys[i], p) for i, p in enumerate(prompts)]

@@ -135,3 +135,18 @@ def test_rollouts_with_the_kv_engine_match_the_generate_engine(model, tokenizer)
         assert a.token_ids == b.token_ids and a.num_turns == b.num_turns
         assert torch.allclose(torch.tensor(a.logprobs), torch.tensor(b.logprobs), atol=1e-4)
     assert max(t.num_turns for t in runs["kv"]) > 1
+
+
+def test_prefill_in_chunks_of_rows_gives_the_same_samples(model, tokenizer):
+    """A small prefill budget runs the rows a few at a time (each chunk through its own view of the cache)."""
+    policy = TransformersPolicy(model, tokenizer, engine="kv")
+    policy._decoder = decode.Decoder(model, policy.device, prefill_tokens=40)
+    prompts = _prompts(tokenizer, ["a", "who wrote the long book B?", "c?", "what is the capital of D?"])
+    keys = ["a", "b", "c", "d"]
+    kwargs = dict(max_new_tokens=10, temperature=1.0, top_p=1.0, stop_ids=[[1]])
+    old, new = _both(model, tokenizer, prompts, [1, 2, 3, 4], keys=keys, policy=policy, **kwargs)
+    _assert_same(old, new)
+    second = [p + g.token_ids + [50, 51, 52] * (i + 1) for i, (p, g) in enumerate(zip(prompts, new))]
+    old, new = _both(model, tokenizer, second, [5, 6, 7, 8], keys=keys, policy=policy, **kwargs)
+    _assert_same(old, new)
+    assert policy.store.reused_tokens > 0
