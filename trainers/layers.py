@@ -3,8 +3,7 @@
 :func:`trainable_top` freezes every weight but the top ``layers`` decoder layers and the final norm.
 On CPU most of a step's time is the backward pass through the layers below; freezing them also
 keeps the optimizer state (and so the checkpoint, :mod:`trainers.sft`) to the trained weights.
-``websailor sft train --train-layers N`` uses it; the main job's stages use it too
-(``websailor/stages.py`` still holds a copy of it, to be switched to this one).
+``websailor sft train --train-layers N`` and the main job's SFT and GRPO stages use it.
 """
 
 from __future__ import annotations

@@ -194,22 +194,10 @@ def stage_fewshot(config: Any, run_dir: Path) -> dict[str, Any]:
 # ----------------------------------------------------------------------------- training
 
 
-def trainable_top(model: Any, layers: int) -> dict[str, int]:
-    """Train only the top ``layers`` decoder layers and the final norm (0: every weight); returns the
-    parameter counts. Frees the backward pass below them, most of a CPU step's time."""
-    total = sum(p.numel() for p in model.parameters())
-    blocks = getattr(getattr(model, "model", None), "layers", None)
-    if layers and blocks is not None and layers < len(blocks):
-        for p in model.parameters():
-            p.requires_grad_(False)
-        for module in [*blocks[-layers:], getattr(model.model, "norm", None)]:
-            for p in (module.parameters() if module is not None else ()):
-                p.requires_grad_(True)
-    return {"parameters": total, "trainable": sum(p.numel() for p in model.parameters() if p.requires_grad)}
-
-
 def stage_sft(config: Any, run_dir: Path) -> dict[str, Any]:
-    """SFT on gold title-lookup trajectories (:func:`websailor.recipe.gold_trajectories`)."""
+    """SFT on gold title-lookup trajectories (:func:`websailor.recipe.gold_trajectories`), the top
+    ``--train-layers`` layers only (:func:`trainers.layers.trainable_top`)."""
+    from trainers.layers import trainable_top
     from trainers.sft import SFTConfig, train
 
     gold_file = run_dir / "trajectories" / "gold.jsonl"
@@ -304,6 +292,7 @@ def stage_grpo(config: Any, run_dir: Path) -> dict[str, Any]:
     import torch
 
     from trainers.grpo import GRPOConfig, GRPOTrainer
+    from trainers.layers import trainable_top
 
     model_dir = run_dir / "sft" / "model"
     model, tokenizer = _load(model_dir)
