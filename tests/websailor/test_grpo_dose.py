@@ -1,0 +1,67 @@
+"""benchmarks/grpo_dose.py: the smoke run's JSON line, its paired fields per dose and level, the figure;
+bad step lists are one-line errors (exit 2)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+PAIRED = {"difference", "low", "high", "tasks", "verdict"}
+
+
+@pytest.fixture(scope="module")
+def smoke(default_wiki: Path, tmp_path_factory: pytest.TempPathFactory):
+    from benchmarks.grpo_dose import main
+
+    out = tmp_path_factory.mktemp("grpo_dose")
+    result = main(["--smoke", "--wiki-dir", str(default_wiki), "--out-dir", str(out), "--steps", "0,1,2",
+                   "--samples", "2", "--control-steps", "1", "--no-progress"])
+    return out, result
+
+
+def test_smoke_run_reports_every_dose_paired_against_sft_per_level(smoke):
+    out, result = smoke
+    assert result["benchmark"] == "grpo_dose" and result["mode"] == "smoke" and result["samples"] == 2
+    assert [d["steps"] for d in result["doses"]] == [0, 1, 2]
+    levels = set(result["heldout_per_level"])
+    assert levels and levels <= {"lookup-description", "lookup-lead", "sailorfog"}
+    for dose in result["doses"]:
+        for key in ("vs_sft", "vs_sft_greedy", "greedy_vs_sft_greedy"):
+            assert set(dose[key]) == PAIRED and dose[key]["tasks"] == result["heldout_tasks"]
+            assert dose[key]["low"] <= dose[key]["difference"] <= dose[key]["high"]
+        assert 0 <= dose["sampled"] <= 1 and 0 <= dose["greedy"] <= 1
+        assert set(dose["per_level"]) == levels
+        for level, row in dose["per_level"].items():
+            assert row["tasks"] == result["heldout_per_level"][level]
+            assert set(row["vs_sft"]) == PAIRED and set(row["greedy_vs_sft_greedy"]) == PAIRED
+    assert result["doses"][0]["vs_sft"]["difference"] == 0  # step 0 is the SFT model itself
+    controls = result["controls"]
+    assert {"sft_sampled", "sft_greedy", "heuristic", "sft_more"} <= set(controls)
+    assert controls["sft_more"]["steps"] == 1 and set(controls["sft_more"]["largest_dose_vs"]) == PAIRED
+    assert Path(result["figure"]).is_file() and Path(result["figure"]).stat().st_size > 1000
+    assert (out / "dose" / "models" / "step-2" / "config.json").is_file()
+
+
+def test_json_line_is_printed_last(default_wiki, tmp_path, capsys, smoke):
+    from benchmarks.grpo_dose import main
+
+    out, first = smoke
+    # A second run over the same folder reuses every trained dose and evaluation.
+    main(["--smoke", "--wiki-dir", str(default_wiki), "--out-dir", str(out), "--steps", "0,1,2", "--samples", "2",
+          "--control-steps", "1", "--no-progress"])
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    again = json.loads(last)
+    assert again["benchmark"] == "grpo_dose" and again["doses"] == first["doses"]
+
+
+@pytest.mark.parametrize("steps", ["0,5,3", "0,2,2", "a,b", "-1,2", ","])
+def test_bad_step_lists_are_one_line_errors(steps, capsys):
+    from benchmarks.grpo_dose import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["--smoke", f"--steps={steps}"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("grpo_dose: error: --steps")
