@@ -255,12 +255,12 @@ def draw(rows: list[dict], controls: dict[str, Any], path: Path) -> None:
     for level in sorted({lv for r in rows for lv in r["per_level"]}):
         ax.plot(xs, [r["per_level"][level]["sampled"] for r in rows], marker=".", ls="--", alpha=0.7,
                 label=f"sampled, {level}")
-    for label, value, style in (("SFT greedy", controls.get("sft_greedy"), ":"),
-                                (controls.get("sft_more", {}).get("name", "sft+N"),
-                                 controls.get("sft_more", {}).get("sampled"), "-."),
-                                ("heuristic", controls.get("heuristic"), (0, (1, 3)))):
+    for label, value, color in (("SFT greedy", controls.get("sft_greedy"), "tab:gray"),
+                                (controls.get("sft_more", {}).get("name", "sft+N") + ", sampled",
+                                 controls.get("sft_more", {}).get("sampled"), "tab:brown"),
+                                ("heuristic", controls.get("heuristic"), "black")):
         if isinstance(value, (int, float)):
-            ax.axhline(value, ls=style, color="gray", label=label)
+            ax.axhline(value, ls=":", color=color, label=label)
     ax.set(title="held-out success", xlabel="GRPO steps", ylim=(-0.02, 1.02))
     ax.legend(fontsize=7)
     ax = axes[1]
