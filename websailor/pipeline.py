@@ -297,14 +297,15 @@ def summary_lines(run_dir: Path, state: dict[str, Any]) -> list[str]:
     summary = json.loads(summary_file.read_text(encoding="utf-8")) if summary_file.is_file() else {}
     tasks = (state["stages"].get("tasks") or {}).get("result") or {}
     config = state.get("config") or {}
+    width = max([10, *(len(str(name)) for name in summary)])
     lines = [f"run: {run_dir}   model: {config.get('model')}   env: websailor/WikiSim-v0 (compact), "
              f"corpus: {config.get('wiki_dir')}   device: {state.get('device') or config.get('device', 'cpu')}",
              f"tasks: {tasks.get('tasks', '?')} (train {tasks.get('train', '?')}, held-out {tasks.get('heldout', '?')}: "
              + ", ".join(f"{k} {v}" for k, v in (tasks.get("heldout_per_level") or {}).items()) + ")",
-             f"{'policy':<10} {'success':>7} {'95% interval':>13} {'well-formed':>11} {'tool calls':>10}  terminations"]
+             f"{'policy':<{width}} {'success':>7} {'95% interval':>13} {'well-formed':>11} {'tool calls':>10}  terminations"]
     for name, s in summary.items():
         ends = ", ".join(f"{k}={v}" for k, v in sorted((s.get("terminations") or {}).items()))
-        lines.append(f"{name:<10} {s.get('success', 0.0):>7.3f} {_ci(s):>13} {s.get('well_formed_turns', 0.0):>11.3f} "
+        lines.append(f"{name:<{width}} {s.get('success', 0.0):>7.3f} {_ci(s):>13} {s.get('well_formed_turns', 0.0):>11.3f} "
                      f"{s.get('mean_tool_calls', 0.0):>10.2f}  {ends}")
     lines += _comparison_lines(run_dir, summary)
     levels = sorted({lv for s in summary.values() for lv in (s.get("per_level") or {})})
