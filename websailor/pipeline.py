@@ -353,7 +353,14 @@ class ReportConfig:
 
 
 def run_report(config: ReportConfig) -> int:
+    """A pipeline run's report, or (a folder without ``run.json``) an eval, SFT or GRPO folder's."""
     from websailor.report import build_report
 
-    print(build_report(config.run_dir))
+    folder = Path(config.run_dir)
+    if folder.is_dir() and not (folder / RUN_FILE).is_file():
+        from websailor.folder_report import build_folder_report
+
+        print(build_folder_report(folder))
+        return 0
+    print(build_report(folder))
     return 0

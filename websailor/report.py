@@ -469,10 +469,6 @@ def build_report(run_dir: str | os.PathLike) -> Path:
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise UserError(f"{run_dir} is not a run directory (run `websailor pipeline --out {run_dir}` first)")
-    if not (run_dir / "run.json").is_file():  # not a pipeline run: an eval, SFT or GRPO output folder
-        from websailor.folder_report import build_folder_report
-
-        return build_folder_report(run_dir)
     run = _dict(_read_json(run_dir / "run.json"))
     tasks = read_jsonl(run_dir / "tasks" / "train.jsonl", limit=20_000) + \
         read_jsonl(run_dir / "tasks" / "heldout.jsonl", limit=20_000)

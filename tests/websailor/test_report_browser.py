@@ -82,7 +82,7 @@ def test_report_renders_and_its_trajectory_viewer_expands(browser, served_run, t
         assert rows[0].is_displayed(), cls
     policies = [r.find_element(By.TAG_NAME, "td").text
                 for r in browser.find_elements(By.CSS_SELECTOR, "table.results tbody tr")]
-    assert sorted(policies) == ["fewshot", "grpo", "heuristic", "random", "sft"]
+    assert sorted(policies) == ["fewshot", "grpo", "grpo-greedy", "heuristic", "random", "sft", "sft-greedy"]
 
     # Every picture decoded (naturalWidth > 0); the ones outside the viewer are on screen.
     images = browser.find_elements(By.TAG_NAME, "img")
