@@ -128,14 +128,32 @@ def clip_fractions(
     """Share of unmasked tokens whose ratio is clipped: ``low`` (ratio below ``1 - clip_low``
     with a negative advantage), ``high`` (above ``1 + clip_high`` with a positive one),
     ``region`` (either). Inputs as :func:`policy_loss`; returns plain floats (for metrics)."""
+    _, low, high, keep = _clipped(logprobs, old_logprobs, advantages, mask, clip_low, clip_high)
+    n = max(int(keep.sum()), 1)
+    return {"low": int(low.sum()) / n, "high": int(high.sum()) / n, "region": int((low | high).sum()) / n}
+
+
+def _clipped(logprobs: torch.Tensor, old_logprobs: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor,
+             clip_low: float, clip_high: float) -> tuple[torch.Tensor, ...]:
+    """``(B, T)`` tensors: the importance ratio (1 where masked), and booleans clipped low, clipped high, unmasked."""
     with torch.no_grad():
         keep = mask.bool()
         ratio = torch.exp(torch.where(keep, logprobs - old_logprobs, torch.zeros_like(logprobs)))
         adv = advantages.unsqueeze(1)
-        low = (ratio < 1 - clip_low) & (adv < 0) & keep
-        high = (ratio > 1 + clip_high) & (adv > 0) & keep
-        n = max(int(keep.sum()), 1)
-        return {"low": int(low.sum()) / n, "high": int(high.sum()) / n, "region": int((low | high).sum()) / n}
+        return ratio, (ratio < 1 - clip_low) & (adv < 0) & keep, (ratio > 1 + clip_high) & (adv > 0) & keep, keep
+
+
+def update_sums(logprobs: torch.Tensor, old_logprobs: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor,
+                entropy: torch.Tensor, clip_low: float = 0.2, clip_high: float = 0.28) -> dict[str, float]:
+    """The update's per-token metrics of one micro-batch as sums over unmasked tokens (they add over
+    micro-batches and ranks; divide by the step's tokens): ``entropy``, ``ratio`` (the importance ratio
+    against ``old_logprobs``), ``clip_low`` and ``clip_high`` (token counts, as :func:`clip_fractions`).
+    Inputs as :func:`policy_loss`, ``entropy`` ``(B, T)``; one device-to-host copy for all of them."""
+    with torch.no_grad():
+        ratio, low, high, keep = _clipped(logprobs, old_logprobs, advantages, mask, clip_low, clip_high)
+        values = torch.stack([masked_sum(entropy.float(), keep), masked_sum(ratio.float(), keep),
+                              low.sum().float(), high.sum().float()]).tolist()
+    return dict(zip(("entropy", "ratio", "clip_low", "clip_high"), values))
 
 
 def kl_k3(logprobs: torch.Tensor, ref_logprobs: torch.Tensor) -> torch.Tensor:
@@ -162,7 +180,11 @@ def _pieces(shape: torch.Size, chunk_size: int) -> list[tuple[int, slice]]:
 
 
 def _as_3d(x: torch.Tensor) -> torch.Tensor:
-    """``(B, T, V)`` view of ``(..., V)`` logits (a view, never a copy, for 2-D and 3-D inputs)."""
+    """``(B, T, V)`` view of ``(..., V)`` logits (a view, never a copy). Contiguous logits become one
+    row of ``B * T`` positions, so that a piece spans rows: a batch of short sequences is a few pieces,
+    not one per sequence (the per-piece Python and kernel launches dominated small batches)."""
+    if x.is_contiguous():
+        return x.view(1, -1, x.shape[-1])
     if x.dim() == 3:
         return x
     if x.dim() == 2:
@@ -177,21 +199,27 @@ class _ChunkedTokenLogprobs(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx: Any, logits: torch.Tensor, ids: torch.Tensor, temperature: float,
-                chunk_size: int) -> torch.Tensor:
+                chunk_size: int, with_entropy: bool) -> tuple[torch.Tensor, torch.Tensor]:
         out = torch.empty(logits.shape[:2], dtype=torch.float32, device=logits.device)
         lse = torch.empty_like(out)
+        entropy = torch.empty_like(out) if with_entropy else out.new_empty(0)
         for b, t in _pieces(logits.shape, chunk_size):
             x = logits[b, t].float()
             if temperature != 1.0:
                 x = x / temperature
             lse[b, t] = torch.logsumexp(x, dim=-1)
             out[b, t] = x.gather(-1, ids[b, t].unsqueeze(-1)).squeeze(-1) - lse[b, t]
+            if with_entropy:  # H = lse - sum(p * x), on the piece already in fp32 (no second pass over the logits)
+                p = torch.exp(x - lse[b, t].unsqueeze(-1))
+                entropy[b, t] = lse[b, t] - (p.mul_(x)).sum(-1)
         ctx.save_for_backward(logits, ids, lse)
         ctx.temperature, ctx.chunk_size = temperature, chunk_size
-        return out
+        ctx.mark_non_differentiable(entropy)
+        return out, entropy
 
     @staticmethod
-    def backward(ctx: Any, grad_out: torch.Tensor) -> tuple[torch.Tensor, None, None, None]:
+    def backward(ctx: Any, grad_out: torch.Tensor, _grad_entropy: torch.Tensor) -> tuple[torch.Tensor, None, None,
+                                                                                       None, None]:
         logits, ids, lse = ctx.saved_tensors
         temperature = ctx.temperature
         grad = torch.empty(logits.shape, dtype=logits.dtype, device=logits.device)
@@ -205,7 +233,7 @@ class _ChunkedTokenLogprobs(torch.autograd.Function):
             if temperature != 1.0:
                 piece.div_(temperature)
             grad[b, t] = piece.to(grad.dtype)
-        return grad, None, None, None
+        return grad, None, None, None, None
 
 
 def token_logprobs(logits: torch.Tensor, token_ids: torch.Tensor, temperature: float = 1.0, *,
@@ -215,24 +243,34 @@ def token_logprobs(logits: torch.Tensor, token_ids: torch.Tensor, temperature: f
     ``logits[:, t]`` must be the distribution that produced ``token_ids[:, t]`` (shift the
     model's output by one before calling). Logits are divided by ``temperature`` first, so
     the result matches log-probabilities sampled at that temperature. Computed as
-    ``gather - logsumexp`` in fp32, ``chunk_size`` positions of one sequence at a time, forward
-    and backward (a custom autograd function): no fp32 ``(B, T, V)`` tensor, and no
+    ``gather - logsumexp`` in fp32, ``chunk_size`` positions at a time (across rows when the logits
+    are contiguous), forward and backward (a custom autograd function): no fp32 ``(B, T, V)`` tensor, and no
     temperature-scaled copy of the logits, is ever materialised; only the logits themselves (in
     the model's dtype) and their gradient (same dtype).
     """
+    return token_logprobs_and_entropy(logits, token_ids, temperature, chunk_size=chunk_size, entropy=False)[0]
+
+
+def token_logprobs_and_entropy(logits: torch.Tensor, token_ids: torch.Tensor, temperature: float = 1.0, *,
+                               chunk_size: int = LOGPROB_CHUNK,
+                               entropy: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`token_logprobs` and, from the same fp32 pieces, the entropy at each position (as
+    :func:`entropy_from_logits`, without gradient): ``(B, T, V), (B, T) -> (B, T), (B, T)``. The update
+    needs both; one pass over the full-vocabulary logits instead of two. ``entropy=False``: an empty one."""
     if logits.shape[:-1] != token_ids.shape:
         raise ValueError(f"logits {tuple(logits.shape)} and token_ids {tuple(token_ids.shape)} must share (B, T)")
     if chunk_size < 1:
         raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
     x3 = _as_3d(logits)
     ids3 = token_ids.reshape(x3.shape[:2])
-    return _ChunkedTokenLogprobs.apply(x3, ids3, float(temperature), int(chunk_size)).view(token_ids.shape)
+    logp, ent = _ChunkedTokenLogprobs.apply(x3, ids3, float(temperature), int(chunk_size), bool(entropy))
+    return logp.view(token_ids.shape), (ent.view(token_ids.shape) if entropy else ent)
 
 
 def entropy_from_logits(logits: torch.Tensor, *, temperature: float = 1.0,
                         chunk_size: int = LOGPROB_CHUNK) -> torch.Tensor:
     """Entropy of the categorical distribution at each position: ``(B, T, V) -> (B, T)`` (nats, fp32),
-    of ``softmax(logits / temperature)``, ``chunk_size`` positions of one sequence at a time (each
+    of ``softmax(logits / temperature)``, ``chunk_size`` positions at a time (each
     piece checkpointed when gradients flow, so its fp32 intermediates are recomputed, not kept)."""
 
     def piece(x: torch.Tensor) -> torch.Tensor:

@@ -13,8 +13,11 @@ from trainers.losses import (
     group_advantages,
     kl_k3,
     masked_mean,
+    masked_sum,
     policy_loss,
     token_logprobs,
+    token_logprobs_and_entropy,
+    update_sums,
 )
 
 
@@ -223,3 +226,37 @@ def test_chunked_logprob_gradient_is_exact_on_a_sliced_batch():
     (full.float().double() * w).sum().backward()
     assert base.grad.dtype == torch.float64 and torch.allclose(base.grad, ref.grad, atol=1e-5)
     assert ref.grad.abs().max() > 0.1
+
+
+def test_logprobs_and_entropy_in_one_pass_match_the_separate_functions():
+    torch.manual_seed(2)
+    base = torch.randn(3, 5, 11) * 2
+    ids = torch.randint(0, 11, (3, 5))
+    w = torch.randn(3, 5)
+    ref = base.clone().requires_grad_(True)
+    (token_logprobs(ref, ids, 0.8) * w).sum().backward()
+    for chunk in (4, 1024):  # pieces of 4 positions cross rows of 5 (contiguous logits are one row of 15)
+        logits = base.clone().requires_grad_(True)
+        lp, ent = token_logprobs_and_entropy(logits, ids, 0.8, chunk_size=chunk)
+        assert not ent.requires_grad and lp.shape == ent.shape == (3, 5)
+        assert torch.allclose(lp, token_logprobs(base, ids, 0.8), atol=1e-6)
+        assert torch.allclose(ent, entropy_from_logits(base, temperature=0.8), atol=1e-5)
+        (lp * w).sum().backward()
+        assert torch.allclose(logits.grad, ref.grad, atol=1e-6)
+    assert token_logprobs_and_entropy(base, ids, entropy=False)[1].numel() == 0
+
+
+def test_update_sums_are_the_metrics_as_token_sums():
+    torch.manual_seed(3)
+    logp, old = torch.randn(4, 6) * 0.5 - 2, torch.randn(4, 6) * 0.5 - 2
+    adv = torch.tensor([1.0, -1.0, 0.5, -2.0])
+    mask = (torch.rand(4, 6) > 0.3).float()
+    entropy = torch.rand(4, 6)
+    logp[0, 0], mask[0, 0] = float("nan"), 0.0  # masked: never read
+    sums = update_sums(logp, old, adv, mask, entropy, 0.2, 0.28)
+    fractions = clip_fractions(logp, old, adv, mask, 0.2, 0.28)
+    tokens = int(mask.sum())
+    assert sums["clip_low"] == round(fractions["low"] * tokens) and sums["clip_high"] == round(fractions["high"] * tokens)
+    assert sums["clip_low"] + sums["clip_high"] > 0
+    assert sums["entropy"] == pytest.approx(float(masked_sum(entropy, mask)), rel=1e-6)
+    assert sums["ratio"] == pytest.approx(float(masked_sum(torch.exp(logp - old), mask)), rel=1e-6)
