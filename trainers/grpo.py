@@ -40,7 +40,7 @@ from trainers.rollout_samples import save_rollout_sample
 from trainers.progress import StepBar, enabled
 from trainers.metrics_log import TENSORBOARD_MODES, MetricsLogger, TensorBoardMode, iter_metrics
 from trainers.rollout_options import EnvOptions, EpisodeOptions
-from trainers.losses import clip_fractions, entropy_from_logits, kl_k3, masked_sum, policy_loss, token_logprobs
+from trainers.losses import kl_k3, masked_sum, policy_loss, token_logprobs, token_logprobs_and_entropy, update_sums
 from wiki_sim.common.errors import UserError
 
 
@@ -73,11 +73,19 @@ class GRPOConfig(EpisodeOptions, EnvOptions):
     """Trajectories per step (all ranks together); a multiple of ``group_size``."""
     group_size: int = 8
     """Rollouts per task (G)."""
-    micro_batch_size: int = 8
-    """Trajectories per forward/backward pass (gradient accumulation over the step's batch)."""
+    micro_batch_size: int = 0
+    """Trajectories per forward/backward pass at most (gradient accumulation over the step's batch; 0: as many
+    as ``micro_batch_tokens`` allows)."""
     micro_batch_tokens: int = 0
-    """Also cap each forward/backward pass at this many padded tokens (rows x longest row; 0: no cap); a
-    trajectory longer than the cap is a pass of its own."""
+    """Padded tokens (rows x longest row) per forward/backward pass; a trajectory longer than the cap is a pass
+    of its own. 0: sized from the memory the process may use (RAM or GPU memory, less a margin) and the
+    model's size when the trainer starts (trainers/memory.py)."""
+    max_total_tokens: int = 0
+    """Prompt plus trajectory tokens per episode: reaching it ends the episode (``context_limit``, out of the
+    loss). 0: the longest trajectory one update pass can hold (see ``micro_batch_tokens``), at most 32768. A
+    value the update cannot hold is refused before any rollout."""
+    update_memory_gb: float = 0.0
+    """Memory the update may use per process, in GiB (0: what is available when the trainer starts)."""
     lora_r: int = 0
     """LoRA rank (peft; 0: train every weight). Only the adapters train; checkpoints resume them; the final
     model is merged."""
@@ -184,8 +192,7 @@ class GRPOConfig(EpisodeOptions, EnvOptions):
     def __post_init__(self) -> None:
         EpisodeOptions.__post_init__(self)
         EnvOptions.__post_init__(self)
-        positive = ("steps", "batch_size", "group_size", "micro_batch_size", "pool_size", "keep_checkpoints",
-                    "max_bad_steps")
+        positive = ("steps", "batch_size", "group_size", "pool_size", "keep_checkpoints", "max_bad_steps")
         for name in positive:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -209,7 +216,8 @@ class GRPOConfig(EpisodeOptions, EnvOptions):
                 or self.dynamic_sampling_rounds < 1:
             raise ValueError(f"dynamic_sampling_rounds must be an integer >= 1 (1: off), got "
                              f"{self.dynamic_sampling_rounds!r}")
-        for name in ("warmup_steps", "retire_window", "num_envs", "save_every", "micro_batch_tokens", "lora_r"):
+        for name in ("warmup_steps", "retire_window", "num_envs", "save_every", "micro_batch_size",
+                     "micro_batch_tokens", "max_total_tokens", "update_memory_gb", "lora_r"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
         if self.batch_size % self.group_size:
@@ -277,6 +285,12 @@ class GRPOTrainer:
                                             gpu_memory_utilization=config.vllm_gpu_memory_utilization,
                                             max_model_len=config.vllm_max_model_len, dtype=config.dtype)
                        if config.rollout_engine == "vllm" else None)
+        # the update's token budget and the rollouts' length limit, from the memory there is: before any rollout
+        self.max_total_tokens, self.capacity = memory.resolve_limits(
+            config, self.model, self.device, reference=self.ref_model is not None,
+            say=print if self.dist.is_main else (lambda line: None))
+        # one forward per backward under DDP/FSDP; a checkpointed layer cannot hold a growing cache
+        self.share_prefix = self.ddp_model is self.model and not config.gradient_checkpointing
         self._mismatch_max = 0.0
         self._mismatch_checked = False  # the first-step check (max_logprob_mismatch) ran
         self.optimizer = torch.optim.AdamW([p for p in self.model.parameters() if p.requires_grad],
@@ -295,6 +309,11 @@ class GRPOTrainer:
         self.bad_in_row = 0
         self.out = Path(config.output_dir)
         self.logger = MetricsLogger(self.out, config.tensorboard) if self.dist.is_main else None
+
+    @property
+    def micro_tokens(self) -> int:
+        """Padded tokens per forward/backward pass: ``micro_batch_tokens``, or what the memory holds."""
+        return self.config.micro_batch_tokens or self.capacity
 
     # ------------------------------------------------------------------ the loop
 
@@ -427,7 +446,8 @@ class GRPOTrainer:
                                     num_envs=cfg.num_envs or len(tasks) * cfg.group_size,
                                     schedule="lockstep" if cfg.lockstep_rollouts else "async",
                                     seed=(cfg.seed * 1_000_003 + self.step * 9_973 + self.dist.rank) % 2**31,
-                                    use_chat_template=template_switch(cfg.chat_template))
+                                    use_chat_template=template_switch(cfg.chat_template),
+                                    max_total_tokens=self.max_total_tokens)
         show = enabled(cfg.progress) and self.dist.is_main
         if self.engine is not None:  # wake, push the current weights, sample, sleep for the update
             self.engine.prepare(self.model)
@@ -448,13 +468,21 @@ class GRPOTrainer:
     def update(self, trajectories: list[Any], advantages: list[float], include: list[bool]) -> dict:
         """One optimizer step on the chosen trajectories; returns loss and policy metrics."""
         cfg = self.config
+        # rows with no trained token add nothing: not forwarded at all; rows no pass can hold are left out
+        trajectories, advantages, too_long = memory.trainable_rows(trajectories, advantages, include, self.capacity)
+        if too_long:
+            print(f"grpo: step {self.step}: {len(too_long)} trajectories left out of the update (longest "
+                  f"{max(too_long)} tokens): one pass holds {self.capacity}; lower --max-total-tokens, or "
+                  f"{memory.HOLD_MORE}", flush=True)
+        include = [True] * len(trajectories)
         batch = build_batch(trajectories, advantages, include, self.pad_id) if trajectories else None
         local_tokens = batch.num_tokens if batch is not None else 0
         global_tokens = self.dist.all_reduce_sum(float(local_tokens))
         if global_tokens == 0:
             self.bad_in_row = 0
             self._scheduler_step()
-            return {"loss/policy": 0.0, "train/tokens": 0, "train/skipped": 1, "train/no_signal": 1, "train/empty": 1}
+            return {"loss/policy": 0.0, "train/tokens": 0, "train/skipped": 1, "train/no_signal": 1, "train/empty": 1,
+                    "train/too_long": len(too_long)}
         batch = batch.to(self.device) if batch is not None else _dummy_batch(self.pad_id, self.device)
         normalizer = global_tokens / self.dist.world_size  # DDP averages gradients over ranks
         self.model.train()
@@ -462,7 +490,7 @@ class GRPOTrainer:
         sums = {"loss": 0.0, "kl": 0.0, "entropy": 0.0, "ratio": 0.0, "clip_low": 0.0, "clip_high": 0.0,
                 "mm_abs": 0.0, "mm_k3": 0.0, "tis_weight": 0.0, "tis_capped": 0.0}
         self._mismatch_max = 0.0
-        chunks = memory.batch_slices(batch, cfg.micro_batch_size, cfg.micro_batch_tokens)
+        chunks = memory.batch_slices(batch, cfg.micro_batch_size, self.micro_tokens)  # read each step
         passes = parallel.pass_count(self.model, self.dist, len(chunks))  # FSDP: the same on every rank
         for k in range(passes):
             mb = batch.slice(chunks[k]) if k < len(chunks) else _dummy_batch(self.pad_id, self.device)
@@ -491,7 +519,7 @@ class GRPOTrainer:
                "policy/ratio_mean": stats["ratio"] / n, "policy/clip_frac_low": stats["clip_low"] / n,
                "policy/clip_frac_high": stats["clip_high"] / n, "grad/norm": grad_norm,
                "train/tokens": int(global_tokens), "train/skipped": int(not finite or no_signal),
-               "train/no_signal": int(no_signal), "train/empty": 0}
+               "train/no_signal": int(no_signal), "train/empty": 0, "train/too_long": len(too_long)}
         out.update(mismatch.metrics(stats, n, max(self.dist.all_gather_object(self._mismatch_max)), cfg.tis_cap))
         if cfg.kl_beta > 0:
             out["policy/kl"] = stats["kl"] / n
@@ -501,13 +529,12 @@ class GRPOTrainer:
     def _micro_step(self, mb: Any, normalizer: float, sums: dict) -> None:
         cfg = self.config
         ft = mb.first_target
-        keep = mb.input_ids.shape[1] - ft
         with precision.autocast(self.device, cfg.dtype):
-            logits = self.ddp_model(input_ids=mb.input_ids, attention_mask=mb.attention_mask,
-                                    logits_to_keep=keep, use_cache=False).logits[:, :-1]
+            logits = memory.update_logits(self.ddp_model, mb.input_ids, mb.attention_mask, ft, self.share_prefix)
         targets = mb.input_ids[:, ft + 1:]
         mask, old = mb.loss_mask[:, ft:], mb.old_logprobs[:, ft:]
-        logp = token_logprobs(logits, targets, cfg.temperature)
+        logp, entropy = token_logprobs_and_entropy(logits, targets, cfg.temperature)
+        del logits  # the log-probabilities' backward holds them
         if cfg.tis_cap > 0:  # old policy: the trainer's own log-probabilities; tokens weighted by the capped ratio
             loss = mismatch.tis_policy_loss(logp, old, mb.advantages, mask, cfg.tis_cap, cfg.clip_low, cfg.clip_high,
                                             normalizer=normalizer)
@@ -517,27 +544,20 @@ class GRPOTrainer:
         total = loss
         if self.ref_model is not None:
             with torch.no_grad(), precision.autocast(self.device, cfg.dtype):
-                ref_logits = self.ref_model(input_ids=mb.input_ids, attention_mask=mb.attention_mask,
-                                            logits_to_keep=keep).logits[:, :-1]
+                ref_logits = memory.update_logits(self.ref_model, mb.input_ids, mb.attention_mask, ft,
+                                                  self.share_prefix)
                 ref = token_logprobs(ref_logits, targets, cfg.temperature)
             kl = masked_sum(kl_k3(logp, ref), mask)
             total = total + cfg.kl_beta * kl / normalizer
             sums["kl"] += float(kl.detach())
         total.backward()
-        with torch.no_grad():
-            keepm = mask.bool()
-            # the ratio the loss clips: against the sampler's log-probabilities, or the trainer's own with TIS
-            base = logp.detach() if cfg.tis_cap > 0 else old
-            ratio = torch.exp(torch.where(keepm, logp - base, torch.zeros_like(logp)))
-            sums["loss"] += float(loss.detach())
-            entropy = entropy_from_logits(logits.detach(), temperature=cfg.temperature)
-            sums["entropy"] += float(masked_sum(entropy, mask))
-            sums["ratio"] += float(masked_sum(ratio, mask))
-            # token counts, summed over micro-batches and ranks, divided by the step's tokens at the end
-            tokens = int(keepm.sum())
-            clipped = clip_fractions(logp.detach(), base, mb.advantages, mask, cfg.clip_low, cfg.clip_high)
-            sums["clip_low"] += float(round(clipped["low"] * tokens))
-            sums["clip_high"] += float(round(clipped["high"] * tokens))
+        sums["loss"] += float(loss.detach())
+        # the ratio the loss clips: against the sampler's log-probabilities, or the trainer's own with TIS;
+        # sums over tokens (counts for the clip), divided by the step's tokens at the end
+        base = logp.detach() if cfg.tis_cap > 0 else old
+        for key, value in update_sums(logp.detach(), base, mb.advantages, mask, entropy, cfg.clip_low,
+                                      cfg.clip_high).items():
+            sums[key] += value
 
     def _scheduler_step(self) -> None:
         # The schedule follows training steps, skipped ones included; torch warns when a step had no optimizer step.
