@@ -119,9 +119,10 @@ def bytes_per_token(shape: ModelShape, dtype: str = "float32", checkpointing: bo
     MLP's gate, up and product) and the gradients of the backward pass: ``4 x (10 h + 5 I + 4 kv)`` bytes in
     fp32; with gradient checkpointing each layer keeps ``4 x 4 h`` and one layer is recomputed at a time.
     The logits and their gradient: 12 bytes per vocabulary entry in fp32 (8 with bf16 autocast). Measured on
-    CPU with SmolLM2-135M's shape (``python -m benchmarks.update_memory --shape smollm2``): 1.46 MB per token
-    in fp32 (estimate 2.29), 0.83 with checkpointing (estimate 0.92), 1.29 with bf16 autocast (estimate 2.13);
-    the estimate errs on the large side, as an OOM kill says nothing."""
+    CPU with SmolLM2-135M's shape (peak growth from 2,048 to 4,096 tokens): 1.46 MiB per token in fp32
+    (estimate 2.19 MiB), 0.81 with checkpointing (0.88), 1.29 with bf16 autocast (1.89); whole updates
+    (``python -m benchmarks.update_memory --shape smollm2``) peak at 0.65-0.81 of the estimate. It errs on
+    the large side: an OOM kill says nothing."""
     h, i, kv = shape.hidden, shape.intermediate, shape.kv_width
     layer = 4 * (10 * h + 5 * i + 4 * kv)
     kept = shape.layers * 4 * 4 * h + layer if checkpointing else shape.layers * layer
