@@ -117,26 +117,37 @@ def slab_cache(num_layers: int, capacity: int) -> Cache:
 
 
 def supports(model: Any) -> bool:
-    """Whether :func:`decode` can run ``model``: a decoder whose layers all use full attention
-    (no sliding window, no linear attention) and whose ``forward`` takes ``past_key_values``."""
+    """Whether :func:`decode` can run ``model``: a decoder that can be split at a prefix
+    (:func:`cache_keyword`), without logit soft-capping, with the layered cache API."""
     config = getattr(model, "config", None)
-    if Cache is None or config is None or getattr(config, "is_encoder_decoder", False):
+    if Cache is None or cache_keyword(model) is None or _num_layers(model) <= 0:
         return False
     text = config.get_text_config(decoder=True) if hasattr(config, "get_text_config") else config
-    types = getattr(text, "layer_types", None)
-    if types is not None and any(t != "full_attention" for t in types):
-        return False
+    return not (getattr(text, "final_logit_softcapping", None) or getattr(text, "attn_logit_softcapping", None))
+
+
+def cache_keyword(model: Any) -> str | None:
+    """The keyword ``model.forward`` takes a KV cache by (``cache`` from transformers 5.x on, else
+    ``past_key_values``) when the model can run a forward pass from a cached prefix: a decoder whose
+    layers all use full attention (no sliding window, no linear attention) and that takes positions;
+    None otherwise. The rollout engine and the update's shared prefixes (:mod:`trainers.memory`) use it."""
+    config = getattr(model, "config", None)
+    if config is None or getattr(config, "is_encoder_decoder", False):
+        return None
+    text = config.get_text_config(decoder=True) if hasattr(config, "get_text_config") else config
+    if any(t != "full_attention" for t in (getattr(text, "layer_types", None) or ())):
+        return None
     if getattr(text, "use_sliding_window", False) and getattr(text, "sliding_window", None):
-        return False
-    if getattr(text, "final_logit_softcapping", None) or getattr(text, "attn_logit_softcapping", None):
-        return False
-    params = _forward_params(model)
-    return _cache_arg(params) is not None and "position_ids" in params and _num_layers(model) > 0
+        return None
+    params = forward_params(model)
+    if "position_ids" not in params:
+        return None
+    return next((name for name in ("cache", "past_key_values") if name in params), None)
 
 
-def _forward_params(model: Any) -> set[str]:
-    """The named parameters of the causal LM's ``forward`` (through a PEFT wrapper to its base model)."""
-    seen = set()
+def forward_params(model: Any) -> set[str]:
+    """Named parameters of the causal LM's ``forward`` (through DDP and PEFT wrappers to the model)."""
+    seen: set[int] = set()
     while model is not None and id(model) not in seen:
         seen.add(id(model))
         try:
@@ -146,14 +157,9 @@ def _forward_params(model: Any) -> set[str]:
         names = {n for n, p in params.items() if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}
         if "input_ids" in names:
             return names
-        get_base = getattr(model, "get_base_model", None)
-        model = get_base() if callable(get_base) else None
+        inner = getattr(model, "get_base_model", None)
+        model = inner() if callable(inner) else getattr(model, "module", None)
     return set()
-
-
-def _cache_arg(params: set[str]) -> str | None:
-    """The keyword a model's ``forward`` takes its cache by (``cache`` from transformers 5.x on)."""
-    return next((name for name in ("cache", "past_key_values") if name in params), None)
 
 
 def _num_layers(model: Any) -> int:
@@ -345,8 +351,8 @@ class Decoder:
         self.model, self.device = model, device
         self.layers = _num_layers(model)
         self.prefill_tokens, self.min_shared = prefill_tokens, min_shared_prefix
-        params = _forward_params(model)
-        self.cache_arg = _cache_arg(params)
+        params = forward_params(model)
+        self.cache_arg = cache_keyword(model)
         self.keep_arg = "logits_to_keep" if "logits_to_keep" in params else None
 
     def _forward(self, ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor, cache: Cache,

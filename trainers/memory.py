@@ -17,7 +17,6 @@ backward pass holds (:func:`bytes_per_token`, from the model's vocabulary, width
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import os
 from pathlib import Path
 from typing import Any, Sequence
@@ -254,39 +253,14 @@ def local_ranks() -> int:
 # ---------------------------------------------------------------------- a shared prefix computed once
 
 
-def _forward_params(model: Any) -> set[str]:
-    """Named parameters of the causal LM's ``forward`` (through DDP and PEFT wrappers to the model)."""
-    seen: set[int] = set()
-    while model is not None and id(model) not in seen:
-        seen.add(id(model))
-        try:
-            params = inspect.signature(model.forward).parameters
-        except (TypeError, ValueError):
-            return set()
-        names = {n for n, p in params.items() if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}
-        if "input_ids" in names:
-            return names
-        inner = getattr(model, "get_base_model", None)
-        model = inner() if callable(inner) else getattr(model, "module", None)
-    return set()
-
-
 def cache_keyword(model: Any) -> str | None:
-    """The keyword ``model.forward`` takes a KV cache by (``cache`` from transformers 5.x on, else
-    ``past_key_values``), when the model can split a forward pass at a prefix (full attention, no
-    sliding window, positions passed in); None otherwise."""
-    config = getattr(model, "config", None)
-    if config is None or getattr(config, "is_encoder_decoder", False):
-        return None
-    text = config.get_text_config(decoder=True) if hasattr(config, "get_text_config") else config
-    if any(t != "full_attention" for t in (getattr(text, "layer_types", None) or ())):
-        return None
-    if getattr(text, "use_sliding_window", False) and getattr(text, "sliding_window", None):
-        return None
-    params = _forward_params(model)
-    if "position_ids" not in params or "logits_to_keep" not in params:
-        return None
-    return next((name for name in ("cache", "past_key_values") if name in params), None)
+    """The keyword ``model.forward`` takes a KV cache by, when a forward pass can start from a shared
+    prefix's keys and values and keep only the logits it needs (:func:`trainers.decode.cache_keyword`,
+    plus ``logits_to_keep``); None otherwise."""
+    from trainers import decode
+
+    keyword = decode.cache_keyword(model)
+    return keyword if keyword is not None and "logits_to_keep" in decode.forward_params(model) else None
 
 
 @dataclasses.dataclass

@@ -80,10 +80,11 @@ def test_grpo_learns_to_read_the_question_on_four_tasks(tmp_path):
     model, tok = tiny_lm(layers=2, hidden=64, heads=4, seed=0, max_positions=1024,
                          tokenizer=toy_env.toy_tokenizer("subword"))
     toy_env.cold_start(model, tok, tasks=FOUR_TASKS, think=False)
-    # lockstep rollouts: the same samples on every run, so the test cannot pass or fail by luck
+    # lockstep rollouts and a fixed pass budget (not one sized from the machine's free memory): the same
+    # samples and the same passes on every run, so the test cannot pass or fail by luck
     trainer = GRPOTrainer(config(tmp_path, steps=250, batch_size=64, group_size=16, micro_batch_size=64,
-                                 learning_rate=1e-3, max_new_tokens=16, pool_size=4, retire_window=0,
-                                 lockstep_rollouts=True), model, tok, FOUR_TASKS)
+                                 micro_batch_tokens=65536, learning_rate=1e-3, max_new_tokens=16, pool_size=4,
+                                 retire_window=0, lockstep_rollouts=True), model, tok, FOUR_TASKS)
     rewards = []
     for _ in range(trainer.config.steps):
         rewards.append(trainer.train_step()["reward/mean"])
