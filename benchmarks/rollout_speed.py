@@ -78,14 +78,27 @@ def bare(model: Any, tokenizer: Any, prompts: list[list[int]], args: argparse.Na
     return {"seconds": seconds, "sampled": sampled, "tokens_per_s": sampled / seconds}
 
 
+def _counts(text: str) -> list[int]:
+    """``"16,64"`` -> ``[16, 64]``: positive integers, comma-separated (argparse's type)."""
+    try:
+        counts = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated positive integers, got {text!r}") from None
+    if not counts or min(counts) < 1:
+        raise argparse.ArgumentTypeError(f"expected comma-separated positive integers, got {text!r}")
+    return counts
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--wiki-dir", default="data/wiki", help="the simulator (default: data/wiki)")
     parser.add_argument("--model", default="smollm2-135m", help="model folder or short name (default: smollm2-135m)")
-    parser.add_argument("--parallel", default="16,64", help="episodes run at once, comma-separated (default: 16,64)")
+    parser.add_argument("--parallel", type=_counts, default=[16, 64],
+                        help="episodes run at once, comma-separated (default: 16,64)")
     parser.add_argument("--group-size", type=int, default=4, help="episodes per task (default: 4)")
-    parser.add_argument("--engines", default="kv,generate", help="engines to compare (default: kv,generate)")
+    parser.add_argument("--engines", type=lambda t: [e for e in t.split(",") if e], default=["kv", "generate"],
+                        help="engines to compare, of kv and generate (default: kv,generate)")
     parser.add_argument("--max-new-tokens", type=int, default=64, help="tokens per turn (default: 64, the main job's)")
     parser.add_argument("--max-tool-calls", type=int, default=2, help="tool calls per episode (default: 2)")
     parser.add_argument("--env", choices=("compact", "full"), default="compact",
@@ -97,13 +110,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
+    if not args.engines or set(args.engines) - {"kv", "generate"} or "kv" not in args.engines:
+        parser.error(f"--engines must list kv and optionally generate, got {','.join(args.engines)!r}")
+    if args.group_size < 1 or args.max_new_tokens < 1:
+        parser.error("--group-size and --max-new-tokens must be positive")
     if args.threads:
         torch.set_num_threads(args.threads)
     model, tokenizer = load_lm(args.model)
     model.to(args.device).eval()
-    engines = [e for e in args.engines.split(",") if e]
+    engines = args.engines
     rows, summary = [], {}
-    for parallel in [int(x) for x in args.parallel.split(",")]:
+    for parallel in args.parallel:
         tasks = lookup_tasks(args.wiki_dir, max(1, parallel // args.group_size), seed=args.seed + parallel)
         results = {e: rollouts(TransformersPolicy(model, tokenizer, device=args.device, engine=e), tasks,
                                args.group_size, args) for e in engines}
