@@ -226,9 +226,10 @@ def results_section(summary: Mapping[str, Any]) -> str:
                      _num(s.get("well_formed_turns"), None) if "well_formed_turns" in s else "-",
                      _num(s.get("mean_tool_calls"))]
                     + [(_num(s.get(f"pass@{k}"), None) if f"pass@{k}" in s else "-") for k in ks]
-                    + [int(_num(ends.get(r)) or 0) for r in reasons])
+                    + [", ".join(f"{r}={int(_num(ends.get(r)) or 0)}" for r in reasons if _num(ends.get(r)))
+                       or "-"])
     header = (["policy", "model", "backend", "episodes", "success", "95% interval", "well-formed turns",
-               "mean tool calls"] + [f"pass@{k}" for k in ks] + [f"ended: {r}" for r in reasons])
+               "mean tool calls"] + [f"pass@{k}" for k in ks] + ["terminations"])
     levels = sorted({str(lv) for s in entries.values() for lv in _dict(s.get("per_level"))})
     level_rows = [[lv] + [f"{_num(_dict(_dict(s.get('per_level')).get(lv)).get('success')):.2f} "
                           f"{_interval(_dict(_dict(s.get('per_level')).get(lv)), 'ci95')} "
