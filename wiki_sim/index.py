@@ -53,6 +53,7 @@ from wiki_sim.budget import check_budget, resident_bytes
 from wiki_sim.errors import WikiSimError
 from wiki_sim.term_cache import TermCache
 from wiki_sim.whoosh_mmap import read_segments_in_place
+from wiki_sim.whoosh_safe import index_exists, open_index
 
 INDEX_DIR = "index"
 # A title or alias match counts 1.5 occurrences (a term frequency, so it saturates like any
@@ -158,7 +159,7 @@ def _write_slice(index_dir: str, store_path: str, lo: int, hi: int, pool_limit: 
     """Writer process: index one slice of pages into segments of at most ``pool_limit``
     buffered postings each; send them to the parent."""
     try:
-        ix = whoosh_index.open_dir(index_dir)
+        ix = open_index(index_dir, make_schema())
         # Whoosh's pool never spills (its limit is far above ours): the segment is closed first.
         limitmb = max(1, 4 * pool_limit // 2 ** 20)
         writer, segments, pending = None, [], 0
@@ -255,7 +256,7 @@ def build_index(store_path: str | Path, index_dir: str | Path, *, procs: int = 2
     TOC(schema, ordered, 1).write(ix.storage, ix.indexname)
     for tmp in index_dir.glob("*.tmp"):
         shutil.rmtree(tmp, ignore_errors=True)
-    ix = whoosh_index.open_dir(str(index_dir))
+    ix = open_index(index_dir, schema)
     with ix.searcher() as s:
         indexed = s.doc_count()
         _write_lengths(s.reader(), index_dir)
@@ -400,12 +401,12 @@ class IndexSearcher:
                  head_boost: float = HEAD_BOOST, titles: Sequence[str] | None = None,
                  max_cache_bytes: int = DEFAULT_TERM_CACHE_BYTES):
         self.index_dir = Path(index_dir)
-        if not whoosh_index.exists_in(str(self.index_dir)):
+        if not index_exists(self.index_dir):
             raise WikiSimError(f"no search index at {self.index_dir}; rebuild with `websailor wiki build`")
         self._idf: dict[str, float] = {}  # of the cached terms only (dropped with them)
         read_segments_in_place()  # the segment files shared through the page cache, not copied
         self._terms = TermCache(max_cache_bytes, on_evict=lambda term: self._idf.pop(term, None))
-        self.ix = whoosh_index.open_dir(str(self.index_dir))
+        self.ix = open_index(self.index_dir, make_schema())
         self._searcher = self.ix.searcher(weighting=DocumentIdfBM25F())
         self._reader = self._searcher.reader()
         self.B, self.K1 = B, K1
