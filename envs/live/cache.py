@@ -16,16 +16,22 @@ other writer spinning forever. :class:`SafeSQLiteCache` rolls back on any error,
 bounded time for the write lock, and treats a failed write as "not cached" (the reply is
 still answered). Bodies are capped before they get here (``max_page_bytes``), and anything
 over ``max_body_bytes`` is not written at all.
+
+The database is shared between processes and users, so a record is data, never a pickle:
+JSON with bytes as UTF-8 text or base64 (:func:`scrubbing_serializer`). A row this serializer did not write
+(a pickle, another format, garbled or deeply nested JSON) reads as a miss and is fetched again.
 """
 
 from __future__ import annotations
 
+import base64
+import json
 import logging
-import pickle
 import sqlite3
 import time
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from requests_cache import CachedSession, SQLiteCache
 from requests_cache.backends.sqlite import SQLiteDict
@@ -40,10 +46,68 @@ LOCK_WAIT_S = 30.0
 log = logging.getLogger("envs.live")
 
 
+RECORD_FORMAT = "websailor-reply-json-1"
+"""Tag of every record :func:`scrubbing_serializer` writes; any other row is not read."""
+_BYTES, _UTF8 = "$b64", "$utf8"
+
+
+def _tagged(value: Any) -> Any:
+    """``value`` with every ``bytes`` as ``{"$utf8": text}`` or, when not UTF-8,
+    ``{"$b64": base64}`` (JSON has no bytes; text stays readable in the file)."""
+    if isinstance(value, (bytes, bytearray)):
+        try:
+            return {_UTF8: bytes(value).decode("utf-8")}
+        except UnicodeDecodeError:
+            return {_BYTES: base64.b64encode(bytes(value)).decode("ascii")}
+    if isinstance(value, dict):
+        return {str(k): _tagged(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_tagged(v) for v in value]
+    return value
+
+
+def _untagged(value: Any) -> Any:
+    if isinstance(value, dict):
+        if len(value) == 1 and _BYTES in value:
+            return base64.b64decode(value[_BYTES], validate=True)
+        if len(value) == 1 and _UTF8 in value:
+            return value[_UTF8].encode("utf-8")
+        return {k: _untagged(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_untagged(v) for v in value]
+    return value
+
+
+def _record_dumps(record: dict) -> bytes:
+    return json.dumps({"format": RECORD_FORMAT, "reply": _tagged(record)}, separators=(",", ":")).encode()
+
+
+def _record_loads(blob: Any) -> dict:
+    if not isinstance(blob, (bytes, str)) or not (blob[:1] in (b"{", "{")):
+        raise ValueError("not a JSON record")
+    data = json.loads(blob)
+    if not isinstance(data, dict) or data.get("format") != RECORD_FORMAT or not isinstance(data.get("reply"), dict):
+        raise ValueError(f"not a {RECORD_FORMAT} record")
+    return _untagged(data["reply"])
+
+
+class DataSerializer(SerializerPipeline):
+    """A pipeline whose ``loads`` fails only with ``ValueError`` (which requests-cache reads
+    as a miss), whatever a foreign row holds."""
+
+    def loads(self, value: Any) -> Any:
+        try:
+            return super().loads(value)
+        except Exception as exc:  # noqa: BLE001 - JSON, base64, cattrs or recursion errors alike
+            raise ValueError(f"live cache: a row this cache did not write ({type(exc).__name__})") from None
+
+
 def scrubbing_serializer() -> SerializerPipeline:
-    """Pickle, with every registered secret removed from the unstructured record first."""
-    return SerializerPipeline([base_stage, Stage(dumps=scrub_value, loads=lambda x: x), Stage(pickle)],
-                              name="websailor-scrubbed-pickle", is_binary=True)
+    """JSON records (bytes as text or base64), with every registered secret removed from the
+    unstructured record first; reading one never runs code."""
+    return DataSerializer([base_stage, Stage(dumps=scrub_value, loads=lambda x: x),
+                           Stage(dumps=_record_dumps, loads=_record_loads)],
+                          name=RECORD_FORMAT, is_binary=True)
 
 
 class SafeSQLiteDict(SQLiteDict):

@@ -215,3 +215,45 @@ def test_a_forked_child_reopens_the_cache_and_limiter(make_live, fakeweb):
     assert os.waitstatus_to_exitcode(status) == 0
     live.memo.clear()
     assert live.search(fakeweb.docs[1].title).cache_hit  # the child's reply is in the shared file
+
+
+class _Planted:
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        import os
+        return os.system, (f"touch {self.marker}",)
+
+
+@pytest.mark.parametrize("planted", ["pickle", "foreign-json", "nested-json", "garbage"])
+def test_a_planted_row_is_a_miss_and_runs_nothing(make_live, fakeweb, tmp_path, planted):
+    """The cache folder is shared: a row another process planted is never unpickled."""
+    import pickle
+    import sqlite3
+
+    marker = tmp_path / "ran"
+    live = make_live()
+    title = fakeweb.docs[0].title
+    assert not live.search(title).cache_hit
+    value = {"pickle": pickle.dumps(_Planted(marker)), "foreign-json": b'{"format": "other", "reply": {}}',
+             "nested-json": b"[" * 100_000 + b"]" * 100_000, "garbage": b"\x80\x05junk"}[planted]
+    db = live.transport.cache.responses.db_path
+    with sqlite3.connect(str(db)) as con:
+        assert con.execute("UPDATE responses SET value = ?", (value,)).rowcount == 1
+    other = make_live()  # another process: its in-memory memo is empty, the file is shared
+    assert not other.search(title).cache_hit and len(fakeweb.requests("serper")) == 2  # fetched again
+    assert not marker.exists()
+    assert make_live().search(title).cache_hit  # the fresh reply replaced the planted row
+
+
+def test_records_are_tagged_json(make_live, fakeweb):
+    import sqlite3
+
+    from envs.live.cache import RECORD_FORMAT
+
+    live = make_live()
+    live.search(fakeweb.docs[0].title)
+    with sqlite3.connect(str(live.transport.cache.responses.db_path)) as con:
+        (value,) = con.execute("SELECT value FROM responses").fetchone()
+    assert json.loads(value)["format"] == RECORD_FORMAT
