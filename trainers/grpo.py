@@ -1,14 +1,14 @@
 """GRPO over the Gymnasium environments (``websailor grpo``): read it top to bottom.
 
-Each step, strictly on-policy:
+Each step (on-policy; with ``update_epochs`` > 1 the later updates are clipped against the sampler):
 
 1. draw ``batch_size / group_size`` tasks from the :class:`~trainers.grpo_data.TaskPool`;
 2. run ``group_size`` episodes of each through the environment (``gym.make`` inside
    :func:`trainers.rollout.collect`), keeping the sampled ids and their log-probabilities;
 3. advantages per group (leave-one-out by default), groups with equal rewards kept,
    dropped or replaced (DUPO), truncated no-answer trajectories out of the loss;
-4. one optimizer step on the token-level clipped loss (:mod:`trainers.losses`), tool
-   responses masked, optionally a KL penalty to the initial model;
+4. ``update_epochs`` optimizer steps (default one) on the token-level clipped loss
+   (:mod:`trainers.losses`), tool responses masked, optionally a KL penalty to the initial model;
 5. the pool retires tasks that are always or never solved and draws fresh ones;
 6. metrics to ``metrics.jsonl`` (and TensorBoard), a checkpoint every ``save_every`` steps.
 
@@ -99,6 +99,10 @@ class GRPOConfig(EpisodeOptions, EnvOptions):
     """AdamW learning rate after warmup."""
     warmup_steps: int = 0
     """Linear learning-rate warmup."""
+    update_epochs: int = 1
+    """Optimizer steps on each rollout batch (PPO epochs; TRL's num_iterations, verl's ppo_epochs): the
+    first is on-policy, each later one is clipped against the sampler's log-probabilities, so that a
+    costly batch of rollouts moves the policy further. Needs tis_cap 0."""
     weight_decay: float = 0.0
     """AdamW weight decay."""
     max_grad_norm: float = 1.0
@@ -220,6 +224,11 @@ class GRPOConfig(EpisodeOptions, EnvOptions):
                      "micro_batch_tokens", "max_total_tokens", "update_memory_gb", "lora_r"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if isinstance(self.update_epochs, bool) or not isinstance(self.update_epochs, int) or self.update_epochs < 1:
+            raise ValueError(f"update_epochs must be an integer >= 1, got {self.update_epochs!r}")
+        if self.update_epochs > 1 and self.tis_cap > 0:
+            raise ValueError(f"update_epochs > 1 needs tis_cap 0 (TIS weighs each token by the trainer's own first "
+                             f"log-probabilities), got update_epochs {self.update_epochs} and tis_cap {self.tis_cap}")
         if self.batch_size % self.group_size:
             raise ValueError(f"batch_size ({self.batch_size}) must be divisible by group_size ({self.group_size})")
         if not self.learning_rate > 0:
@@ -367,7 +376,7 @@ class GRPOTrainer:
             "(--resume is the default)", signum or signal.SIGINT)
 
     def train_step(self) -> dict:
-        """One rollout batch and one optimizer step; returns the step's metrics."""
+        """One rollout batch and its optimizer step(s); returns the step's metrics."""
         cfg = self.config
         self.step += 1
         grpo_state.seed_step(cfg.seed, self.step, self.dist.rank)
@@ -466,7 +475,8 @@ class GRPOTrainer:
             self.model.train()
 
     def update(self, trajectories: list[Any], advantages: list[float], include: list[bool]) -> dict:
-        """One optimizer step on the chosen trajectories; returns loss and policy metrics."""
+        """``update_epochs`` optimizer steps on the chosen trajectories; returns loss and policy metrics (those of
+        the first, on-policy epoch; ``*_last`` of the last)."""
         cfg = self.config
         # rows with no trained token add nothing: not forwarded at all; rows no pass can hold are left out
         trajectories, advantages, too_long = memory.trainable_rows(trajectories, advantages, include, self.capacity)
@@ -486,36 +496,21 @@ class GRPOTrainer:
         batch = batch.to(self.device) if batch is not None else _dummy_batch(self.pad_id, self.device)
         normalizer = global_tokens / self.dist.world_size  # DDP averages gradients over ranks
         self.model.train()
-        self.optimizer.zero_grad(set_to_none=True)
-        sums = {"loss": 0.0, "kl": 0.0, "entropy": 0.0, "ratio": 0.0, "clip_low": 0.0, "clip_high": 0.0,
-                "mm_abs": 0.0, "mm_k3": 0.0, "tis_weight": 0.0, "tis_capped": 0.0}
-        self._mismatch_max = 0.0
         chunks = memory.batch_slices(batch, cfg.micro_batch_size, self.micro_tokens)  # read each step
         passes = parallel.pass_count(self.model, self.dist, len(chunks))  # FSDP: the same on every rank
-        for k in range(passes):
-            mb = batch.slice(chunks[k]) if k < len(chunks) else _dummy_batch(self.pad_id, self.device)
-            with parallel.grad_sync(self.ddp_model, self.dist, last=k == passes - 1):
-                self._micro_step(mb, normalizer, sums)
-        grad_norm = self._grad_norm()
-        stats = self.dist.all_reduce_dict(sums)
-        # each rank's loss is its token sum over (global tokens / world size): the sum over ranks is world_size x the loss
-        stats["loss"] /= self.dist.world_size
-        finite = math.isfinite(grad_norm) and math.isfinite(stats["loss"])
-        # No signal (every advantage 0): Adam would still move the weights along its momentum, so don't step.
-        no_signal = finite and grad_norm == 0.0
-        if finite:
-            if not no_signal:
-                self.optimizer.step()
-            self.bad_in_row = 0
-        else:
-            self.bad_in_row += 1
-            if self.dist.is_main:
-                print(f"grpo: step {self.step}: non-finite loss ({stats['loss']}) or gradient norm ({grad_norm}); "
-                      f"step skipped ({self.bad_in_row} in a row)", flush=True)
+        stats, grad_norm, finite, no_signal = self._epoch(batch, chunks, passes, normalizer, first=True)
+        steps, last = int(finite and not no_signal), stats
+        for _ in range(1, cfg.update_epochs if steps else 1):  # later epochs: clipped against the sampler
+            last, _, ok, clipped_out = self._epoch(batch, chunks, passes, normalizer, first=False)
+            if not ok or clipped_out:  # non-finite, or every token clipped: no step taken
+                break
+            steps += 1
         self.optimizer.zero_grad(set_to_none=True)
         self._scheduler_step()
         n = max(global_tokens, 1.0)
         out = {"loss/policy": stats["loss"], "policy/entropy": stats["entropy"] / n,
+               "train/optimizer_steps": steps, "policy/ratio_mean_last": last["ratio"] / n,
+               "policy/clip_frac_last": (last["clip_low"] + last["clip_high"]) / n,
                "policy/ratio_mean": stats["ratio"] / n, "policy/clip_frac_low": stats["clip_low"] / n,
                "policy/clip_frac_high": stats["clip_high"] / n, "grad/norm": grad_norm,
                "train/tokens": int(global_tokens), "train/skipped": int(not finite or no_signal),
@@ -526,7 +521,44 @@ class GRPOTrainer:
             out["loss/total"] = stats["loss"] + cfg.kl_beta * stats["kl"] / n
         return out
 
-    def _micro_step(self, mb: Any, normalizer: float, sums: dict) -> None:
+    def _epoch(self, batch: Any, chunks: list, passes: int, normalizer: float, *, first: bool
+               ) -> tuple[dict, float, bool, bool]:
+        """One pass over the step's batch and, unless the gradient is non-finite or zero, one optimizer step;
+        returns the reduced sums, the gradient norm, whether it was finite, and whether it had no signal.
+        ``first``: the on-policy epoch (its failures count toward ``max_bad_steps``)."""
+        self.optimizer.zero_grad(set_to_none=True)
+        sums = {"loss": 0.0, "kl": 0.0, "entropy": 0.0, "ratio": 0.0, "clip_low": 0.0, "clip_high": 0.0,
+                "mm_abs": 0.0, "mm_k3": 0.0, "tis_weight": 0.0, "tis_capped": 0.0}
+        if first:
+            self._mismatch_max = 0.0
+        for k in range(passes):
+            mb = batch.slice(chunks[k]) if k < len(chunks) else _dummy_batch(self.pad_id, self.device)
+            with parallel.grad_sync(self.ddp_model, self.dist, last=k == passes - 1):
+                self._micro_step(mb, normalizer, sums, record_mismatch=first)
+        grad_norm = self._grad_norm()
+        stats = self.dist.all_reduce_dict(sums)
+        # each rank's loss is its token sum over (global tokens / world size): the sum over ranks is world_size x the loss
+        stats["loss"] /= self.dist.world_size
+        finite = math.isfinite(grad_norm) and math.isfinite(stats["loss"])
+        # No signal (every advantage 0): Adam would still move the weights along its momentum, so don't step.
+        no_signal = finite and grad_norm == 0.0
+        if finite:
+            if not no_signal:
+                self.optimizer.step()
+            if first:
+                self.bad_in_row = 0
+        elif first:
+            self.bad_in_row += 1
+            if self.dist.is_main:
+                print(f"grpo: step {self.step}: non-finite loss ({stats['loss']}) or gradient norm ({grad_norm}); "
+                      f"step skipped ({self.bad_in_row} in a row)", flush=True)
+        elif self.dist.is_main:
+            print(f"grpo: step {self.step}: non-finite loss or gradient in a later update epoch; the step's "
+                  f"remaining epochs skipped", flush=True)
+        self.optimizer.zero_grad(set_to_none=True)
+        return stats, grad_norm, finite, no_signal
+
+    def _micro_step(self, mb: Any, normalizer: float, sums: dict, *, record_mismatch: bool = True) -> None:
         cfg = self.config
         ft = mb.first_target
         with precision.autocast(self.device, cfg.dtype):
@@ -540,7 +572,9 @@ class GRPOTrainer:
                                             normalizer=normalizer)
         else:  # old policy: the sampler's log-probabilities
             loss = policy_loss(logp, old, mb.advantages, mask, cfg.clip_low, cfg.clip_high, normalizer=normalizer)
-        self._mismatch_max = max(self._mismatch_max, mismatch.accumulate(sums, logp, old, mask, cfg.tis_cap))
+        worst = mismatch.accumulate(sums, logp, old, mask, cfg.tis_cap)
+        if record_mismatch:  # later epochs differ from the sampler by the update, not by a mismatch
+            self._mismatch_max = max(self._mismatch_max, worst)
         total = loss
         if self.ref_model is not None:
             with torch.no_grad(), precision.autocast(self.device, cfg.dtype):

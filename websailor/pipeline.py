@@ -101,6 +101,8 @@ class PipelineConfig(EpisodeOptions):
     2e-5 moved no weight by more than 4e-5 in 2 steps and changed nothing the model does; 3e-4 in 2 steps
     dropped the held-out well-formed turns from 0.87 to 0.57 (9 episodes ran into the token limit);
     1e-4 for 4 steps in the learning benchmark kept them (0.90 -> 0.92)."""
+    grpo_update_epochs: int = 1
+    """Optimizer steps GRPO takes on each batch of rollouts (the first on-policy, later ones clipped)."""
     probe: int = 4
     """Train tasks per level the SFT model plays before GRPO, to pick tasks of useful difficulty."""
     threads: int = 0
@@ -126,7 +128,8 @@ class PipelineConfig(EpisodeOptions):
         for name in ("heldout", "synth_tasks", "synth_heldout", "threads", "train_layers"):
             if getattr(self, name) < 0:
                 raise ValueError(f"--{name.replace('_', '-')} must be >= 0, got {getattr(self, name)}")
-        for name in ("sft_steps", "sft_batch", "grpo_steps", "grpo_tasks_per_step", "group_size", "probe"):
+        for name in ("sft_steps", "sft_batch", "grpo_steps", "grpo_tasks_per_step", "group_size", "probe",
+                     "grpo_update_epochs"):
             if getattr(self, name) < 1:
                 raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
         if self.group_size < 2:

@@ -255,3 +255,29 @@ def test_dynamic_sampling_draws_more_tasks_until_groups_have_signal(cold_model_d
     assert row["rollout/trajectories"] == 8 * row["data/sampling_rounds"]
     with pytest.raises(ValueError, match="dynamic_sampling_rounds must be an integer >= 1"):
         GRPOConfig(model="m", tasks="t", dynamic_sampling_rounds=0)
+
+
+def test_update_epochs_take_more_clipped_steps_on_one_batch(cold_model_dir, tmp_path):
+    kw = dict(steps=1, batch_size=32, group_size=8, micro_batch_size=32, pool_size=4, seed=3, lockstep_rollouts=True)
+    rows = {}
+    for epochs in (1, 3):
+        model, tok = load(cold_model_dir)
+        trainer = GRPOTrainer(config(tmp_path / f"e{epochs}", update_epochs=epochs, **kw), model, tok, FOUR_TASKS)
+        calls, step = [], trainer.optimizer.step
+        trainer.optimizer.step = lambda *a, **k: (calls.append(1), step(*a, **k))[1]
+        rows[epochs] = trainer.train()[0], len(calls)
+    (one, one_steps), (three, three_steps) = rows[1], rows[3]
+    assert one["data/signal_groups"] >= 1, "the seed must give a group with signal"
+    # the same rollouts (same seed and weights), then 1 vs 3 optimizer steps on them
+    assert (one["reward/mean"], one["rollout/length"]) == (three["reward/mean"], three["rollout/length"])
+    assert (one["train/optimizer_steps"], one_steps) == (1, 1) and (three["train/optimizer_steps"], three_steps) == (3, 3)
+    assert one["policy/ratio_mean_last"] == pytest.approx(1.0, abs=1e-4)  # on-policy: the sampler's own weights
+    assert three["policy/ratio_mean_last"] != pytest.approx(1.0, abs=1e-4)  # after two updates: off-policy, clipped
+    assert three["loss/policy"] == pytest.approx(one["loss/policy"], rel=1e-5)  # the first epoch is the same
+
+
+def test_update_epochs_are_checked():
+    with pytest.raises(ValueError, match="update_epochs must be an integer >= 1, got 0"):
+        GRPOConfig(model="m", tasks="t", update_epochs=0)
+    with pytest.raises(ValueError, match="update_epochs > 1 needs tis_cap 0"):
+        GRPOConfig(model="m", tasks="t", update_epochs=2, tis_cap=2.0)
