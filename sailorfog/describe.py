@@ -29,6 +29,20 @@ _BAD_HEAD = frozenset("one term name word type kind form part set group way numb
                       "use act "
                       "smallest oldest best".split())
 _MAX_TYPE_WORDS = 3
+_DETERMINERS = frozenset("a an the its his her their this that these those".split())
+_POST_ADJECTIVES = frozenset("native active endemic responsible famous notable popular prominent common "
+                             "primarily mainly chiefly best".split())
+_VAGUE_HEADS = frozenset("area place activity collection increase decrease unit object thing entity item "
+                         "piece work property relationship measure range matter practice deepest".split())
+"""Heads too vague to be stated as a type ("There is an area."), unless in one of the compounds below."""
+_VAGUE_COMPOUNDS = frozenset(["geographical area", "geographic area", "metropolitan area", "urban area",
+                              "protected area", "mountain range", "reference work"])
+_OF_HEADS = frozenset("state unit body class order series system range collection piece work property "
+                      "measure kind type form branch family group set part integration account relation combination "
+                      "descendant".split())
+"""Heads that mean little without their ``of`` complement ("a state of matter" is no state)."""
+_EST_NOUNS = frozenset("forest interest contest conquest protest request priest harvest manifest inquest "
+                       "arrest midwest northwest southwest behest".split())
 _ADJECTIVES = frozenset("narrow broad wide common rare early late modern ancient major minor main public private "
                         "human natural social political economic cultural civil military federal royal imperial "
                         "often also usually generally typically mostly widely long short similar tall high low new "
@@ -66,8 +80,14 @@ def first_sentence(text: str, max_chars: int = 400) -> str:
 
 def defining_type(text: str) -> list[str]:
     """The type an entity's defining first sentence gives it, as words (at most three, the head
-    noun last): ``["natural", "stream"]`` for "A river is a natural stream of fresh water ...";
-    empty when the sentence defines nothing usable."""
+    noun last): ``["natural", "stream"]`` for "A river is a natural stream of fresh water ...".
+
+    The head is that of the first predicate nominal: in "a physician and a leader in ..." the
+    physician, in "a strait separating the island state of ..." the strait (a participle or a
+    determiner ends the phrase, so a noun of a modifier is never the head). Empty when the
+    sentence defines nothing a reader would accept as a type: an adjective, a superlative, a
+    vague head (``area``, ``place``, ``activity``), or a head that means nothing without its
+    ``of`` complement (``a unit of time``, ``a state of matter``, ``a collection of ideas``)."""
     sentence = first_sentence(text)
     m = _DEFINING.search(sentence)
     if not m or m.start() > 160:
@@ -75,15 +95,10 @@ def defining_type(text: str) -> list[str]:
     rest = m.group(1)
     end = _PHRASE_END.search(rest)
     phrase = rest[: end.start()] if end else rest
+    ends_at_of = bool(end) and end.group(0).strip().lower() == "of"
     words = _WORD.findall(re.sub(r"\b\d+(?:st|nd|rd|th)\b", " ", phrase))
-    for i, w in enumerate(words[1:], 1):  # "a language spoken by ...": the participle ends the phrase
-        if w.lower().endswith("ed") or w.lower() in _PARTICIPLES:
-            words = words[:i]
-            break
-    for i in range(len(words) - 1, -1, -1):  # "a Soviet and Russian politician": the last conjunct
-        if words[i].lower() in ("and", "or", "a", "an", "the"):
-            words = words[i + 1:]
-            break
+    words, cut = _first_nominal(words)
+    ends_at_of = ends_at_of and not cut
     if not words or len(words) > 6:
         return []
     words = words[-_MAX_TYPE_WORDS:]
@@ -96,12 +111,54 @@ def defining_type(text: str) -> list[str]:
     head = words[-1]
     if head.lower() in _BAD_HEAD or len(head) < 3 or not head.isalpha() or not head.islower() \
             or head.endswith(("ed", "ing", "ly", "ical", "ieval", "ous", "ful", "less", "able", "ible", "ese", "ish")) \
-            or head.lower() in _ADJECTIVES \
+            or head.lower() in _ADJECTIVES or _superlative(head) \
             or head.endswith("s") and not head.endswith(("ss", "us", "is", "species", "series")):
+        return []
+    if head in _VAGUE_HEADS and " ".join(words[-2:]).lower() not in _VAGUE_COMPOUNDS:
+        return []
+    if ends_at_of and head in _OF_HEADS:
         return []
     while words and words[0].lower() in _LEADING:
         words = words[1:]
     return words
+
+
+def _first_nominal(words: list[str]) -> tuple[list[str], bool]:
+    """The words of the first noun phrase of a predicate, and whether anything was cut: a second
+    phrase ("... and a leader"), a participle or post-nominal adjective with what follows
+    ("strait separating the ...", "language native to ..."), a determiner opening another phrase."""
+    for i, w in enumerate(words):
+        low = w.lower()
+        if i == 0:
+            continue
+        nxt = words[i + 1].lower() if i + 1 < len(words) else ""
+        if low in ("and", "or") and nxt in _DETERMINERS:  # coordinated phrases: the first is the type
+            return _conjunct(words[:i]), True
+        if low in _DETERMINERS:
+            return words[:i], True
+        if low.endswith("ed") or low in _PARTICIPLES or low in _POST_ADJECTIVES:
+            return _conjunct(words[:i]), True
+        if low.endswith("ing") and nxt and (nxt in _DETERMINERS or words[i + 1][:1].isupper()):
+            return _conjunct(words[:i]), True
+    return _conjunct(words), False
+
+
+def _conjunct(words: list[str]) -> list[str]:
+    """Of "a Soviet and Russian politician" the last conjunct (the modifiers are coordinated); of
+    "a law or formal" (a phrase cut short) the first, when the last is an adjective."""
+    for i in range(len(words) - 1, -1, -1):
+        if words[i].lower() in ("and", "or"):
+            last = words[i + 1:]
+            if last and (last[-1].lower() in _ADJECTIVES or not last[-1].isalpha()
+                         or last[-1].lower().endswith(("al", "ous", "ive", "ic", "ful", "ary"))) and i > 0:
+                return words[:i]
+            return last
+    return words
+
+
+def _superlative(word: str) -> bool:
+    low = word.lower()
+    return len(low) > 5 and low.endswith("est") and low not in _EST_NOUNS
 
 
 def type_key(words: Iterable[str]) -> list[str]:
