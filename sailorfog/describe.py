@@ -171,17 +171,21 @@ def other_names(text: str) -> list[str]:
     return list(dict.fromkeys(m.group(1).strip() for m in _ALSO.finditer(first_sentence(text, 600))))
 
 
-# Predicates read from the words just before a linked name: (pattern, predicate as written,
-# whether the sentence's subject is the linking page). Order matters: the first match wins.
+# Predicates read from the words just before a linked name: (pattern, predicate as written).
+# Order matters: the first match wins. A noun relation ("part of", "capital of") counts only after
+# a copula ("is a large part of"), so "native to a large part of Asia" states no part-of relation.
+_COPULA = r"(?:is|are|was|were|became|becomes|remains|remained|forms?|formed|as)\s+(?:(?:an?|the|one)\s+)?" \
+          r"(?:[\w\-]+\s+){0,2}"
 _PREDICATES: tuple[tuple[str, str], ...] = (
     (r"born in", "was born in"), (r"died in", "died in"), (r"(?:located|situated|based) in", "is located in"),
     (r"(?:found|native|endemic) (?:in|to)", "is found in"), (r"named (?:after|for)", "is named after"),
     (r"founded by", "was founded by"), (r"invented by", "was invented by"), (r"discovered by", "was discovered by"),
     (r"(?:written|composed|directed|designed|developed|produced|created|built) by", "was made by"),
     (r"(?:made|composed) (?:from|of)", "is made from"), (r"derived from", "is derived from"),
-    (r"descended from", "descends from"), (r"part of", "is part of"), (r"members? of", "is a member of"),
-    (r"capital of", "is the capital of"), (r"(?:type|form|kind|variety) of", "is a kind of"),
-    (r"branch of", "is a branch of"), (r"species of", "is a species of"), (r"consists of", "consists of"),
+    (r"descended from", "descends from"), (_COPULA + r"part of", "is part of"),
+    (_COPULA + r"members? of", "is a member of"), (_COPULA + r"capital of", "is the capital of"),
+    (_COPULA + r"(?:type|form|kind|variety) of", "is a kind of"), (_COPULA + r"branch of", "is a branch of"),
+    (_COPULA + r"species of", "is a species of"), (r"consists of", "consists of"),
     (r"(?:includes|contains|comprises)", "includes"),
     (r"borders?|bordered by", "borders"), (r"flows? (?:into|through)", "flows through"),
     (r"originated (?:in|from)|originates (?:in|from)", "originated in"),
@@ -194,17 +198,52 @@ _PREDICATES: tuple[tuple[str, str], ...] = (
 )
 _PREDICATE = [(re.compile(r"\b(?:" + p + r")\s+(?:(?:the|a|an|its|their|his|her)\s+)?$", re.I), w)
               for p, w in _PREDICATES]
+_LEAD_IN = re.compile(r"^(?:(?:In|On|At|During|By|After|Before|Since|From|As|Today|Later|Originally|Historically|"
+                      r"Together|Along)\b[^,]{0,80},\s*)+")
+_PRONOUN_SUBJECT = re.compile(r"^(?:It|He|She|They|This|These)\b")
+_CLAUSE_BREAK = re.compile(r";|[\"“(]|\b(?:for (?:his|her|its|their)|which|who|whom|whose|where|while|whereas|although|when)\b|,\s*(?:and|but)\s+"
+                           r"(?:the|a|an|its|his|her|their|it|he|she|they)\b", re.I)
 
 
-def predicate(sentence: str, anchor: str) -> str | None:
+def find_name(text: str, name: str) -> int:
+    """Where ``name`` first occurs in ``text`` as whole words (case-sensitive first), or -1:
+    "India" is not found inside "Indian Ocean"."""
+    for flags in (0, re.I):
+        m = re.search(r"(?<!\w)" + re.escape(name) + r"(?!\w)", text, flags)
+        if m:
+            return m.start()
+    return -1
+
+
+def sentence_subject_is(sentence: str, title: str, kind: str = "") -> bool:
+    """Whether the sentence's subject is the entity of page ``title``: its opening words (after an
+    adverbial lead-in such as "In 1825,") name it, or a pronoun or "the <its type>" stands for it."""
+    body = _LEAD_IN.sub("", sentence.strip())
+    if _PRONOUN_SUBJECT.match(body):
+        return True
+    opening = [w.lower() for w in re.findall(r"[\w'\-]+", body)[:6]]
+    if kind and len(opening) >= 2 and opening[0] == "the" and opening[1] == kind.split()[-1].lower():
+        return True
+    words = [w for w in tokenize(re.sub(r"\s*\([^)]*\)$", "", title)) if len(w) >= 3]
+    return any(o.startswith(w[:6]) for w in words for o in opening)
+
+
+def predicate(sentence: str, anchor: str, subject: str = "", kind: str = "") -> str | None:
     """The relation a sentence states with the linked name ``anchor`` (``"is a member of"``), read
-    from the words just before it; ``None`` when no known predicate stands there."""
-    at = sentence.lower().find(anchor.lower())
+    from the words just before it; ``None`` when no known predicate stands there. With ``subject``
+    (the title of the page whose sentence it is; ``kind`` its type), the predicate counts only when
+    the sentence is about that entity and no clause about something else comes between."""
+    at = find_name(sentence, anchor)
     if at <= 0:
         return None
     before = sentence[max(0, at - 60): at]
     for pattern, written in _PREDICATE:
-        if pattern.search(before):
+        m = pattern.search(before)
+        if m:
+            if subject:
+                head = sentence[: max(0, at - 60) + m.start()]
+                if not sentence_subject_is(sentence, subject, kind) or _CLAUSE_BREAK.search(head):
+                    return None
             return written
     return None
 

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from sailorfog.constraints import linked_size, unary_size
 from sailorfog.corpus import CorpusIndex
-from sailorfog.describe import PERSON_HEADS, date_event, defining_type, first_sentence, predicate
+from sailorfog.describe import PERSON_HEADS, date_event, defining_type, find_name, first_sentence, predicate
 from sailorfog.extract import extract_dates, extract_numbers
 from sailorfog.text import display_title
 from sailorfog.uncertainty import period
@@ -175,9 +175,7 @@ def link_sentence(sim: Any, source: str, target: str) -> tuple[str, str] | None:
     if anchor is None:
         return None
     text = (sim.page(source) or {}).get("text", "")[:20_000]
-    at = text.find(anchor)
-    if at < 0:
-        at = text.lower().find(anchor.lower())
+    at = find_name(text, anchor)
     if at < 0:
         return None
     for start, end in sentence_spans(text):
@@ -195,7 +193,8 @@ def relation_statement(index: CorpusIndex, sim: Any, a: tuple[str, str], b: tupl
         found = link_sentence(sim, st, ot)
         if found:
             sentence, anchor = found
-            options.append((predicate(sentence, anchor) or "mentions", sl, ol, st, sentence))
+            kind = " ".join(index.page_type[index.ids[st]]) if st in index.ids else ""
+            options.append((predicate(sentence, anchor, st, kind) or "mentions", sl, ol, st, sentence))
     if not options:
         return None
     options.sort(key=lambda o: o[0] == "mentions")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from sailorfog.describe import defining_type
+from sailorfog.describe import defining_type, predicate
 
 
 @pytest.mark.parametrize("sentence, expected", [
@@ -37,3 +37,27 @@ from sailorfog.describe import defining_type
 ])
 def test_type_is_the_head_of_the_first_predicate_nominal(sentence, expected):
     assert defining_type(sentence) == expected
+
+
+MALDIVES = ("The Maldives, officially the Republic of Maldives, is an archipelagic country in South Asia, located in "
+            "the Indian Ocean, about 750 kilometres southwest of India.")
+
+
+@pytest.mark.parametrize("sentence, anchor, subject, expected", [
+    # the object must be the syntactic object of the phrase: "India" is not inside "Indian Ocean"
+    (MALDIVES, "India", "Maldives", None),
+    (MALDIVES, "Indian Ocean", "Maldives", "is located in"),
+    # a noun relation needs a copula: "native to a large part of Asia" is no part-of
+    ("The house sparrow is native to most of Europe and a large part of Asia.", "Asia", "House sparrow", None),
+    ("Sicily is part of Italy.", "Italy", "Sicily", "is part of"),
+    ("Wuhan is the capital of Hubei, China.", "Hubei", "Wuhan", "is the capital of"),
+    # the sentence must be about the page's entity, with no clause about something else in between
+    ("His brother was born in Tarnis in 1851.", "Tarnis", "Idris Kallan", None),
+    ("In 1851, Kallan was born in Tarnis.", "Tarnis", "Idris Kallan", "was born in"),
+    ("It borders Bolivia to the northwest.", "Bolivia", "Paraguay", "borders"),
+    ("Kallan met a poet who was born in Tarnis.", "Tarnis", "Idris Kallan", None),
+    ('Kallan won a prize "for his discovery of elements produced by neutron irradiation".', "neutron",
+     "Idris Kallan", None),
+])
+def test_a_predicate_is_stated_only_of_its_syntactic_object(sentence, anchor, subject, expected):
+    assert predicate(sentence, anchor, subject) == expected
