@@ -16,10 +16,16 @@ received, ``--resume`` on it): loading one must never run code, so trainer state
 plain containers only, and is read with ``torch.load(weights_only=True)``. The random generators'
 states, which ``random`` and numpy return as tuples with arrays inside, are stored as tensors and
 plain numbers (:func:`rng_state`). :func:`save_model` writes a run's final model the same way.
+
+An output folder may hold someone's files too, so only folders this project wrote are replaced or
+pruned: every model and step folder carries :data:`WRITTEN_BY` (written first, so an interrupted
+write is recognised too), and a ``model/``, ``model.tmp/`` or ``checkpoint-<n>`` without it is
+refused (:func:`check_replaceable`) unless the caller passes ``overwrite`` (``--overwrite``).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import random
@@ -38,6 +44,9 @@ CHECKPOINT_PREFIX = "checkpoint-"
 """Step folders are named ``checkpoint-<step>``."""
 STATE_FILE = "trainer_state.pt"
 """The trainer state inside a step folder."""
+WRITTEN_BY = "websailor-written.json"
+"""Record in every model and step folder this project writes; only such folders are replaced or pruned."""
+_WRITER = "websailor-gym"
 
 
 class CheckpointError(UserError):
@@ -113,28 +122,74 @@ def _write_model(tmp: Path, model: torch.nn.Module, tokenizer: Any, weights: dic
         tokenizer.save_pretrained(tmp)
 
 
+def written_here(folder: Path) -> bool:
+    """Whether ``folder`` is a real folder holding this project's :data:`WRITTEN_BY` record."""
+    try:
+        if folder.is_symlink() or not folder.is_dir():
+            return False
+        record = json.loads((folder / WRITTEN_BY).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(record, dict) and record.get("written_by") == _WRITER
+
+
+def check_replaceable(path: Path, overwrite: bool = False) -> None:
+    """:class:`CheckpointError` (one line) if ``path`` exists and this project did not write it,
+    unless ``overwrite``: nothing else is ever removed to make room for a model or a checkpoint."""
+    if overwrite or not (path.exists() or path.is_symlink()) or written_here(path):
+        return
+    raise CheckpointError(f"{path} exists and was not written by websailor-gym (no {WRITTEN_BY}); move it "
+                          "away, choose another output dir, or pass --overwrite to replace it")
+
+
+def check_output_dir(out: Path, overwrite: bool = False) -> None:
+    """Before a run: refuse an ``out/model`` or ``out/model.tmp`` this project did not write (unless
+    ``overwrite``), so a long run does not fail only when it saves its final model."""
+    for name in ("model", "model.tmp"):
+        check_replaceable(out / name, overwrite)
+
+
+def _fresh_tmp(tmp: Path, kind: str, overwrite: bool) -> None:
+    """An empty ``tmp`` holding the :data:`WRITTEN_BY` record (a leftover of ours is removed first)."""
+    check_replaceable(tmp, overwrite)
+    _remove(tmp)
+    tmp.mkdir(parents=True)
+    (tmp / WRITTEN_BY).write_text(json.dumps({"written_by": _WRITER, "kind": kind}) + "\n", encoding="utf-8")
+
+
+def _remove(path: Path) -> None:
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    elif path.exists():
+        shutil.rmtree(path)
+
+
 def _swap_in(tmp: Path, path: Path) -> None:
-    shutil.rmtree(path, ignore_errors=True)
+    _remove(path)
     os.replace(tmp, path)
 
 
-def save_model(model: torch.nn.Module, tokenizer: Any, path: Path, weights: dict | None = None) -> None:
+def save_model(model: torch.nn.Module, tokenizer: Any, path: Path, weights: dict | None = None,
+               overwrite: bool = False) -> None:
     """``save_pretrained`` of model and tokenizer into ``path`` through ``path.tmp`` (no half-written model);
-    ``weights``: the full state dict to write instead of the model's own (a sharded model's)."""
+    ``weights``: the full state dict to write instead of the model's own (a sharded model's). A ``path``
+    or ``path.tmp`` this project did not write is refused unless ``overwrite`` (:func:`check_replaceable`)."""
     tmp = path.with_name(path.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
+    check_replaceable(path, overwrite)
+    _fresh_tmp(tmp, "model", overwrite)
     _write_model(tmp, model, tokenizer, weights)
     _swap_in(tmp, path)
 
 
 def save_checkpoint(out: Path, step: int, model: torch.nn.Module, tokenizer: Any, state: dict, keep: int,
-                    weights: dict | None = None) -> Path:
+                    weights: dict | None = None, overwrite: bool = False) -> Path:
     """``out/checkpoint-<step>``: the model (``save_pretrained``; ``weights`` instead of its own state dict
-    when given: a sharded model's full one) and ``trainer_state.pt``; all but the newest ``keep`` pruned."""
+    when given: a sharded model's full one) and ``trainer_state.pt``; all but the newest ``keep`` of this
+    project's step folders pruned (others are left alone; one in the way is refused unless ``overwrite``)."""
     path = out / f"{CHECKPOINT_PREFIX}{step}"
     tmp = out / f"{CHECKPOINT_PREFIX}{step}.tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
+    check_replaceable(path, overwrite)
+    _fresh_tmp(tmp, "checkpoint", overwrite)
     _write_model(tmp, model, tokenizer, weights)
     torch.save(state, tmp / STATE_FILE)  # tensors and plain data only: loaded with weights_only=True
     _swap_in(tmp, path)
@@ -144,17 +199,20 @@ def save_checkpoint(out: Path, step: int, model: torch.nn.Module, tokenizer: Any
 
 
 def _checkpoints(out: Path) -> list[Path]:
+    """This project's step folders in ``out``, oldest first (a foreign ``checkpoint-<n>`` is neither
+    resumed from nor pruned)."""
     found = []
     if out.is_dir():
         for p in out.iterdir():
             suffix = p.name[len(CHECKPOINT_PREFIX):]
-            if p.is_dir() and p.name.startswith(CHECKPOINT_PREFIX) and suffix.isdigit() and (p / STATE_FILE).exists():
+            if p.is_dir() and p.name.startswith(CHECKPOINT_PREFIX) and suffix.isdigit() and (p / STATE_FILE).exists() \
+                    and written_here(p):
                 found.append((int(suffix), p))
     return [p for _, p in sorted(found)]
 
 
 def latest_checkpoint(out: Path) -> Path | None:
-    """The newest complete step folder in ``out``, or None."""
+    """The newest complete step folder this project wrote in ``out``, or None."""
     found = _checkpoints(out)
     return found[-1] if found else None
 

