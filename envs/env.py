@@ -25,7 +25,7 @@ ends the episode with ``truncated=True``. So does the ``max_format_errors``-th t
 row that holds neither a tool call nor an answer. ``info["termination"]`` says which of
 ``answer``, ``max_tool_calls``, ``context_limit``, ``format_error`` ended it, or ``judge_error``:
 the episode ended with an answer but the judge raised (``info["judge_error"]`` says why; reward
-0, and callers leave it out of metrics and losses: no verdict is not a wrong answer). A turn with a
+0, ``is_correct`` false: it scores as a wrong answer everywhere, so breaking the judge never pays). A turn with a
 ``<tool_call>`` block counts against the budget even when the call is malformed or names
 no tool (as the reference agent counts its turns); only its first call is run.
 
@@ -268,8 +268,8 @@ class ResearchEnv(gym.Env[str, str]):
         termination: Termination = "answer"
         try:
             judgement = self.judge(self._task.question, answer, self._task.answers)
-        except Exception as exc:  # a judge that fails must not take the episode down: it ends without a
-            judgement = Judgement(0.0, False, {})  # verdict, marked so that metrics and losses leave it out
+        except Exception as exc:  # a judge that fails must not take the episode down: the answer scores as
+            judgement = Judgement(0.0, False, {})  # wrong (reward 0), marked so that the error rate is reported
             info["judge_error"] = f"{type(exc).__name__}: {exc}"[:_ERROR_CHARS]
             termination = "judge_error"
         score = float(judgement.score)

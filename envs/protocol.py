@@ -44,15 +44,19 @@ Termination = Literal["answer", "format_error", "max_tool_calls", "context_limit
   tool-call budget), ``context_limit`` (the context budget, or the rollout's token total),
   ``time_limit`` (the wall clock), ``token_limit`` (the last turn hit the generation limit,
   ``<answer>Par`` included), ``response_length`` (verl's response budget);
-- without a verdict on the policy (:data:`ERROR_TERMINATIONS`): ``judge_error``, ``policy_error``
-  (the policy endpoint gave no completion), ``env_error`` (the environment raised)."""
+- ``judge_error``: the agent answered but the judge could not decide; scored as a wrong answer
+  (reward 0, kept in metrics and losses), so that an answer which breaks the judge never beats
+  a wrong one; evaluation reports how often it happened;
+- without a verdict on the policy (:data:`ERROR_TERMINATIONS`): ``policy_error`` (the policy
+  endpoint gave no completion), ``env_error`` (the environment raised)."""
 TERMINATIONS: tuple[str, ...] = get_args(Termination)
 CUT_OFF_TERMINATIONS: frozenset[str] = frozenset({"max_tool_calls", "context_limit", "time_limit", "token_limit",
                                                   "response_length"})
 """Episodes cut off by a limit before an answer: GRPO leaves them out of the loss."""
-ERROR_TERMINATIONS: frozenset[str] = frozenset({"judge_error", "policy_error", "env_error"})
+ERROR_TERMINATIONS: frozenset[str] = frozenset({"policy_error", "env_error"})
 """Episodes that ended without a verdict on the policy: evaluation counts them apart and leaves them
-out of pass@k; GRPO leaves them out of the loss."""
+out of pass@k; GRPO leaves them out of the loss. ``judge_error`` is not one of them: the policy
+answered, and an answer the judge cannot grade scores as wrong."""
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,11 @@ from wiki_sim.common.jsonl import write_json_atomic
 PolicyKind = Literal["transformers", "vllm", "openai", "heuristic", "random"]
 JudgeKind = Literal["em_f1", "f1", "llm"]
 BASELINES = ("heuristic", "random")
+MAX_ERROR_SHARE = 0.5
+"""A run whose share of episodes without a verdict (policy or environment errors) is above this fails
+(non-zero exit)."""
+MAX_JUDGE_ERROR_RATE = 0.02
+"""Default share of answers the judge may fail to grade (each scores as wrong) before a run fails."""
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -70,9 +75,12 @@ class EvalConfig(EpisodeOptions, EnvOptions):
     api_key_env: str = "OPENAI_API_KEY"
     """Environment variable holding the endpoint's API key (policy and judge), if any."""
     name: str = ""
-    """Name of the results (files <out>/<name>.jsonl); default: the policy, or the model's folder name."""
+    """Name of the results (files <out>/<name>.jsonl); default: the model's path by its last two parts
+    (runs/sft/model -> sft_model), or the policy."""
     out: str = "eval"
     """Output directory."""
+    overwrite: bool = False
+    """Replace results of the same name in --out (without it, an existing name is refused)."""
     k: int = 1
     """Samples per task; pass@k is reported for this k (and pass@1)."""
     max_context_tokens: int = 131072
@@ -83,6 +91,14 @@ class EvalConfig(EpisodeOptions, EnvOptions):
     """OpenAI-compatible API root of the LLM grader (--judge llm)."""
     judge_model: str = ""
     """The LLM grader's model name (--judge llm)."""
+    judge_timeout_s: float = 60.0
+    """--judge llm: deadline of one grader request in seconds (connect, send, the whole reply)."""
+    judge_retries: int = 3
+    """--judge llm: retries of a failed grader request (a hanging grader costs about
+    (retries + 1) x --judge-timeout-s per answer)."""
+    max_judge_error_rate: float = MAX_JUDGE_ERROR_RATE
+    """Largest share of episodes whose answer the judge could not grade (scored as wrong); above it the
+    run stops as soon as that is certain and exits non-zero."""
     num_envs: int = 8
     """Episodes at once."""
     max_episode_seconds: float | None = 1800.0
@@ -124,6 +140,13 @@ class EvalConfig(EpisodeOptions, EnvOptions):
             raise ValueError("--policy openai needs --base-url (an OpenAI-compatible API root)")
         if self.judge == "llm" and not (self.judge_base_url and self.judge_model):
             raise ValueError("--judge llm needs --judge-base-url and --judge-model")
+        if (isinstance(self.judge_timeout_s, bool) or not isinstance(self.judge_timeout_s, (int, float))
+                or not 0 < self.judge_timeout_s <= 3600):
+            raise ValueError(f"--judge-timeout-s must be in (0, 3600] seconds, got {self.judge_timeout_s!r}")
+        if isinstance(self.judge_retries, bool) or not isinstance(self.judge_retries, int) or not 0 <= self.judge_retries <= 10:
+            raise ValueError(f"--judge-retries must be an integer in [0, 10], got {self.judge_retries!r}")
+        if not (isinstance(self.max_judge_error_rate, (int, float)) and 0 <= self.max_judge_error_rate <= 1):
+            raise ValueError(f"--max-judge-error-rate must be in [0, 1], got {self.max_judge_error_rate!r}")
         for field_name in ("k", "max_context_tokens", "num_envs"):
             value = getattr(self, field_name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -138,9 +161,17 @@ class EvalConfig(EpisodeOptions, EnvOptions):
 
     @property
     def results_name(self) -> str:
-        """File-safe name of the results: ``name``, else the model's last path part, else the policy."""
-        name = self.name or (Path(self.model.rstrip("/")).name if self.model else "") or self.policy
-        return re.sub(r"[^A-Za-z0-9._-]", "_", name).lstrip(".") or self.policy
+        """File-safe name of the results: ``name``, else the model's path by its last two parts
+        (``runs/sft/model`` -> ``sft_model``: two models both in a folder named ``model`` get
+        different names; a name in use is refused, :func:`check_results_name`), else the policy."""
+        if self.name:
+            name = self.name
+        elif self.model:
+            parts = [p for p in Path(self.model.rstrip("/")).parts if p not in ("/", ".", "..")]
+            name = "_".join(parts[-2:])
+        else:
+            name = ""
+        return re.sub(r"[^A-Za-z0-9._-]", "_", name or self.policy).lstrip(".") or self.policy
 
 
 def _api_key(config: EvalConfig) -> str | None:
@@ -175,7 +206,8 @@ def _judge(config: EvalConfig) -> Any:
         return config.judge
     from envs.judges import LLMJudge
 
-    return LLMJudge(config.judge_base_url, config.judge_model, api_key=_api_key(config))
+    return LLMJudge(config.judge_base_url, config.judge_model, api_key=_api_key(config),
+                    timeout=float(config.judge_timeout_s), max_retries=config.judge_retries)
 
 
 def env_kwargs(config: EvalConfig, policy: Any = None) -> dict[str, Any]:
@@ -203,27 +235,74 @@ def evaluate(policy: Any, tasks: Sequence[Mapping[str, Any]], config: EvalConfig
         max_episode_seconds=config.max_episode_seconds, policy_name=config.results_name, seed=config.seed,
         schedule=config.schedule, use_chat_template=template_switch(config.chat_template))
     start = time.perf_counter()
+    watch = ErrorWatch(len(tasks) * config.k, config.max_judge_error_rate, on_trajectory)
     if isinstance(policy, str):
-        trajectories = play_baseline(policy, tasks, rollout, config.k, on_trajectory)
+        trajectories = play_baseline(policy, tasks, rollout, config.k, watch)
     else:
         from trainers.progress import enabled
 
         trajectories = []
-        for traj in iter_collect(policy, tasks, rollout, group_size=config.k, progress=enabled(config.progress)):
-            trajectories.append(traj)
-            if on_trajectory is not None:
-                on_trajectory(traj)
+        episodes = iter_collect(policy, tasks, rollout, group_size=config.k, progress=enabled(config.progress))
+        try:
+            for traj in episodes:
+                trajectories.append(traj)
+                watch(traj)
+        finally:
+            episodes.close()  # a stop (too many errors) ends the running episodes too
         trajectories.sort(key=lambda t: t.index)
     rows = per_task_rows(trajectories, config.k)
     return rows, summarize(rows, trajectories, config, time.perf_counter() - start), trajectories
 
 
+class TooManyErrors(UserError):
+    """The run stopped early: its error budget is certainly spent."""
+
+
+class ErrorWatch:
+    """Counts, as episodes finish, answers the judge could not grade (``judge_error``) and episodes
+    without a verdict (:data:`envs.protocol.ERROR_TERMINATIONS`), and raises :class:`TooManyErrors`
+    as soon as the run's share of either is certain to end above its bound (``max_judge_error_rate``
+    of ``total`` episodes; :data:`MAX_ERROR_SHARE`) while episodes remain, so a run with a broken judge
+    stops early (after the last episode, :func:`check_errors` decides, with the summary printed).
+    ``then(t)`` is called first for each episode."""
+
+    def __init__(self, total: int, max_judge_error_rate: float, then: Callable[[Any], None] | None = None):
+        self.total, self.max_judge_error_rate, self.then = total, max_judge_error_rate, then
+        self.finished = self.judge_errors = self.errors = 0
+        self.example = ""
+
+    def __call__(self, traj: Any) -> None:
+        from envs.protocol import ERROR_TERMINATIONS
+
+        if self.then is not None:
+            self.then(traj)
+        self.finished += 1
+        if self.finished >= self.total:  # the last episode: the run's own check reports, with the summary
+            return
+        if traj.termination == "judge_error":
+            self.judge_errors += 1
+            self.example = self.example or str(traj.info.get("judge_error", ""))[:200]
+            if self.judge_errors > self.max_judge_error_rate * self.total:
+                raise TooManyErrors(
+                    f"the judge could not grade {self.judge_errors} of {self.total} answers (at most "
+                    f"{self.max_judge_error_rate:.0%} may fail: --max-judge-error-rate), so the run stopped after "
+                    f"{self.finished} episodes; first failure: {self.example}")
+        elif traj.termination in ERROR_TERMINATIONS:
+            self.errors += 1
+            if self.errors > MAX_ERROR_SHARE * self.total:
+                raise TooManyErrors(
+                    f"{self.errors} of {self.total} episodes ended without a verdict ({traj.termination}: "
+                    f"{str(traj.info.get('error', ''))[:200]}), so the run stopped after {self.finished} episodes: "
+                    "check the policy endpoint")
+
+
 def per_task_rows(trajectories: Sequence[Any], k: int) -> list[dict[str, Any]]:
     """One row per task from trajectories laid out group after group (``k`` per task).
 
-    Episodes without a verdict (:data:`envs.protocol.ERROR_TERMINATIONS`: the judge or the
-    policy endpoint failed, the environment raised) are counted in ``errors`` and left out of
-    ``correct``/``pass@1``/``pass@k``, which are ``None`` when too few scored samples remain."""
+    An answer the judge could not grade (``judge_error``) counts as wrong. Episodes without a
+    verdict (:data:`envs.protocol.ERROR_TERMINATIONS`: the policy endpoint failed, the environment
+    raised) are counted in ``errors`` and left out of ``correct``/``pass@1``/``pass@k``, which are
+    ``None`` when too few scored samples remain."""
     from envs.protocol import ERROR_TERMINATIONS
 
     rows = []
@@ -235,6 +314,7 @@ def per_task_rows(trajectories: Sequence[Any], k: int) -> list[dict[str, Any]]:
         rows.append({
             "id": task["id"], "question": task["question"], "answer": task["answer"], "samples": len(group),
             "scored": len(scored), "errors": len(group) - len(scored), "correct": correct,
+            "judge_errors": sum(t.termination == "judge_error" for t in group),
             "pass@1": correct / len(scored) if scored else None,
             f"pass@{k}": pass_at_k(len(scored), correct, k) if len(scored) >= k else None,
             "is_correct": [t.is_correct for t in group], "rewards": [t.reward for t in group],
@@ -245,10 +325,6 @@ def per_task_rows(trajectories: Sequence[Any], k: int) -> list[dict[str, Any]]:
     return rows
 
 
-MAX_ERROR_SHARE = 0.5
-"""A run whose share of episodes without a verdict is above this fails (non-zero exit)."""
-
-
 def _mean(values: list[Any]) -> float | None:
     values = [v for v in values if v is not None]
     return sum(values) / len(values) if values else None
@@ -256,7 +332,8 @@ def _mean(values: list[Any]) -> float | None:
 
 def summarize(rows: list[dict], trajectories: Sequence[Any], config: EvalConfig, seconds: float) -> dict[str, Any]:
     """The run's summary: pass@1, pass@k (over the tasks with scored samples), means, termination
-    counts, episodes without a verdict (``errors``: by kind; ``error_share``), settings."""
+    counts, episodes without a verdict (``errors``: by kind; ``error_share``), answers the judge could not
+    grade (``judge_errors``, ``judge_error_rate``: scored as wrong), settings."""
     from envs.protocol import ERROR_TERMINATIONS
 
     n = len(rows)
@@ -270,6 +347,9 @@ def summarize(rows: list[dict], trajectories: Sequence[Any], config: EvalConfig,
         "scored_tasks": sum(r["pass@1"] is not None for r in rows),
         "errors": errors, "error_episodes": sum(errors.values()),
         "error_share": sum(errors.values()) / episodes if episodes else 0.0,
+        "judge_errors": terminations["judge_error"],
+        "judge_error_rate": terminations["judge_error"] / episodes if episodes else 0.0,
+        "max_judge_error_rate": getattr(config, "max_judge_error_rate", MAX_JUDGE_ERROR_RATE),
         "mean_tool_calls": sum(t.num_tool_calls for t in trajectories) / episodes,
         "mean_turns": sum(t.num_turns for t in trajectories) / episodes,
         "terminations": dict(terminations),
@@ -296,6 +376,7 @@ def play_baseline(name: str, tasks: Sequence[Mapping[str, Any]], rollout: Any, k
     results: dict[int, Trajectory] = {}
     errors: list[BaseException] = []
     lock = threading.Lock()
+    stop = threading.Event()  # set by the first failure (``on_trajectory`` may stop the run): no new episodes
 
     def worker() -> None:
         env = None
@@ -303,7 +384,7 @@ def play_baseline(name: str, tasks: Sequence[Mapping[str, Any]], rollout: Any, k
             env = make_env(rollout.env_id, dict(rollout.env_kwargs))
             if rollout.max_episode_seconds is not None:
                 env = EpisodeTimeLimit(env, rollout.max_episode_seconds)
-            while True:
+            while not stop.is_set():
                 try:
                     index, task = jobs.get_nowait()
                 except queue.Empty:
@@ -315,6 +396,7 @@ def play_baseline(name: str, tasks: Sequence[Mapping[str, Any]], rollout: Any, k
                     with lock:
                         on_trajectory(results[index])
         except BaseException as exc:  # reported in the main thread
+            stop.set()
             errors.append(exc)
         finally:
             if env is not None:
@@ -399,13 +481,22 @@ def print_table(summary: dict[str, Any]) -> None:
           f"{_fmt(summary[f'pass@{k}'], 7)} {summary['mean_tool_calls']:>10.2f} {summary['mean_turns']:>6.2f} "
           f"{summary.get('error_episodes', 0):>6}")
     print("terminations: " + ", ".join(f"{r}={c}" for r, c in sorted(summary["terminations"].items())))
+    if summary.get("judge_errors"):
+        print(f"answers the judge could not grade (scored as wrong): {summary['judge_errors']} "
+              f"({summary['judge_error_rate']:.1%}; at most {summary['max_judge_error_rate']:.0%})")
     if summary.get("error_episodes"):
         kinds = ", ".join(f"{kind}={count}" for kind, count in summary["errors"].items())
         print(f"episodes without a verdict (left out of pass@k): {summary['error_episodes']} ({kinds})")
 
 
 def check_errors(summary: dict[str, Any], where: str) -> None:
-    """``ValueError`` (a non-zero exit) when episodes without a verdict dominate the run."""
+    """``UserError`` (a non-zero exit) when episodes without a verdict dominate the run, or when the
+    judge failed on more than ``max_judge_error_rate`` of the answers."""
+    rate, bound = summary.get("judge_error_rate") or 0.0, summary.get("max_judge_error_rate", MAX_JUDGE_ERROR_RATE)
+    if rate > bound:
+        raise UserError(f"the judge could not grade {summary['judge_errors']} of {summary['num_tasks'] * summary['k']} "
+                        f"answers ({rate:.1%}, at most {bound:.0%} may fail): check the judge endpoint; the results "
+                        f"in {where} score them as wrong")
     share = summary.get("error_share") or 0.0
     if share > MAX_ERROR_SHARE:
         kinds = ", ".join(f"{kind}={count}" for kind, count in summary["errors"].items())
@@ -420,10 +511,11 @@ def run_eval(config: EvalConfig) -> dict[str, Any]:
     from trainers.budget_sweep import run_sweep
 
     tasks = [t.to_dict() for t in load_tasks(config.tasks)][: config.limit]
-    policy = load_policy(config)
     out = Path(config.out)
-    out.mkdir(parents=True, exist_ok=True)
     name = config.results_name
+    check_results_name(out, name, config.overwrite)
+    policy = load_policy(config)
+    out.mkdir(parents=True, exist_ok=True)
     # Trajectories go to disk as they finish (a crash or Ctrl-C keeps them in <name>.trajectories.jsonl.partial);
     # once all are in, the file is written again in task order under its final name.
     path = out / f"{name}.trajectories.jsonl"
@@ -431,6 +523,8 @@ def run_eval(config: EvalConfig) -> dict[str, Any]:
     try:
         rows, summary, trajectories = evaluate(policy, tasks, config,
                                                on_trajectory=lambda t: progress.write(t.to_record(timing=False)))
+    except TooManyErrors as exc:
+        raise TooManyErrors(f"{exc}; the finished episodes are in {progress.partial}") from None
     finally:
         progress.close()
     _write_jsonl(path, [t.to_record(timing=False) for t in trajectories])
@@ -447,6 +541,24 @@ def run_eval(config: EvalConfig) -> dict[str, Any]:
     print(json.dumps(summary, default=str))
     check_errors(summary, str(out / f"{name}.jsonl"))
     return summary
+
+
+def check_results_name(out: Path, name: str, overwrite: bool) -> None:
+    """``UserError`` when ``out`` already holds results named ``name`` (its files or its entry in
+    ``summary.json``) and ``overwrite`` is off: one run never replaces another's results silently."""
+    if overwrite:
+        return
+    found = [p.name for p in (out / f"{name}.jsonl", out / f"{name}.trajectories.jsonl") if p.exists()]
+    summary = out / "summary.json"
+    if not found and summary.is_file():
+        try:
+            if name in json.loads(summary.read_text(encoding="utf-8")):
+                found = [f"{summary.name}[{name!r}]"]
+        except (ValueError, TypeError):
+            pass
+    if found:
+        raise UserError(f"{out} already holds results named {name!r} ({found[0]}); pass --name NAME for new "
+                        "results, or --overwrite to replace them")
 
 
 def with_budget(config: EvalConfig, **budget: int) -> EvalConfig:

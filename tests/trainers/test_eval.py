@@ -64,10 +64,10 @@ def test_transformers_policy_eval_through_the_cli(task_file, tmp_path, capsys):
                  "--num-envs", "4"])
     assert code == 0
     last = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert last["name"] == "tiny" and last["num_tasks"] == 1 and last["temperature"] == 0.85 and last["top_p"] == 0.95
-    rows = [json.loads(line) for line in (out / "tiny.jsonl").read_text().splitlines()]
+    assert last["name"] == f"{tmp_path.name}_tiny" and last["num_tasks"] == 1 and last["temperature"] == 0.85 and last["top_p"] == 0.95
+    rows = [json.loads(line) for line in (out / f"{tmp_path.name}_tiny.jsonl").read_text().splitlines()]
     assert len(rows) == 1 and rows[0]["samples"] == 2 and rows[0]["terminations"] == ["format_error"] * 2
-    record = json.loads((out / "tiny.trajectories.jsonl").read_text().splitlines()[0])
+    record = json.loads((out / f"{tmp_path.name}_tiny.trajectories.jsonl").read_text().splitlines()[0])
     assert record["token_ids"] and sum(record["loss_mask"]) > 0
 
 
@@ -198,3 +198,34 @@ def test_trajectories_reach_the_disk_as_episodes_finish(tmp_path, monkeypatch):
     run_eval(EvalConfig(tasks=str(tasks), policy="heuristic", env_id=MINI_ENV_ID, out=str(out), k=2, num_envs=2))
     assert not (out / "heuristic.trajectories.jsonl.partial").exists()
     assert len((out / "heuristic.trajectories.jsonl").read_text(encoding="utf-8").splitlines()) == 6
+
+
+def test_results_are_named_by_more_than_the_model_folder(task_file):
+    def name(model):
+        return EvalConfig(tasks=str(task_file), policy="openai", base_url="http://127.0.0.1:1/v1", model=model,
+                          env_id=MINI_ENV_ID).results_name
+
+    assert name("runs/sft/model") == "sft_model" and name("runs/grpo/model/") == "grpo_model"
+    assert name("/home/me/runs/sft/model") == "sft_model" and name("smollm2-135m") == "smollm2-135m"
+    assert name("../x/y z") == "x_y_z"
+
+
+def test_an_existing_result_name_is_refused_unless_overwrite(task_file, tmp_path, capsys):
+    """Evaluating runs/sft/model and then runs/grpo/model wrote both to model.jsonl: the second run
+    replaced the first's results. Now a name in use is refused, in one line, before any episode."""
+    out = tmp_path / "eval"
+    args = ["eval", "--tasks", str(task_file), "--policy", "heuristic", "--env-id", MINI_ENV_ID, "--out", str(out),
+            "--limit", "1"]
+    assert main(args) == 0
+    first = (out / "heuristic.jsonl").read_bytes()
+    capsys.readouterr()
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "already holds results named 'heuristic'" in err and "--overwrite" in err
+    assert len(err.strip().splitlines()) == 1 and (out / "heuristic.jsonl").read_bytes() == first
+    (out / "heuristic.jsonl").unlink()
+    (out / "heuristic.trajectories.jsonl").unlink()
+    assert main(args) == 2  # its entry in summary.json is enough
+    assert main(args + ["--overwrite"]) == 0 and (out / "heuristic.jsonl").is_file()
+    assert main(args + ["--name", "second"]) == 0
+    assert set(json.loads((out / "summary.json").read_text())) == {"heuristic", "second"}

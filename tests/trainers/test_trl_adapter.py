@@ -35,13 +35,14 @@ def test_rollout_outputs_keep_ids_masks_and_rewards():
 
 
 def test_episodes_left_out_of_the_loss_get_a_zero_env_mask():
-    kept = [_traj(), _traj(termination="format_error", reward=0.0), _traj(termination="answer", last_turn_cut=False)]
+    kept = [_traj(), _traj(termination="format_error", reward=0.0), _traj(termination="answer", last_turn_cut=False),
+            _traj(termination="judge_error", reward=0.0, last_turn_cut=False)]  # an ungradable answer: wrong
     cut = [_traj(termination=t, reward=0.0) for t in ("max_tool_calls", "context_limit", "time_limit", "token_limit",
-                                                        "judge_error", "env_error", "policy_error")]
+                                                        "env_error", "policy_error")]
     cut.append(_traj(termination="format_error", last_turn_cut=True))
     out = rollout_outputs(kept + cut)
-    assert out["env_mask"][:3] == [[1, 0, 1]] * 3 and out["env_mask"][3:] == [[0, 0, 0]] * len(cut)
-    assert out["in_loss"] == [True] * 3 + [False] * len(cut) and out["env_reward"][3] == 0.0
+    assert out["env_mask"][:4] == [[1, 0, 1]] * 4 and out["env_mask"][4:] == [[0, 0, 0]] * len(cut)
+    assert out["in_loss"] == [True] * 4 + [False] * len(cut) and out["env_reward"][3] == 0.0
     assert rollout_outputs(cut, mask_excluded=False)["env_mask"] == [[1, 0, 1]] * len(cut)
     failed = _traj(prompt_ids=[], token_ids=[], loss_mask=[], logprobs=[], termination="env_error", reward=0.0)
     out = rollout_outputs([_traj(), failed], filler_id=7)  # the reset raised: no prompt, no turn

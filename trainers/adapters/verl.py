@@ -99,7 +99,8 @@ class EpisodeIds:
         """False for an episode left out of the loss, as ``websailor grpo`` leaves it out
         (:func:`trainers.grpo_data.is_cut_off`, :func:`~trainers.grpo_data.is_error`): cut by
         ``response_length``, the tool-call budget, the context or the clock, its last turn cut by
-        ``max_new_tokens``, or no verdict (the environment or the judge raised)."""
+        ``max_new_tokens``, or no verdict (the environment or the policy endpoint failed; an answer the
+        judge could not grade is a wrong answer, in the loss)."""
         from trainers.grpo_data import is_cut_off, is_error
 
         return not (self.termination == "response_length" or is_cut_off(self) or is_error(self))
