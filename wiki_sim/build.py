@@ -7,6 +7,10 @@ error or interrupt removes the temporary directory and leaves an existing simula
 ``out`` untouched. A build killed outright (SIGKILL, power loss) leaves its temporary
 directory behind; the next build removes it (and puts back an old simulator caught
 between the two renames).
+
+A rebuild deletes the old folder, so ``build.json`` lists every file the build wrote
+(``files``) and :func:`check_out_dir` walks the whole tree: a file it does not list (a user's
+notes inside ``index/``) makes the build refuse ``out`` before it starts.
 """
 
 from __future__ import annotations
@@ -90,6 +94,7 @@ def build(kind: str, path: str | Path | None = None, out: str | Path = "data/wik
         budget = memory_mb * 2 ** 20 if memory_mb is not None else resident_bytes() + DEFAULT_MEMORY_MB * 2 ** 20
         memory_mb = budget // 2 ** 20
         info = _build_into(tmp, source, fingerprint, workers, progress, engine, budget)
+        info["files"] = sorted({*_tree_files(tmp), BUILD_FILE})
         _write_json(tmp / BUILD_FILE, info)
         swap_into_place(tmp, out)
     except BaseException as exc:
@@ -194,11 +199,57 @@ def _index_info(engine: str) -> dict[str, Any]:
             "field_boosts": {"title": TITLE_BOOST, "aliases": ALIASES_BOOST, "body": 1.0}, "analyzer": analyzer}
 
 
+SYNTH_INDEX_DIR = "synth_index"
+"""Written into a simulator after its build by synthesis (sailorfog.corpus_index.INDEX_DIR), with
+its own ``meta.json``."""
+_SQLITE_SIDE_FILES = (f"{STORE_FILE}-wal", f"{STORE_FILE}-shm", f"{STORE_FILE}-journal")
+LATER_DIRS = (SPELLING_DIR, SYNTH_INDEX_DIR)
+"""Folders written into a simulator after its build, each completed by a ``meta.json`` written last."""
+
+
+def _tree_files(root: Path) -> list[str]:
+    """Every entry under ``root`` that is not a real directory (files, links, others), as
+    relative POSIX paths; symbolic links are listed, never followed."""
+    found = []
+    for folder, dirs, files in os.walk(root, followlinks=False):
+        rel = Path(folder).relative_to(root)
+        for name in files + [d for d in dirs if os.path.islink(os.path.join(folder, d))]:
+            found.append((rel / name).as_posix())
+    return found
+
+
+def _unlisted_files(out: Path, info: dict[str, Any]) -> list[str]:
+    """Files under ``out`` that no record of this project accounts for: the build's list, or,
+    in a folder written after the build (:data:`LATER_DIRS`), that folder's ``meta.json``,
+    written last, which no file of the folder's writer postdates. A build record without a
+    file list is checked the same way against ``build.json``, which the build wrote last."""
+    listed = info.get("files")
+    listed = set(listed) if isinstance(listed, list) else None
+    stamps: dict[str, float | None] = {}
+
+    def stamp(record: Path) -> float | None:
+        if record not in stamps:
+            stamps[record] = record.lstat().st_mtime if record.is_file() and not record.is_symlink() else None
+        return stamps[record]
+
+    foreign = []
+    for rel in _tree_files(out):
+        if rel in _SQLITE_SIDE_FILES or (listed is not None and rel in listed) or (listed is None and "/" not in rel):
+            continue  # (top-level names are checked by name, :func:`check_out_dir`)
+        top = rel.split("/", 1)[0]
+        record = out / top / "meta.json" if top in LATER_DIRS else (out / BUILD_FILE if listed is None else None)
+        limit = stamp(record) if record is not None and "/" in rel else None
+        path = out / rel
+        if limit is None or path.is_symlink() or not path.is_file() or path.lstat().st_mtime > limit:
+            foreign.append(rel)
+    return sorted(foreign)
+
+
 def _simulator_entries() -> set[str]:
     """What a simulator directory holds: its build record, store (with SQLite's side files),
     search index (either engine) and forward index."""
     return {BUILD_FILE, STORE_FILE, f"{STORE_FILE}-wal", f"{STORE_FILE}-shm", f"{STORE_FILE}-journal", INDEX_DIR,
-            index_dir_name("tantivy"), FORWARD_DIR, SPELLING_DIR, "synth_index"}  # sailorfog.corpus_index.INDEX_DIR
+            index_dir_name("tantivy"), FORWARD_DIR, SPELLING_DIR, SYNTH_INDEX_DIR}
 
 
 def is_simulator_record(path: Path) -> bool:
@@ -218,9 +269,9 @@ def check_out_dir(out: Path) -> None:
     """Refuse an ``out`` that exists and is not a simulator of this project.
 
     Only an empty directory, or one whose ``build.json`` is this project's build record and
-    which holds nothing but what a build writes, may be replaced: an entry that merely has a
-    simulator's name (``index/``, ``store.sqlite``) proves nothing, and a replacement deletes
-    everything in the folder."""
+    which holds nothing but what that build wrote (the whole tree, :func:`_unlisted_files`), may
+    be replaced: an entry that merely has a simulator's name (``index/``, ``store.sqlite``)
+    proves nothing, and a replacement deletes everything in the folder."""
     if not (out.exists() or out.is_symlink()):
         return
     if out.is_symlink() or not out.is_dir():
@@ -232,6 +283,8 @@ def check_out_dir(out: Path) -> None:
         raise WikiSimError(f"--out {out} is a non-empty directory that is not a simulator (no {BUILD_FILE} written "
                            "by websailor-gym); refusing to replace it (choose another --out or remove it)")
     foreign = sorted(entries - _simulator_entries())
+    if not foreign:
+        foreign = _unlisted_files(out, json.loads((out / BUILD_FILE).read_text(encoding="utf-8")))
     if foreign:
         shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
         raise WikiSimError(f"--out {out} is a simulator but also holds {shown}, which a rebuild would delete; "

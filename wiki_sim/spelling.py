@@ -20,6 +20,7 @@ so processes share them): ``terms.bin`` (UTF-8 terms, newline-separated), ``offs
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import shutil
 import tempfile
@@ -112,6 +113,8 @@ def build_spelling_index(vocabulary: Iterable[tuple[str, int]], out_dir: str | P
         np.save(tmp / "offsets.npy", offsets)
         np.save(tmp / "df.npy", df_arr)
         np.fromiter((len(t) for t in terms), np.uint8, len(terms)).tofile(tmp / "lens.u8")
+        # Written last: a rebuild of the simulator accepts no file here newer than it.
+        (tmp / "meta.json").write_text(json.dumps({"terms": len(terms), "keys": keys}) + "\n", encoding="utf-8")
         os.chmod(tmp, 0o755)
         os.rename(tmp, out_dir)
     except BaseException:

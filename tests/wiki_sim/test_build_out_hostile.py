@@ -45,3 +45,45 @@ def test_a_simulator_with_user_files_in_it_is_not_replaced(tmp_path):
     assert (out / "notes.txt").read_text() == "mine" and read_build_info(out)["counts"]["pages"] == 3
     (out / "notes.txt").unlink()
     assert build("jsonl", _corpus(tmp_path), out, progress=False)["counts"]["pages"] == 3
+
+
+@pytest.mark.parametrize("where", ["index/notes.txt", "terms/mine/notes.txt", "spelling/notes.txt",
+                                   "synth_index/notes.txt"])
+def test_a_user_file_anywhere_in_the_tree_is_not_deleted(tmp_path, where):
+    import time
+
+    from wiki_sim import WikiSim
+
+    out = tmp_path / "wiki"
+    build("jsonl", _corpus(tmp_path), out, progress=False)
+    with WikiSim(out) as sim:
+        sim.search(["pgae about tpoic"])  # a misspelling: the spelling index is written beside the build
+    (out / "synth_index").mkdir()
+    (out / "synth_index" / "meta.json").write_text("{}")  # what synthesis writes after a build, completed
+    check_out_dir(out)  # folders this project wrote after the build are its own
+    time.sleep(0.05)
+    user_file = out / where
+    user_file.parent.mkdir(parents=True, exist_ok=True)
+    user_file.write_text("mine")
+    with pytest.raises(WikiSimError, match=f"also holds {where}"):
+        build("jsonl", _corpus(tmp_path), out, progress=False)
+    assert user_file.read_text() == "mine"
+
+
+def test_a_record_without_a_file_list_is_checked_by_time(tmp_path):
+    import os
+    import time
+
+    out = tmp_path / "wiki"
+    build("jsonl", _corpus(tmp_path), out, progress=False)
+    record = out / "build.json"
+    info = json.loads(record.read_text())
+    del info["files"]
+    stamp = record.stat().st_mtime
+    record.write_text(json.dumps(info))
+    os.utime(record, (stamp, stamp))
+    check_out_dir(out)
+    time.sleep(0.05)
+    (out / "index" / "notes.txt").write_text("mine")
+    with pytest.raises(WikiSimError, match="also holds index/notes.txt"):
+        check_out_dir(out)
