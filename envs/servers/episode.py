@@ -78,8 +78,7 @@ class ToolEpisode:
     def call(self, name: str, arguments: Mapping[str, Any] | None) -> StepResult:
         """Run tool ``name`` with ``arguments`` as one turn; the tool's text without its wrapper."""
         if self.done:
-            return StepResult("Error: the episode is over; reset to start another.", self.reward, True,
-                              self.last_info)
+            return self._over()
         if not isinstance(name, str) or not name:
             raise ValueError(f"a tool call needs a tool name, got {name!r}")
         payload = json.dumps({"name": name, "arguments": dict(arguments or {})}, ensure_ascii=False)
@@ -88,8 +87,7 @@ class ToolEpisode:
     def answer(self, text: str) -> StepResult:
         """Give the final answer; the environment's judge scores it (``reward``, ``info["is_correct"]``)."""
         if self.done:
-            return StepResult("Error: the episode is over; reset to start another.", self.reward, True,
-                              self.last_info)
+            return self._over()
         if not isinstance(text, str):
             raise ValueError(f"the answer must be a string, got {type(text).__name__}")
         return self._step(f"<answer>{text}</answer>", unwrap=False)
@@ -97,11 +95,16 @@ class ToolEpisode:
     def turn(self, text: str) -> StepResult:
         """Play a whole model turn in the ReAct text protocol (a text policy's action)."""
         if self.done:
-            return StepResult("Error: the episode is over; reset to start another.", self.reward, True,
-                              self.last_info)
+            return self._over()
         if not isinstance(text, str):
             raise ValueError(f"a turn must be a string, got {type(text).__name__}")
         return self._step(text, unwrap=True)
+
+    def _over(self) -> StepResult:
+        """A call after the episode ended: refused, with reward 0 (the episode's reward was given once,
+        on its last step; :attr:`reward` still holds it)."""
+        return StepResult("Error: the episode is over; reset to start another.", 0.0, True,
+                          {"termination": self.last_info.get("termination", ""), "episode_over": True})
 
     def _step(self, action: str, unwrap: bool) -> StepResult:
         obs, reward, terminated, truncated, info = self.env.step(action)

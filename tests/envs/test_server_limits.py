@@ -75,7 +75,11 @@ def test_episode_plays_structured_calls_as_turns():
         assert not found.done and found.reward == 0.0
         end = episode.answer("Paris")
         assert end.done and end.reward == 1.0 and end.info["is_correct"]
-        assert episode.call("search", {"query": ["x"]}).observation.startswith("Error: the episode is over")
+        for late in (episode.call("search", {"query": ["x"]}), episode.answer("Paris"), episode.turn("<answer>Paris</answer>")):
+            # a step after done is refused and never repeats the reward
+            assert late.observation.startswith("Error: the episode is over") and late.done
+            assert late.reward == 0.0 and not late.info.get("is_correct")
+        assert episode.reward == 1.0  # the episode's own reward is kept
         episode.reset(TASKS[0])
         turn = episode.turn("<think>go</think>\n<tool_call>\n{\"name\": \"search\", \"arguments\": "
                             "{\"query\": [\"Epsom Derby\"]}}\n</tool_call>")
