@@ -178,7 +178,8 @@ _COPULA = r"(?:is|are|was|were|became|becomes|remains|remained|forms?|formed|as)
           r"(?:[\w\-]+\s+){0,2}"
 _PREDICATES: tuple[tuple[str, str], ...] = (
     (r"born in", "was born in"), (r"died in", "died in"), (r"(?:located|situated|based) in", "is located in"),
-    (r"(?:found|native|endemic) (?:in|to)", "is found in"), (r"named (?:after|for)", "is named after"),
+    (r"(?:found|native|endemic) (?:in|to)|(?:occurs?|distributed) (?:in|across|throughout)|inhabits?|inhabited",
+     "is found in"), (r"(?:lived|lives|resided|settled) in", "lived in"), (r"named (?:after|for)", "is named after"),
     (r"founded by", "was founded by"), (r"invented by", "was invented by"), (r"discovered by", "was discovered by"),
     (r"(?:written|composed|directed|designed|developed|produced|created|built) by", "was made by"),
     (r"(?:made|composed) (?:from|of)", "is made from"), (r"derived from", "is derived from"),

@@ -136,7 +136,20 @@ class ResearchSynthesizer:
     attack_filter: bool = True
     """Drop a task when one search (the whole question, one clause, or one 6-word window of it)
     lists the answer in the top 10."""
+    plain_check: bool = True
+    """Drop a task when a looser, reader-like reading of its statements (:mod:`sailorfog.reader`)
+    leaves a second candidate answer."""
     texts: ByteLRU = field(default_factory=lambda: ByteLRU(TEXT_CACHE_BYTES))
+    _reader: Any = field(default=None, repr=False)
+
+    def second_answers(self, statements: Sequence[Statement], target: str) -> list[str]:
+        """Pages other than ``target`` that the plain reading of ``statements`` also accepts."""
+        from sailorfog.reader import PlainReader
+
+        if self._reader is None:
+            self._reader = PlainReader(self.index, self.sim)
+        found = self._reader.candidates(statements)
+        return sorted(self.index.titles[p] for p in found if self.index.titles[p] != target)
 
     def text(self, title: str) -> str:
         found = self.texts.get(title)
@@ -255,6 +268,24 @@ class ResearchSynthesizer:
             return "inconsistent: the answer does not satisfy its own clues"
         return chosen, steps
 
+    def disambiguate(self, chain: Chain, chosen: list[Statement],
+                     steps: list[dict[str, Any]]) -> tuple[list[Statement], list[str]]:
+        """Add unused statements while they remove second answers of the plain reading (never one that
+        lets the answer's own clues decide); the statements and the second answers left."""
+        target = chain.titles["X"]
+        others = self.second_answers(chosen, target)
+        for s in chain.far + chain.near:
+            if not others or len(chosen) >= self.min_statements + 2:
+                break
+            if s in chosen or s.subject == "X" and self.depth >= 1 and \
+                    self.x_only(chosen + [s], chain.path) < self.min_x_candidates:
+                continue
+            fewer = self.second_answers(chosen + [s], target)
+            if len(fewer) < len(others):
+                chosen, others = chosen + [s], fewer
+                steps.append({"step": "plain", "statement": s.id, "candidates": 1 + len(others)})
+        return chosen, others
+
     # --- everything about one task but the oracle -------------------------------------------
     def names(self, title: str) -> list[str]:
         return list(dict.fromkeys([*self.sim.aliases(title), *other_names(self.text(title))]))
@@ -314,6 +345,11 @@ class ResearchSynthesizer:
         x_only = self.x_only(statements, chain.path)
         if self.depth >= 1 and x_only < self.min_x_candidates:
             return Outcome(i, None, "shallow: the answer's own clues single it out", steps)
+        if self.plain_check:
+            statements, others = self.disambiguate(chain, statements, steps)
+            if others:
+                return Outcome(i, None, f"second answer: a plain reading also accepts {others[:3]}", steps)
+            x_only = self.x_only(statements, chain.path)
         types = {s.subject: s.value for s in statements if s.kind == "type"}
         titles = list(chain.titles.values())
         names = {t: self.names(t) for t in titles}

@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import pytest
 
+from sailorfog.constraints import candidates
+from sailorfog.corpus_index import open_corpus_index
 from sailorfog.describe import defining_type, predicate
+from sailorfog.reader import PlainReader
+from sailorfog.research import ResearchSynthesizer
+from sailorfog.statements import Statement
+from wiki_sim import WikiSim
 
 
 @pytest.mark.parametrize("sentence, expected", [
@@ -61,3 +67,43 @@ MALDIVES = ("The Maldives, officially the Republic of Maldives, is an archipelag
 ])
 def test_a_predicate_is_stated_only_of_its_syntactic_object(sentence, anchor, subject, expected):
     assert predicate(sentence, anchor, subject) == expected
+
+
+def _type(label: str, value: str) -> Statement:
+    return Statement(f"{label}t", "type", label, value=value,
+                     checks=[{"type": "type", "node": label, "words": value.split()}])
+
+
+@pytest.fixture(scope="module")
+def default_sim(default_wiki):
+    sim = WikiSim(default_wiki)
+    yield sim, open_corpus_index(sim)
+    sim.close()
+
+
+def test_a_plain_reading_finds_the_second_genus_the_links_miss(default_sim):
+    """"An extinct genus found in a continent whose name begins with E": the links single out Diplodocus,
+    but Iguanodon lived in Belgium, Germany, England and Spain, which lie in Europe."""
+    sim, index = default_sim
+    found_in = Statement("rXB", "relation", "X", predicate="is found in", object="B",
+                         checks=[{"type": "link", "a": "X", "b": "B"}])
+    statements = [_type("X", "extinct genus"), found_in, _type("B", "continent"),
+                  Statement("Bn", "name", "B", value="E", checks=[{"type": "prefix", "node": "B", "prefix": "E"}])]
+    checks = [c for s in statements for c in s.checks]
+    assert {index.titles[p] for p in candidates(index, checks, ["B", "X"])} == {"Diplodocus"}
+    reader = PlainReader(index, sim)
+    assert {"Diplodocus", "Iguanodon"} <= {index.titles[p] for p in reader.candidates(statements)}
+    synth = ResearchSynthesizer(index, sim, seed=0)
+    assert "Iguanodon" in synth.second_answers(statements, "Diplodocus")
+    # a bare association is not read as containment
+    mention = Statement(**{**found_in.to_dict(), "predicate": "mentions"})
+    assert {index.titles[p] for p in reader.candidates([statements[0], mention, *statements[2:]])} == {"Diplodocus"}
+
+
+@pytest.mark.parametrize("sentence, anchor, expected", [
+    ("It lived in Belgium during the Early Cretaceous.", "Belgium", "lived in"),
+    ("Tarnisaurus inhabits Madagascar.", "Madagascar", "is found in"),
+    ("It occurs in Borneo and Sumatra.", "Borneo", "is found in"),
+])
+def test_paraphrases_of_place_predicates_are_read(sentence, anchor, expected):
+    assert predicate(sentence, anchor, "Tarnisaurus") == expected

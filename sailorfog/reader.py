@@ -1,0 +1,197 @@
+"""A second, looser uniqueness check: which pages would a careful reader accept as the answer?
+
+The verifier (:mod:`sailorfog.constraints`) evaluates each statement's checks exactly: a type
+is the words of the page's extracted type, a relation is a link. A reader is more generous,
+and a task is fair only if the answer stays unique under the reader's reading too:
+
+- **Types.** "An extinct genus" fits every genus (the page may not say "extinct"); "a poet"
+  fits every page whose defining sentence calls its entity a poet, in any conjunct ("a Russian
+  writer, poet and painter"); "a person" fits everyone.
+- **Relations.** Any link, in either direction, or a mention of the other's name in the page
+  text. A relation of place (``is found in``, ``is located in``, ``lived in``, ``native to``,
+  ``was born in`` and their paraphrases, :data:`PLACE_PREDICATES`) also holds through
+  containment: a genus that lived in Belgium is found in Europe, when Belgium's page links Europe.
+- Dates, numbers and names are read as the verifier reads them (the same year, number and
+  letter indexes), since a reader reads the same text.
+
+Candidate sets are made arc-consistent over the looser relations, as in the verifier; more
+than one candidate for the answer means a second answer on a plain reading.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Sequence
+
+from sailorfog.constraints import unary_pages
+from sailorfog.corpus import CorpusIndex
+from sailorfog.describe import PERSON_HEADS, first_sentence
+from sailorfog.statements import Statement
+from sailorfog.text import display_title
+from wiki_sim.focus import tokenize
+
+PLACE_PREDICATES = frozenset([
+    "is located in", "is found in", "originated in", "was born in", "died in", "is spoken in", "is grown in",
+    "is produced in", "flows through", "is part of", "lived in", "is native to",
+])
+"""Predicates that a reader reads as containment in a place (their paraphrases map onto these)."""
+PLACE_HEADS = frozenset("country state city town village region province island continent sea ocean river lake "
+                        "mountain range capital kingdom empire territory county district peninsula archipelago "
+                        "republic nation area basin valley desert plateau coast bay gulf strait municipality "
+                        "metropolis prefecture".split())
+"""Type heads of places through which containment is read."""
+UNSTATED_MODIFIERS = frozenset("large small big little major minor famous important notable prominent common".split())
+"""Modifiers a reader grants a page that does not write them (an Iguanodon page need not say "extinct")."""
+_EXTINCT = re.compile(r"\b(?:extinct|fossils?|million years ago|dinosaurs?|Cretaceous|Jurassic|Triassic|Permian|"
+                      r"Carboniferous|Devonian|Pleistocene|Miocene|Eocene)\b", re.I)
+MAX_NAMES = 400
+"""Text mentions are read when a side has at most this many candidates (links alone beyond)."""
+
+
+_DEFINES = re.compile(r"\b(?:is|was|are|were)\s+(?:an?|the|one of the)\s+([^.;:()]{2,200})")
+_NOMINAL_END = re.compile(r"\s(?:that|which|who|whom|whose|where|when|of|in|on|at|from|for|with|by|to|as|is|was|"
+                          r"known|located|used|made|based|found|native|born|between|into|within|during|since|"
+                          r"under|over|about|around|after|before|via|like|such)\s", re.I)
+
+
+def defining_phrase(text: str) -> str:
+    """The predicate nominal of a page's defining sentence with all its conjuncts ("Russian Romantic
+    writer, poet and painter"), empty when the sentence defines nothing."""
+    m = _DEFINES.search(first_sentence(text, 300))
+    if not m or m.start() > 200:
+        return ""
+    rest = m.group(1)
+    end = _NOMINAL_END.search(" " + rest + " ")
+    return rest[: max(0, end.start() - 1)] if end else rest
+
+
+@dataclass
+class PlainReader:
+    """The looser reading of a clue set over one simulator (one per process: it indexes the
+    defining sentences of every page once, on first use)."""
+
+    index: CorpusIndex
+    sim: Any
+    _defining: dict[str, set[int]] | None = field(default=None, repr=False)
+    _texts: dict[int, str] = field(default_factory=dict, repr=False)
+
+    # --- what the reader accepts for one entity ------------------------------------------
+    def defining_words(self) -> dict[str, set[int]]:
+        """Lower-cased word -> pages whose defining phrase holds it (every conjunct of "X is a
+        Russian writer, poet and painter", up to the first relative clause or preposition)."""
+        if self._defining is None:
+            words: dict[str, set[int]] = {}
+            for pid in range(len(self.index)):
+                for w in set(tokenize(defining_phrase(self.text(pid)))):
+                    words.setdefault(w, set()).add(pid)
+            self._defining = words
+        return self._defining
+
+    def text(self, pid: int) -> str:
+        found = self._texts.get(pid)
+        if found is None:
+            found = self._texts[pid] = (self.sim.page(self.index.titles[pid]) or {}).get("text", "")[:20_000]
+        return found
+
+    def type_pages(self, s: Statement) -> set[int]:
+        """Pages a reader takes to be of the stated type: the head in the defining sentence, or the
+        verifier's own type pages (a superset of both)."""
+        exact = set(unary_pages(self.index, s.checks[0]).tolist())
+        if s.value == "person":
+            return exact | set(self.index.with_person())
+        *modifiers, head = s.value.lower().split()
+        by_head = set()
+        for key in tokenize(head):
+            by_head |= self.defining_words().get(key, set())
+        stated = [m for m in modifiers if m not in UNSTATED_MODIFIERS]
+        if "extinct" in stated:  # a page on a fossil taxon need not say "extinct"
+            stated.remove("extinct")
+            by_head = {p for p in by_head if _EXTINCT.search(self.text(p))}
+        if stated:  # "a landlocked country": the page says "landlocked" somewhere
+            pattern = re.compile(r"(?<!\w)(?:" + "|".join(re.escape(m) for m in stated) + r")(?!\w)", re.I)
+            by_head = {p for p in by_head if len(set(m.lower() for m in pattern.findall(self.text(p))))
+                       == len(set(stated))}
+        if head in PERSON_HEADS:
+            by_head &= set(self.index.with_person()) | exact
+        else:
+            by_head = {p for p in by_head if self.index.page_type[p]}  # a page that defines something
+        return exact | by_head
+
+    def unary(self, s: Statement) -> set[int]:
+        if s.kind == "type":
+            return self.type_pages(s)
+        pages: set[int] | None = None
+        for check in s.checks:
+            found = set(unary_pages(self.index, check).tolist())
+            pages = found if pages is None else pages & found
+        return pages if pages is not None else set(range(len(self.index)))
+
+    # --- what the reader accepts for a relation ---------------------------------------------
+    def _mentions(self, texts_of: Iterable[int], names_of: Iterable[int], defining: bool = False) -> set[int]:
+        """Pages of ``texts_of`` whose text (``defining``: first sentence, where a place says what it lies
+        in) names a page of ``names_of`` (whole words, title or short title)."""
+        names = {}
+        for p in names_of:
+            title = self.index.titles[p]
+            for n in {title, display_title(title)}:
+                if len(n) >= 4:
+                    names[n] = p
+        if not names:
+            return set()
+        pattern = re.compile(r"(?<!\w)(?:" + "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+                             + r")(?!\w)")
+        if defining:
+            return {p for p in texts_of if pattern.search(first_sentence(self.text(p), 300))}
+        return {p for p in texts_of if pattern.search(self.text(p))}
+
+    def related(self, xs: set[int], ys: set[int], place: bool) -> set[int]:
+        """The pages of ``xs`` a reader relates to some page of ``ys``."""
+        neighbors = self.index.neighbors
+        linked_ys = set()
+        for y in ys:
+            linked_ys |= set(neighbors[y])
+        out = xs & linked_ys
+        if len(ys) <= MAX_NAMES and len(xs) <= 8 * MAX_NAMES:
+            out |= self._mentions(xs - out, ys)
+        if len(xs) <= MAX_NAMES:
+            rest = xs - out
+            back = self._mentions(ys, rest) if rest else set()
+            if back:
+                out |= {x for x in rest if any(x in neighbors[y] or self._names(x, y) for y in back)}
+        if place and len(ys) <= MAX_NAMES:  # containment: x is linked with a place that lies in y
+            places = self._mentions({p for p in linked_ys if self.index.page_type[p]
+                                     and self.index.page_type[p][-1].lower() in PLACE_HEADS}, ys, defining=True)
+            via = set()
+            for p in places:
+                via |= set(neighbors[p])
+            out |= xs & via
+        return out
+
+    def _names(self, x: int, y: int) -> bool:
+        return bool(self._mentions([y], [x]))
+
+    # --- the answer's candidates ------------------------------------------------------------
+    def candidates(self, statements: Sequence[Statement], target: str = "X", max_rounds: int = 20) -> set[int]:
+        """The answer's candidate pages under the reader's reading of ``statements``."""
+        labels = sorted({lab for s in statements for lab in s.labels})
+        doms: dict[str, set[int]] = {}
+        for s in statements:
+            if s.kind != "relation":
+                pages = self.unary(s)
+                doms[s.subject] = pages if s.subject not in doms else doms[s.subject] & pages
+        everything = set(range(len(self.index)))
+        for lab in labels:
+            doms.setdefault(lab, everything)
+        rels = [s for s in statements if s.kind == "relation"]
+        for _ in range(max_rounds):
+            changed = False
+            for s in rels:
+                place = s.predicate in PLACE_PREDICATES
+                for a, b in ((s.subject, s.object), (s.object, s.subject)):
+                    new = self.related(doms[a], doms[b], place)
+                    if len(new) < len(doms[a]):
+                        doms[a], changed = new, True
+            if not changed:
+                break
+        return doms.get(target, set())
