@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import threading
+from pathlib import Path
 
 from wiki_sim.errors import WikiSimError
 
@@ -57,3 +59,61 @@ def release_free_memory() -> bool:
     trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
     trim(0)
     return True
+
+
+def tree_resident_bytes(pid: int | None = None) -> int:
+    """Resident memory of process ``pid`` (this one by default) and all its descendants now
+    (0 where /proc is missing)."""
+    page = os.sysconf("SC_PAGE_SIZE")
+    total, todo, seen = 0, [pid or os.getpid()], set()
+    while todo:
+        p = todo.pop()
+        if p in seen:
+            continue
+        seen.add(p)
+        try:
+            total += int(Path(f"/proc/{p}/statm").read_text().split()[1]) * page
+            for task in Path(f"/proc/{p}/task").iterdir():
+                todo.extend(int(c) for c in (task / "children").read_text().split())
+        except (OSError, ValueError, IndexError):
+            continue
+    return total
+
+
+class PeakMemory:
+    """The largest resident memory of this process and its descendants together while the
+    ``with`` block runs: sampled every ``interval`` seconds, and never below this process's
+    own high-water mark (``VmHWM``) or the largest finished child's (``RUSAGE_CHILDREN``) when
+    they rise inside the block, which catch peaks between samples."""
+
+    def __init__(self, interval: float = 0.1):
+        self.interval = interval
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="peak-memory", daemon=True)
+
+    def __enter__(self) -> "PeakMemory":
+        self._marks = (peak_resident_bytes(), _children_peak())
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.sample()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.sample()
+
+    def sample(self) -> int:
+        own, children = peak_resident_bytes(), _children_peak()
+        self.peak = max(self.peak, tree_resident_bytes(), own if own > self._marks[0] else 0,
+                        children if children > self._marks[1] else 0)
+        return self.peak
+
+
+def _children_peak() -> int:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024

@@ -33,7 +33,8 @@ from wiki_sim.errors import WikiSimError
 from wiki_sim.forward import FORWARD_DIR, build_forward_index
 from wiki_sim.forked import Forked
 from wiki_sim.engines import BUILD_ENGINES, build_engine_index, check_engine, choose_engine, index_dir_name
-from wiki_sim.budget import check_budget, peak_resident_bytes, release_free_memory, resident_bytes
+from wiki_sim.budget import (PeakMemory, check_budget, peak_resident_bytes, release_free_memory,
+                             resident_bytes)
 from wiki_sim.index import ALIASES_BOOST, INDEX_DIR, TITLE_BOOST
 from wiki_sim.records import Page
 from wiki_sim.sim import BUILD_FILE, BUILD_FORMAT
@@ -93,7 +94,9 @@ def build(kind: str, path: str | Path | None = None, out: str | Path = "data/wik
         os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes it private; the simulator is not
         budget = memory_mb * 2 ** 20 if memory_mb is not None else resident_bytes() + DEFAULT_MEMORY_MB * 2 ** 20
         memory_mb = budget // 2 ** 20
-        info = _build_into(tmp, source, fingerprint, workers, progress, engine, budget)
+        with PeakMemory() as peak:
+            info = _build_into(tmp, source, fingerprint, workers, progress, engine, budget)
+        info["peak_rss_mb"] = peak.peak // 2 ** 20  # the build's processes together, at their largest
         info["files"] = sorted({*_tree_files(tmp), BUILD_FILE})
         _write_json(tmp / BUILD_FILE, info)
         swap_into_place(tmp, out)

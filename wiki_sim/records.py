@@ -88,18 +88,25 @@ class Redirect:
     target: str
 
 
-def normalize_title(title: str) -> str:
-    """MediaWiki-style canonical title: ``'foo_bar  baz#Sec'`` -> ``'Foo bar baz'``."""
-    title = title.split("#", 1)[0]
+def canonical_title(title: str) -> str:
+    """A page's title as stored: ``'foo_bar  baz'`` -> ``'Foo bar baz'`` (underscores and runs of
+    white space are one space, the first letter upper case). Every other character is kept, so
+    ``C``, ``C#`` and ``C++`` stay three titles."""
     title = _WS.sub(" ", title).strip()
     if title[:1].islower():
         title = title[0].upper() + title[1:]
     return title
 
 
+def normalize_title(title: str) -> str:
+    """The page a wiki link target names: ``'foo_bar  baz#Sec'`` -> ``'Foo bar baz'`` (the
+    ``#section`` dropped, then :func:`canonical_title`). For link targets, not page titles."""
+    return canonical_title(title.split("#", 1)[0])
+
+
 def title_to_url(title: str) -> str:
-    """``'Albert Einstein'`` -> ``'https://en.wikipedia.org/wiki/Albert_Einstein'``."""
-    return WIKI_URL_PREFIX + quote(normalize_title(title).replace(" ", "_"), safe=_URL_SAFE)
+    """``'Albert Einstein'`` -> ``'https://en.wikipedia.org/wiki/Albert_Einstein'`` (``C#`` -> ``.../C%23``)."""
+    return WIKI_URL_PREFIX + quote(canonical_title(title).replace(" ", "_"), safe=_URL_SAFE)
 
 
 def url_to_title(url: str) -> str | None:
@@ -113,7 +120,7 @@ def url_to_title(url: str) -> str | None:
     if not url:
         return None
     if "://" not in url and not url.startswith(("en.wikipedia.org", "en.m.wikipedia.org", "/wiki/", "/w/")):
-        return normalize_title(unquote(url)) or None
+        return canonical_title(unquote(url)) or None
     if "://" not in url:
         url = "https://" + url.lstrip("/") if not url.startswith("/") else "https://en.wikipedia.org" + url
     try:
@@ -129,5 +136,5 @@ def url_to_title(url: str) -> str | None:
         raw = parse_qs(parts.query).get("title", [""])[0]
     else:
         return None
-    title = normalize_title(unquote(raw))
+    title = canonical_title(unquote(raw))  # the fragment is already split off: a %23 is part of the title
     return title or None

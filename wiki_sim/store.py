@@ -34,7 +34,7 @@ from typing import Any, Iterable, Iterator, Literal
 
 
 from wiki_sim.errors import WikiSimError
-from wiki_sim.records import LinkInfo, Page, PageInfo, Redirect, normalize_title, title_to_url
+from wiki_sim.records import LinkInfo, Page, PageInfo, Redirect, canonical_title, normalize_title, title_to_url
 from wiki_sim.sentences import locate_anchors, locate_spans
 
 STORE_FILE = "store.sqlite"
@@ -91,7 +91,7 @@ class StoreWriter:
         self.db["meta"].create({"key": str, "value": str}, pk="key")
 
     def add_page(self, page: Page) -> None:
-        title = normalize_title(page.title)
+        title = canonical_title(page.title)
         self._pages.append({
             "id": self._next_id, "title": title, "url": page.url or title_to_url(title),
             "lead": None if page.lead == page.text else page.lead,
@@ -99,9 +99,10 @@ class StoreWriter:
         })
         self._next_id += 1
         hidden = page.hidden_links
-        links = [(normalize_title(t), a, i in hidden) for i, (t, a) in enumerate(page.links) if t]
+        # Sources give link targets as titles (a wikitext link's #section already dropped).
+        links = [(canonical_title(t), a, i in hidden) for i, (t, a) in enumerate(page.links) if t]
         if page.link_starts and len(page.link_starts) == len(page.links):
-            starts = [st for (t, _), st in zip(page.links, page.link_starts) if normalize_title(t)]
+            starts = [st for (t, _), st in zip(page.links, page.link_starts) if canonical_title(t)]
             spans = locate_spans(page.text, ((st, st + len(a)) if not h else (0, 0)
                                              for (_, a, h), st in zip(links, starts)))
         else:
@@ -116,13 +117,13 @@ class StoreWriter:
                 self._names.append({"page": title, "name": name, "source": source})
         targets = page.fact_targets
         self._facts.extend({"page": title, "key": k, "value": v, "source": s,
-                            "target": normalize_title(targets[i]) if i in targets else None}
+                            "target": canonical_title(targets[i]) if i in targets else None}
                            for i, (k, v, s) in enumerate(page.facts))
         if len(self._pages) >= self.batch_size:
             self.flush()
 
     def add_redirect(self, redirect: Redirect) -> None:
-        alias, target = normalize_title(redirect.title), normalize_title(redirect.target)
+        alias, target = canonical_title(redirect.title), canonical_title(redirect.target)
         if alias and target and alias != target:
             self._redirects.append({"alias": alias, "target": target})
 
@@ -245,9 +246,15 @@ class Store:
     def resolve(self, title: str) -> str | None:
         """The canonical page title for ``title`` or one of its aliases; ``None`` if unknown.
 
-        Tries the exact normalized title, then aliases, then a case-insensitive match.
+        Tries the exact normalized title, then aliases, then a case-insensitive match; a title
+        with ``#`` that names no page is then read as a link target (``Paris#History``).
         """
-        t = normalize_title(title)
+        found = self._resolve(canonical_title(title))
+        if found is None and "#" in title:
+            found = self._resolve(normalize_title(title))
+        return found
+
+    def _resolve(self, t: str) -> str | None:
         if not t:
             return None
         row = self.conn.execute("SELECT title FROM pages WHERE title = ?", (t,)).fetchone()

@@ -19,7 +19,7 @@ from wiki_sim.errors import WikiSimError
 from wiki_sim.ingest.aliases import page_aliases
 from wiki_sim.ingest.entity_links import EntityLinker
 from wiki_sim.ingest.wikitext import clean_text
-from wiki_sim.records import Page, normalize_title
+from wiki_sim.records import Page, canonical_title
 
 NO_TOPIC = "Uncategorized"
 
@@ -38,7 +38,7 @@ def load_summaries(path: Path) -> list[dict[str, str]]:
     for key, value in data.items():
         if not isinstance(value, dict):
             raise WikiSimError(f"{path}: entry {key!r} is {type(value).__name__}, expected an object")
-        title = normalize_title(str(value.get("title") or key))
+        title = canonical_title(str(value.get("title") or key))
         if title:
             # The extracts lost their formulas and pronunciations upstream ("A chair ( ) is",
             # "integer , denoted by , is"): the same tidying as parsed pages closes the gaps.

@@ -17,6 +17,12 @@ text is the same (skipped, counted in ``duplicates_skipped``), else another docu
 same name: renamed ``Title (ID)`` with its id, or ``Title (2)``, and counted in
 ``duplicate_titles``. Files may be plain, ``.bz2`` or ``.gz`` (detected by magic bytes).
 
+Titles are kept as given apart from white space and the first letter (``C``, ``C#`` and ``C++``
+are three pages); a title holding a control character (NUL) or a lone surrogate is an error.
+A page is bounded as dump pages are: a line over :data:`MAX_LINE_BYTES` is skipped without
+being held in memory, and a page over :data:`MAX_PAGE_CHARS` (passages merged) is skipped
+too, both counted as ``too_large`` skips in build.json.
+
 JSONL corpora have no links; :func:`iter_jsonl` reads the file twice: once for the titles and
 how each page writes its own name, then again to find links with
 :class:`~wiki_sim.ingest.entity_links.EntityLinker` (in ``workers`` forked processes,
@@ -41,12 +47,19 @@ from wiki_sim.ingest.entity_links import EntityLinker, usage_code
 from wiki_sim.ingest.name_usage import own_usage
 from wiki_sim.ingest.link_pool import LinkPassError, LinkPool, PageLinks, page_links
 from wiki_sim.ingest.name_table import SeenTitles, TitleList
-from wiki_sim.records import Page, normalize_title
+from wiki_sim.ingest.xml_dump import MAX_WIKITEXT_CHARS
+from wiki_sim.records import Page, canonical_title
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 _FRONT_TITLE = re.compile(r"^title:\s*(.+?)\s*$", re.MULTILINE)
 MAX_TITLE_CHARS = 200
 """A title taken from a document's first line is cut to this many characters (at a space)."""
+MAX_PAGE_CHARS = MAX_WIKITEXT_CHARS
+"""Longest page text kept (the dump's cap): a longer page is skipped as ``too_large``."""
+MAX_LINE_BYTES = 4 * MAX_PAGE_CHARS
+"""Longest JSONL line read (UTF-8 holds a character in at most 4 bytes): a longer line is
+skipped as it streams past, never held whole."""
+_BAD_TITLE_CHARS = re.compile(r"[\x00-\x08\x0e-\x1f\x7f\ud800-\udfff]")
 
 
 @dataclass(frozen=True)
@@ -77,6 +90,8 @@ class _Doc:
     url: str
     doc_id: str
     passage: bool
+    too_large: str = ""
+    """Why the page is skipped for its size ("" when it is not)."""
 
 
 def split_sections(text: str) -> tuple[str, list[str]]:
@@ -134,8 +149,10 @@ def _record(path: Path, lineno: int, line: bytes, fields: JsonlFields) -> _Doc:
     where = f"{path}:{lineno}"
     try:
         obj = json.loads(line)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise WikiSimError(f"{where}: malformed JSONL line ({exc})") from None
+    except RecursionError:
+        raise WikiSimError(f"{where}: malformed JSONL line (nested too deeply)") from None
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
+        raise WikiSimError(f"{where}: malformed JSONL line ({str(exc)[:200]})") from None
     if not isinstance(obj, dict):
         raise WikiSimError(f"{where}: expected a JSON object, got {type(obj).__name__}")
     url, doc_id = _optional(obj, fields.url, where), _optional(obj, fields.id, where)
@@ -153,7 +170,7 @@ def _record(path: Path, lineno: int, line: bytes, fields: JsonlFields) -> _Doc:
         head, text = contents.split("\n", 1)
         head = head.strip()
         title = head[1:-1] if len(head) >= 2 and head[0] == head[-1] == '"' else head
-        return _Doc(normalize_title(title), text.strip(), url, doc_id, True)
+        return _Doc(_title(title, where), text.strip(), url, doc_id, True)
     text = _join(obj[text_field], where, text_field).strip()
     if title_field in obj:
         title = obj[title_field]
@@ -163,7 +180,37 @@ def _record(path: Path, lineno: int, line: bytes, fields: JsonlFields) -> _Doc:
         raise WikiSimError(f'{where}: no field "{title_field}" (--title-field); the line has keys {sorted(obj)}')
     else:
         title = title_from_text(text) or doc_id or url
-    return _Doc(normalize_title(title), text, url, doc_id, False)
+    return _Doc(_title(title, where), text, url, doc_id, False)
+
+
+def _title(title: str, where: str) -> str:
+    """``title`` as stored (:func:`~wiki_sim.records.canonical_title`), or a WikiSimError naming the line."""
+    bad = _BAD_TITLE_CHARS.search(title)
+    if bad:
+        what = "a lone surrogate" if "\ud800" <= bad.group() <= "\udfff" else "a control character"
+        raise WikiSimError(f"{where}: the title holds {what} ({bad.group()!a} at {bad.start()}), which no page "
+                           "title may hold")
+    return canonical_title(title)
+
+
+def _lines(f: Any) -> Iterator[tuple[int, bytes | None]]:
+    """``(line number, line)``; ``None`` for a line over :data:`MAX_LINE_BYTES`, read past in
+    bounded pieces."""
+    lineno = 0
+    while True:
+        line = f.readline(MAX_LINE_BYTES + 1)
+        if not line:
+            return
+        lineno += 1
+        if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
+            del line
+            while True:
+                rest = f.readline(1 << 20)
+                if not rest or rest.endswith(b"\n"):
+                    break
+            yield lineno, None
+        else:
+            yield lineno, line
 
 
 def _documents(path: Path, fields: JsonlFields, stats: dict[str, Any], progress: bool,
@@ -182,16 +229,30 @@ def _documents(path: Path, fields: JsonlFields, stats: dict[str, Any], progress:
     parts: list[str] = []
     try:
         with open_compressed(path, bar.update) as f:
-            for lineno, line in enumerate(f, 1):
+            for lineno, line in _lines(f):
+                if line is None:
+                    stats["lines"] += 1
+                    _skip(stats, f"{path.name}:{lineno}", f"a line of over {MAX_LINE_BYTES} bytes")
+                    continue
                 if not line.strip():
                     continue
                 stats["lines"] += 1
                 doc = _record(path, lineno, line, fields)
+                del line
                 if not doc.title:
                     raise WikiSimError(f"{path}:{lineno}: empty title")
+                if len(doc.text) > MAX_PAGE_CHARS:
+                    doc.too_large = f"text of {len(doc.text)} characters is over the limit of {MAX_PAGE_CHARS}"
+                    doc.text = ""
                 if doc.passage and current is not None and current.passage and doc.title == current.title:
-                    parts.append(doc.text)
                     stats["passages_merged"] += 1
+                    if not current.too_large:
+                        parts.append(doc.text)
+                        current.too_large = doc.too_large
+                        if sum(map(len, parts)) > MAX_PAGE_CHARS:
+                            current.too_large = f"passages of over {MAX_PAGE_CHARS} characters in all"
+                        if current.too_large:
+                            parts = []
                     continue
                 if current is not None:
                     yield from _page(current, current_line, parts, stats, first_text)
@@ -206,8 +267,20 @@ def _documents(path: Path, fields: JsonlFields, stats: dict[str, Any], progress:
         raise WikiSimError(f"{path} holds no pages (empty corpus)")
 
 
+def _skip(stats: dict[str, Any], name: str, reason: str) -> None:
+    """Count a page skipped for its size, as the dump's ``too_large`` skips are counted."""
+    stats["skipped"] = stats.get("skipped", 0) + 1
+    stats["skipped_too_large"] = stats.get("skipped_too_large", 0) + 1
+    titles = stats.setdefault("skipped_titles", [])
+    if len(titles) < 20:
+        titles.append(f"{name}: {reason}")
+
+
 def _page(doc: _Doc, lineno: int, parts: list[str], stats: dict[str, Any],
           first_text: SeenTitles) -> Iterator[tuple[int, Page]]:
+    if doc.too_large:
+        _skip(stats, doc.title[:MAX_TITLE_CHARS], doc.too_large)
+        return
     text = "\n\n".join(p for p in parts if p)
     if not text:
         stats["empty"] += 1
@@ -239,7 +312,8 @@ def iter_jsonl(path: Path, stats: dict[str, Any], progress: bool = False,
     (:class:`~wiki_sim.ingest.link_pool.LinkPool`) when the corpus has more than one batch of
     pages; the pages, their links and their order are the same as with one."""
     fields = fields or JsonlFields()
-    scan: dict[str, Any] = {k: (0 if isinstance(v, int) else v) for k, v in stats.items()}
+    scan: dict[str, Any] = {k: (0 if isinstance(v, int) else [] if isinstance(v, list) else v)
+                            for k, v in stats.items()}
     # The first pass keeps the titles in one blob and a byte a page: bounded by the corpus's
     # titles, not by per-title Python objects (wiki_sim.ingest.name_table).
     titles, usage = TitleList(), bytearray()
