@@ -257,7 +257,7 @@ class LLMJudge:
     """The API root, e.g. ``http://127.0.0.1:8000/v1`` (``/chat/completions`` is appended)."""
     model: str
     """The grader model's name as the endpoint knows it."""
-    api_key: str | None = None
+    api_key: str | None = field(default=None, repr=False)
     """Sent as a bearer token when given (never to another origin)."""
     timeout: float = 60.0
     """Deadline in seconds of one whole request (connect, send, the complete reply)."""

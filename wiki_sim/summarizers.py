@@ -116,7 +116,7 @@ class OpenAISummarizer:
     """API root, including the version prefix (``.../v1``)."""
     model: str
     """Model name sent in the request."""
-    api_key: str | None = None
+    api_key: str | None = field(default=None, repr=False)
     """Bearer token, if the endpoint wants one."""
     timeout: float = 60.0
     """Seconds to wait for one answer."""

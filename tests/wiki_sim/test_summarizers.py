@@ -131,3 +131,13 @@ def test_parse_answer_accepts_what_either_former_parser_accepted():
     assert parse_answer('{"evidence": "only evidence"}') == ("only evidence", "")
     with pytest.raises(SummaryError, match="empty answer"):
         parse_answer(None)
+
+
+def test_openai_summarizer_repr_has_no_key():
+    from wiki_sim.summarizers import OpenAISummarizer
+
+    key = "sk-summarizer-secret-0123456789"
+    summarizer = OpenAISummarizer("http://127.0.0.1:9/v1", "small-model", api_key=key)
+    for text in (repr(summarizer), str(summarizer), repr([summarizer])):
+        assert key not in text
+    assert "small-model" in repr(summarizer)
