@@ -28,9 +28,9 @@ def _check_common(config) -> None:
 
 @dataclass
 class MCPConfig:
-    """Serve the simulator's tools (search, visit, and python when the sandbox works here) to MCP
-    hosts through the official MCP SDK, over stdio (an MCP host starts this command) or streamable
-    HTTP (`/mcp`, with `GET /health`), with the environments' schemas and outputs."""
+    """Serve the simulator's tools (search, visit, and python when asked for) to MCP hosts through
+    the official MCP SDK, over stdio (an MCP host starts this command) or streamable HTTP (`/mcp`,
+    with `GET /health`), with the environments' schemas and outputs."""
 
     wiki_dir: str = field(metadata={"flag": "--wiki"})
     """The simulator directory (built by `websailor wiki build`)."""
@@ -40,14 +40,19 @@ class MCPConfig:
     """HTTP: the address to listen on (another address exposes the server beyond this machine)."""
     port: int = 8765
     """HTTP: the port (0: any free port; the line on stderr says which)."""
-    python: Literal["auto", "on", "off"] = "auto"
-    """The python tool: auto (when the bubblewrap sandbox works here), on (fail without it), off."""
+    python: Literal["auto", "on", "off"] = "off"
+    """The python tool (sandboxed code execution, no authentication: whoever reaches the server may run
+    code): off, on (fail without the bubblewrap sandbox), auto (when the sandbox works here)."""
     max_concurrent: int = 8
     """Tool calls running at once; more wait, then get a busy error."""
     max_request_bytes: int = 1_000_000
     """Largest request body / tool arguments accepted."""
     call_timeout_s: float = 300.0
     """Deadline of one tool call, in seconds."""
+    max_connections: int = 64
+    """HTTP: connections open at once; one more gets 503 and is closed."""
+    read_timeout_s: float = 30.0
+    """HTTP: seconds a connection has to send a request's headers and body (else 408 and closed)."""
 
     def __post_init__(self) -> None:
         _check_common(self)
@@ -56,7 +61,8 @@ class MCPConfig:
         from envs.servers.limits import ServerLimits
 
         return ServerLimits(max_concurrent=self.max_concurrent, max_request_bytes=self.max_request_bytes,
-                            call_timeout_s=self.call_timeout_s)
+                            call_timeout_s=self.call_timeout_s, max_connections=self.max_connections,
+                            read_timeout_s=self.read_timeout_s)
 
 
 def run_mcp(config: MCPConfig) -> int:
@@ -79,10 +85,13 @@ def run_mcp(config: MCPConfig) -> int:
             print(f"websailor serve mcp: serving {', '.join(tools)} over stdio", file=sys.stderr, flush=True)
             anyio.run(serve_stdio, server)
             return 0
-        from envs.servers.http import serve
+        from envs.servers.http import is_loopback, serve
 
+        if "python" in tools and not is_loopback(config.host):
+            print(f"websailor serve mcp: warning: the python tool runs code for anyone who reaches {config.host}",
+                  file=sys.stderr, flush=True)
         return serve(http_app(server, host, config.host), config.host, config.port, name="websailor serve mcp",
-                     max_request_bytes=config.max_request_bytes)
+                     limits=config.limits())
     finally:
         host.close()
         release()
@@ -134,6 +143,10 @@ class OpenEnvConfig:
     """Largest request body or websocket message accepted."""
     tool_timeout_s: float = 300.0
     """Deadline of one tool call, in seconds."""
+    max_connections: int = 64
+    """Connections open at once, websockets included; one more gets 503 and is closed."""
+    read_timeout_s: float = 30.0
+    """Seconds a connection has to send a request's headers and body (else 408 and closed)."""
 
     def __post_init__(self) -> None:
         from envs.tasks import check_task_file
@@ -149,7 +162,8 @@ class OpenEnvConfig:
         from envs.servers.limits import ServerLimits
 
         return ServerLimits(max_sessions=self.max_sessions, max_request_bytes=self.max_request_bytes,
-                            call_timeout_s=self.tool_timeout_s)
+                            call_timeout_s=self.tool_timeout_s, max_connections=self.max_connections,
+                            read_timeout_s=self.read_timeout_s)
 
 
 def run_openenv(config: OpenEnvConfig) -> int:
@@ -162,5 +176,4 @@ def run_openenv(config: OpenEnvConfig) -> int:
     app = build_app(config.max_sessions, config.session_idle_s, wiki_dir=config.wiki_dir, tasks=config.tasks,
                     tools=list(config.tools),
                     max_tool_calls=config.max_tool_calls, tool_timeout_s=config.tool_timeout_s)
-    return serve(app, config.host, config.port, name="websailor serve openenv",
-                 max_request_bytes=config.max_request_bytes)
+    return serve(app, config.host, config.port, name="websailor serve openenv", limits=config.limits())

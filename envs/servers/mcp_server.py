@@ -78,9 +78,10 @@ class ToolHost:
         self._runner.close()
 
 
-def simulator_tools(wiki_dir: str, python: Literal["auto", "on", "off"] = "auto") -> tuple[dict[str, Any], Any]:
+def simulator_tools(wiki_dir: str, python: Literal["auto", "on", "off"] = "off") -> tuple[dict[str, Any], Any]:
     """``({name: tool}, release)``: search and visit over the simulator in ``wiki_dir``, and python
-    when asked for (``on``: fail when the sandbox cannot run; ``auto``: only when it can)."""
+    only when asked for (``on``: fail when the sandbox cannot run; ``auto``: only when it can). The
+    python tool runs code for anyone who reaches the server, so it is off by default."""
     from envs.tools import build_tools
     from envs.wikisim import SHARED_SIMS
 

@@ -82,14 +82,25 @@ class WikiSimState(State):
 
 
 class WikiSimOpenEnv(Environment[WikiSimAction, WikiSimObservation, WikiSimState]):
-    """One session's environment over ``gym.make("websailor/WikiSim-v0", **env_kwargs)``."""
+    """One session's environment over ``gym.make("websailor/WikiSim-v0", **env_kwargs)``.
+
+    Making one is cheap: the ``gym`` environment is built on the first ``reset`` (which OpenEnv
+    runs in a worker thread), so ``/state``, ``/metadata`` and a session that never plays build
+    nothing, and nothing heavy runs on the server's event loop."""
 
     SUPPORTS_CONCURRENT_SESSIONS = True
 
     def __init__(self, **env_kwargs: Any):
         super().__init__()
-        self._episode = ToolEpisode(**env_kwargs)
+        self._env_kwargs = env_kwargs
+        self._built: ToolEpisode | None = None
         self._state = WikiSimState()
+
+    @property
+    def _episode(self) -> ToolEpisode:
+        if self._built is None:
+            self._built = ToolEpisode(**self._env_kwargs)
+        return self._built
 
     def reset(self, seed: Optional[int] = None, episode_id: Optional[str] = None,
               task_index: Optional[int] = None, task: Optional[dict] = None, **kwargs: Any) -> WikiSimObservation:
@@ -141,7 +152,8 @@ class WikiSimOpenEnv(Environment[WikiSimAction, WikiSimObservation, WikiSimState
         return self._state
 
     def close(self) -> None:
-        self._episode.close()
+        if self._built is not None:
+            self._built.close()
 
 
 class WikiSimClient(EnvClient[WikiSimAction, WikiSimObservation, WikiSimState]):
@@ -161,10 +173,21 @@ class WikiSimClient(EnvClient[WikiSimAction, WikiSimObservation, WikiSimState]):
 
 def build_app(max_sessions: int, session_idle_s: float | None = None, **env_kwargs: Any) -> Any:
     """The OpenEnv FastAPI app: ``/ws`` sessions (at most ``max_sessions``; one idle for
-    ``session_idle_s`` is closed), ``/health``, ``/schema``..."""
+    ``session_idle_s`` is closed), ``/health``, ``/schema``...
+
+    A task file is read once, here; every session shares the tasks. A session lives exactly as
+    long as its websocket: OpenEnv's HTTP ``/mcp`` (whose ``openenv/session/create`` makes a
+    session without any connection, which idle clients could use to fill every slot) is not
+    served, and this environment has no MCP tools for it anyway."""
+    import os
+
     from openenv.core.env_server.http_server import create_fastapi_app
     from openenv.core.env_server.types import ConcurrencyConfig
 
+    from envs.tasks import read_jsonl_tasks
+
+    if isinstance(env_kwargs.get("tasks"), (str, os.PathLike)):
+        env_kwargs["tasks"] = read_jsonl_tasks(env_kwargs["tasks"])
     ToolEpisode(**env_kwargs).close()  # fail at start (bad wiki or tasks), not in the first session
 
     def factory() -> WikiSimOpenEnv:
@@ -174,6 +197,14 @@ def build_app(max_sessions: int, session_idle_s: float | None = None, **env_kwar
     app = create_fastapi_app(factory, WikiSimAction, WikiSimObservation, concurrency_config=concurrency)
 
     from fastapi.responses import JSONResponse
+    from fastapi.routing import APIRoute
+
+    app.router.routes = [r for r in app.router.routes if not (isinstance(r, APIRoute) and r.path == "/mcp")]
+
+    @app.post("/mcp")
+    async def no_http_sessions() -> Any:
+        return JSONResponse({"error": "sessions live on a websocket: play episodes over /ws (WikiSimClient); "
+                                      "HTTP /mcp is not served"}, status_code=404)
 
     async def bad_request(request: Any, exc: Exception) -> Any:  # a clear 400, not a bare 500
         return JSONResponse({"error": str(exc)[:1000]}, status_code=400)
