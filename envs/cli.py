@@ -104,10 +104,14 @@ def run_baseline(config: BaselineConfig, agent_for_task: Callable[[dict[str, Any
             terminations[info["termination"]] += 1
             if writer:
                 writer.write(episode.record(name))
+    except BaseException:
+        if writer:
+            writer.abandon()  # what finished stays in the .partial file
+        raise
     finally:
         env.close()
-        if writer:
-            writer.close()
+    if writer:
+        writer.close()
     elapsed = time.perf_counter() - start
     summary = {
         "policy": name, "tasks": config.tasks, "episodes": len(tasks), "correct": correct,

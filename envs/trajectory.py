@@ -37,12 +37,16 @@ def trajectory_record(task: Task, messages: list[dict[str, str]], reward: float,
 
 
 class TrajectoryWriter:
-    """Appends records to a JSONL file, flushed per line (a crash keeps the finished ones)."""
+    """Appends records to ``<path>.partial``, flushed per line, and renames it to ``path`` when
+    :meth:`close` says the file is complete: a file under the final name is finished, and a
+    crash keeps the finished records in the partial file (:meth:`abandon`, or a ``with`` block
+    left by an exception)."""
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
+        self.partial = self.path.with_name(self.path.name + ".partial")
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fh = self.path.open("w", encoding="utf-8")
+        self._fh = self.partial.open("w", encoding="utf-8")
 
     def write(self, record: Mapping[str, Any]) -> None:
         missing = [k for k in REQUIRED_KEYS if k not in record]
@@ -57,13 +61,24 @@ class TrajectoryWriter:
         self._fh.flush()
 
     def close(self) -> None:
+        """The file is complete: close it and rename it to its final name (idempotent)."""
+        if self._fh.closed:
+            return
+        self._fh.close()
+        os.replace(self.partial, self.path)
+
+    def abandon(self) -> None:
+        """The run failed: close the file and leave it under its ``.partial`` name."""
         self._fh.close()
 
     def __enter__(self) -> "TrajectoryWriter":
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abandon()
 
 
 def read_trajectories(path: str | os.PathLike) -> Iterator[dict[str, Any]]:

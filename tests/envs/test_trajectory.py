@@ -56,3 +56,20 @@ def test_unfinished_or_malformed_records_are_rejected(tmp_path):
     (tmp_path / "bad.jsonl").write_text('{"messages": []}\n{bad\n')
     with pytest.raises(ValueError, match="bad.jsonl:2"):
         list(read_trajectories(tmp_path / "bad.jsonl"))
+
+
+def test_the_writer_uses_a_partial_name_until_complete(tmp_path):
+    from envs.trajectory import TrajectoryWriter
+
+    record = {k: 0 for k in REQUIRED_KEYS} | {"messages": [], "id": "x"}
+    path, partial = tmp_path / "t.jsonl", tmp_path / "t.jsonl.partial"
+    with TrajectoryWriter(path) as writer:
+        writer.write(record)
+        assert not path.exists() and partial.read_text().count("\n") == 1  # flushed, but not finished
+    assert path.exists() and not partial.exists() and list(read_trajectories(path)) == [record]
+    crashed = tmp_path / "c.jsonl"
+    with pytest.raises(RuntimeError):
+        with TrajectoryWriter(crashed) as writer:
+            writer.write(record)
+            raise RuntimeError("the run died")
+    assert not crashed.exists() and list(read_trajectories(tmp_path / "c.jsonl.partial")) == [record]
