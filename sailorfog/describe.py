@@ -20,7 +20,8 @@ _DEFINING = re.compile(r"\b(?:is|was)\s+(?:an\s+|a\s+|the\s+(?=(?:capital|larges
 _PHRASE_END = re.compile(
     r",|\(|\s(?:that|which|who|whom|whose|where|when|of|in|on|at|from|for|with|by|to|as|is|was|are|were|"
     r"known|located|used|made|based|found|consisting|comprising|including|such|between|into|within|than|"
-    r"having|being|whereby|through|during|since|under|over|about|around|after|before|via|like)(?:\s|$)",
+    r"having|being|whereby|through|during|since|under|over|about|around|after|before|via|like|off|near|along|"
+    r"across|beyond|inside|outside|among|against|towards?|throughout|upon|without|amid|opposite)(?:\s|$)",
     re.I)
 _WORD = re.compile(r"[A-Za-z][A-Za-z'\-]*")
 # Words that make a poor head for "a ___" (a definition that is not a type).
@@ -46,7 +47,7 @@ _EST_NOUNS = frozenset("forest interest contest conquest protest request priest 
 _ADJECTIVES = frozenset("narrow broad wide common rare early late modern ancient major minor main public private "
                         "human natural social political economic cultural civil military federal royal imperial "
                         "often also usually generally typically mostly widely long short similar tall high low new "
-                        "old great big little various different single important famous popular well".split())
+                        "old great big little various different single important famous popular well widespread".split())
 _LEADING = frozenset("a an the one largest smallest biggest most least first second third fourth fifth only main "
                      "chief oldest best".split())
 _PARTICIPLES = frozenset("spoken written known born made found held seen given taken worn grown shown built "
@@ -253,6 +254,10 @@ _EVENT = re.compile(r"\b(born|died|founded|established|built|formed|introduced|d
                     r"published|opened|created|completed|launched|elected|signed|adopted|independence|"
                     r"began|started|ended|first\s+\w+ed|\w+ed)\b(?:\s+[\w,'\-]+){0,5}?\s+(?:in|on|by|around|c\.)\s+"
                     r"(?:\w+\s+){0,2}(\d{3,4})\b", re.I)
+_EVENT_VERBS = frozenset("born died founded established built formed introduced discovered invented released "
+                         "published opened created completed launched elected signed adopted independence began "
+                         "started ended".split())
+_PASSIVE = re.compile(r"\b(?:was|were|been|is|are|being)\s+(?:\w+ly\s+)?$", re.I)
 _NOT_EVENT = frozenset("used based called named related considered described located situated estimated "
                        "recorded reported need needed".split())
 
@@ -262,5 +267,7 @@ def date_event(sentence: str, year: int) -> str | None:
     for m in _EVENT.finditer(sentence[:600]):
         verb = m.group(1).lower().split()[-1]
         if int(m.group(2)) == year and verb not in _NOT_EVENT:
+            if verb not in _EVENT_VERBS and not _PASSIVE.search(sentence[:m.start(1)]):
+                continue  # "the currently accepted version ... 1837": an adjective, not an event
             return "born" if verb == "born" else verb
     return None

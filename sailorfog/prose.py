@@ -1,12 +1,13 @@
 """The template writer of research questions: statements worded around descriptions, never quotes.
 
 Entities are referred to by what they are ("a plant family", then "this family"), never by
-letters or names; each statement kind has its own wording; the hidden intermediates are
-introduced first and the answer last, so the question reads as a chain to follow:
+letters or names. Each relation is one sentence between two descriptions; an entity is
+described in full (its type with its clauses: dates, ranges, the shape of its name) the first
+time it appears, and by "this <kind>" afterwards; relations sharing a subject are joined. The
+entities far from the answer come first and the answer last, so the question reads as a chain:
 
-    There is a plant family whose name begins with “S” and whose article records an event in
-    the late 1700s. A plant is a member of this family. This plant was introduced in the 16th
-    century. What is this plant?
+    A plant family whose two-word name has a recorded date in the late 1700s is connected with a
+    plant that was introduced in the 16th century. Which plant is it?
 """
 
 from __future__ import annotations
@@ -56,23 +57,41 @@ class _Refs:
         return label not in self.introduced
 
 
+_ASSOCIATIONS = ("is connected with", "is associated with", "has ties to")
+"""How a link with no stated predicate reads (a plain association, true of every link)."""
+
+
+def _dateless(s: Statement, person: bool) -> bool:
+    """A date stated without its event: none was read, or a person's event other than birth and death
+    (the page's "founded ... in 1975" is about what the person founded)."""
+    return s.kind == "date" and (not s.predicate or person and s.predicate not in ("born", "died"))
+
+
+def _participle(s: Statement, person: bool = False) -> str | None:
+    """A participial phrase for a dateless event or a range ("tied to a date in the 1880s")."""
+    if s.kind == "number":
+        return f"associated with a measurement of {s.value}"
+    if _dateless(s, person):
+        return f"tied to a date in {s.value}"
+    return None
+
+
 def _attribute(s: Statement, person: bool) -> str:
     """A relative clause for a unary statement ("whose name begins with “S”")."""
     if s.kind == "name":
         return f"whose name begins with “{s.value}”"
     if s.kind == "name_words":
-        return f"whose name is {'a single word' if s.value == 'one' else s.value + ' words long'}"
-    if s.kind == "number":
-        return f"whose article gives a figure of {s.value}"
-    if s.kind == "date":
+        return f"whose name {'is a single word' if s.value == 'one' else 'has ' + s.value + ' words'}"
+    if s.kind == "date" and s.predicate:
+        who = "who" if person else "which"
         if s.predicate == "born":
-            return f"{'who' if person else 'which'} was born in {s.value}"
+            return f"{who} was born in {s.value}"
         if s.predicate == "died":
-            return f"{'who' if person else 'which'} died in {s.value}"
-        if s.predicate:
-            return f"{'who' if person else 'which'} {'was ' if s.predicate.endswith('ed') else ''}{s.predicate} " \
-                   f"in {s.value}"
-        return f"whose article records an event in {s.value}"
+            return f"{who} died in {s.value}"
+        return f"{who} {'was ' if s.predicate.endswith('ed') else ''}{s.predicate} in {s.value}"
+    found = _participle(s, person)
+    if found:
+        return found
     raise ValueError(f"no attribute wording for a {s.kind!r} statement")
 
 
@@ -81,47 +100,38 @@ def _join(items: Sequence[str]) -> str:
 
 
 def _clauses(statements: Sequence[Statement], person: bool) -> list[str]:
-    """Relative clauses for an entity's unary statements; a name's length and first letter make one."""
+    """Phrases for an entity's unary statements, participles first; a name's length and first letter
+    make one clause. Two statements that read the same (two events blurred to one period) are stated
+    once: the same words state the same constraint, so the stated clues do not change."""
     first = next((s for s in statements if s.kind == "name"), None)
     length = next((s for s in statements if s.kind == "name_words"), None)
-    out = []
+    participles, relatives = [], []
+    periods = list(dict.fromkeys(s.value for s in statements if _dateless(s, person)))
+    if periods:
+        participles.append(f"tied to {'a date' if len(periods) == 1 else 'dates'} in {_join(periods)}")
     for s in statements:
-        if first and length and s is length:
+        if first and length and s is length or _dateless(s, person):
             continue
         if first and length and s is first:
             size = "single-word" if length.value == "one" else f"{length.value}-word"
-            out.append(f"whose {size} name begins with “{first.value}”")
+            relatives.append(f"whose {size} name begins with “{first.value}”")
+        elif _participle(s, person):
+            participles.append(_participle(s, person))
         else:
-            out.append(_attribute(s, person))
-    # Two statements can read the same (two events blurred to one period): state the clause once;
-    # the same words state the same constraint, so the stated clues do not change.
-    return list(dict.fromkeys(out))
+            relatives.append(_attribute(s, person))
+    return list(dict.fromkeys(participles + relatives))
 
 
-def _fact(s: Statement, ref: str) -> str:
-    """A sentence for a unary statement about an entity already introduced."""
-    if s.kind == "name":
-        return _cap(f"the name of {ref} begins with “{s.value}”.")
-    if s.kind == "name_words":
-        return _cap(f"the name of {ref} is {'a single word' if s.value == 'one' else s.value + ' words long'}.")
-    if s.kind == "number":
-        return _cap(f"the article on {ref} gives a figure of {s.value}.")
-    if s.predicate in ("born", "died"):
-        return _cap(f"{ref} {'was born' if s.predicate == 'born' else 'died'} in {s.value}.")
-    if s.predicate:
-        return _cap(f"{ref} {'was ' if s.predicate.endswith('ed') else ''}{s.predicate} in {s.value}.")
-    return _cap(f"the article on {ref} records an event in {s.value}.")
-
-
-def _relation(s: Statement, refs: _Refs) -> str:
-    if s.predicate == "mentions":
-        subject_new = refs.is_new(s.subject)
-        subject = refs.ref(s.subject)
-        obj = refs.ref(s.object)
-        lead = f"an article about {subject}" if subject_new else f"the article on {subject}"
-        return _cap(f"{lead} mentions {obj}.")
-    subject = refs.ref(s.subject)
-    return _cap(f"{subject} {s.predicate} {refs.ref(s.object)}.")
+def _describe(clauses: Sequence[str]) -> tuple[str, bool]:
+    """The clauses after a noun (participles directly, relative clauses after a comma when both are
+    there), and whether a relative clause ends it (a verb after it needs a comma)."""
+    rel_start = ("who ", "which ", "whose ")
+    parts = [c for c in clauses if not c.startswith(rel_start)]
+    rel = [c for c in clauses if c.startswith(rel_start)]
+    text = _join(parts) if parts else ""
+    if rel:
+        text = (text + ", " if text else "") + _join(rel)
+    return text, bool(rel) and bool(parts)
 
 
 def is_person(kind: str) -> bool:
@@ -146,6 +156,22 @@ def _order(statements: Sequence[Statement]) -> list[str]:
     return labels
 
 
+def _relations_in_order(statements: Sequence[Statement]) -> list[Statement]:
+    """Relations far from the answer first (by the nearer end's distance), each sharing an entity with
+    an earlier one where it can."""
+    labels = _order(statements)
+    rank = {lab: i for i, lab in enumerate(labels)}
+    rels = sorted((s for s in statements if s.kind == "relation"),
+                  key=lambda s: (max(rank[s.subject], rank[s.object]), min(rank[s.subject], rank[s.object]), s.id))
+    out, seen = [], set()
+    while rels:
+        pick = next((s for s in rels if not seen or set(s.labels) & seen), rels[0])
+        rels.remove(pick)
+        out.append(pick)
+        seen |= set(pick.labels)
+    return out
+
+
 @dataclass
 class DescribedWriter:
     """Deterministic questions from statements (no model needed)."""
@@ -158,39 +184,35 @@ class DescribedWriter:
         refs = _Refs(types)
         unary = {lab: [s for s in statements if s.kind in ("date", "name", "name_words", "number")
                        and s.subject == lab] for lab in types}
-        rels = [s for s in statements if s.kind == "relation"]
-        done: set[str] = set()
-        parts: list[str] = []
-        order = _order(statements)
-        for label in order:
-            person = is_person(types[label])
-            pending = [s for s in rels if s.id not in done and label in s.labels
-                       and all(lab in refs.introduced or lab == label for lab in s.labels)]
-            clauses = _clauses(unary[label], person)
-            if label != TARGET and (clauses or not pending):
-                intro = refs.ref(label)
-                parts.append(_cap(f"there is {intro}" + (" " + _join(clauses) if clauses else "") + "."))
-            for s in pending:
-                parts.append(_relation(s, refs))
-                done.add(s.id)
-            if label == TARGET:
-                if refs.is_new(label):
-                    parts.append(_cap(f"consider {refs.ref(label)}."))
-                first = next((s for s in unary[label] if s.kind == "name"), None)
-                length = next((s for s in unary[label] if s.kind == "name_words"), None)
-                for s in unary[label]:
-                    if first and length and s is length:
-                        continue
-                    if first and length and s is first:
-                        size = "single-word" if length.value == "one" else f"{length.value}-word"
-                        parts.append(_cap(f"{refs.ref(label)} has a {size} name that begins with “{first.value}”."))
-                    else:
-                        parts.append(_fact(s, refs.ref(label)))
-        for s in rels:  # relations between entities introduced in another order
-            if s.id not in done:
-                parts.append(_relation(s, refs))
         digest = int(hashlib.sha1(json.dumps([s.to_dict() for s in statements], sort_keys=True).encode())
                      .hexdigest(), 16)
+
+        def mention(label: str, subject: bool = False) -> str:
+            if not refs.is_new(label):
+                return refs.ref(label)
+            intro = refs.ref(label)
+            said, comma = _describe(_clauses(unary[label], is_person(types[label])))
+            return f"{intro} {said}" + ("," if comma and subject else "") if said else intro
+
+        def verb(s: Statement) -> str:
+            if s.predicate == "mentions":
+                return _ASSOCIATIONS[(digest + int(hashlib.sha1(s.id.encode()).hexdigest(), 16)) % 3]
+            return s.predicate
+
+        sentences: list[str] = []
+        last_subject = None
+        for s in _relations_in_order(statements):
+            subject_new = refs.is_new(s.subject)
+            subject = mention(s.subject, subject=True)
+            phrase = f"{verb(s)} {mention(s.object)}"
+            if last_subject == s.subject and not subject_new and sentences:  # "... and has ties to ..."
+                sentences[-1] = sentences[-1][:-1] + f", and {phrase}."
+            else:
+                sentences.append(_cap(f"{subject} {phrase}."))
+            last_subject = s.subject
+        for label in _order(statements):  # an entity no relation names (a lone answer)
+            if refs.is_new(label):
+                sentences.append(_cap(f"consider {mention(label)}."))
         ref = refs.ref(TARGET)
         head = types[TARGET].split()[-1]
         if ref != f"this {head}":  # two entities of the same kind: say which one
@@ -200,5 +222,5 @@ class DescribedWriter:
             asks = (f"Who is this {head}?", f"Who is this {head}?", f"Name this {head}.")
         else:
             asks = (f"What is this {head}?", f"Which {head} is it?", f"Name this {head}.")
-        parts.append(asks[digest % 3])
-        return " ".join(dict.fromkeys(parts))  # a sentence that reads the same twice is stated once
+        sentences.append(asks[digest % 3])
+        return " ".join(dict.fromkeys(sentences))

@@ -35,19 +35,19 @@ def statement_sentence(s: Statement, types: Mapping[str, str]) -> str:
     ref = _ref(s.subject, types)
     if s.kind == "type":
         kind = f"{article(s.value)} {s.value}"
-        return f"There is {kind}." if s.subject != TARGET else f"The answer is {kind}."
+        return f"One entity is {kind}." if s.subject != TARGET else f"The answer is {kind}."
     if s.kind == "date":
-        verb = f"was {s.predicate}" if s.predicate and s.predicate != "died" else (s.predicate or "saw an event")
+        verb = f"was {s.predicate}" if s.predicate and s.predicate != "died" else (s.predicate or "is tied to a date")
         return f"{ref[:1].upper()}{ref[1:]} {verb} in {s.value}."
     if s.kind == "name":
         return f"The name of {ref} begins with “{s.value}”."
     if s.kind == "name_words":
         return f"The name of {ref} is {'a single word' if s.value == 'one' else s.value + ' words long'}."
     if s.kind == "number":
-        return f"The article on {ref} gives a figure of {s.value}."
+        return f"{ref[:1].upper()}{ref[1:]} is associated with a measurement of {s.value}."
     obj = _ref(s.object, types)
     if s.predicate == "mentions":
-        return f"The article on {ref} mentions {obj}."
+        return f"{ref[:1].upper()}{ref[1:]} is connected with {obj}."
     return f"{ref[:1].upper()}{ref[1:]} {s.predicate} {obj}."
 
 
@@ -67,10 +67,14 @@ def statement_terms(s: Statement) -> list[str]:
 
 def _relation_kept(s: Statement, question: str, types: Mapping[str, str]) -> bool:
     """Whether one sentence of ``question`` names both kinds the relation joins and its predicate."""
-    word = "mention" if s.predicate == "mentions" else (statement_terms(s) or [""])[0].lower()
+    words = _ASSOCIATION_WORDS if s.predicate == "mentions" else ((statement_terms(s) or [""])[0].lower(),)
     heads = {types[s.subject].split()[-1].lower(), types[s.object].split()[-1].lower()}
-    return any(word in sent and all(h in sent for h in heads)
+    return any(any(w in sent for w in words) and all(h in sent for h in heads)
                for sent in re.split(r"(?<=[.?!;])\s+", question.lower()))
+
+
+_ASSOCIATION_WORDS = ("connect", "associat", "ties", "tied", "link", "mention", "relat")
+"""What keeps a plain association in a rewritten question."""
 
 
 def problems(question: str, statements: Sequence[Statement], check: Check | None = None,

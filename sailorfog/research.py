@@ -95,6 +95,20 @@ def name_leaks(question: str, titles: Sequence[str], names: Mapping[str, Sequenc
     return found
 
 
+def distinct_periods(statements: Sequence[Statement]) -> list[Statement]:
+    """One dated statement per period and per sentence: "published in the 1830s and accepted in the
+    1830s" from one sentence says one thing twice."""
+    seen: set[str] = set()
+    out = []
+    for s in statements:
+        keys = {s.value, s.evidence.get("sentence", "")}
+        if keys & seen:
+            continue
+        seen |= keys
+        out.append(s)
+    return out
+
+
 @dataclass
 class Chain:
     """The entities of one task: label -> title, and the statements read about them."""
@@ -126,13 +140,16 @@ class ResearchSynthesizer:
     min_answer_type: int = 12
     """The answer's type is stated with words that fit at least this many pages (a search for it
     alone cannot list the answer; a person of a rarer type is "a person")."""
-    min_statements: int = 9
-    min_words: int = 40
+    min_statements: int = 12
+    min_words: int = 51
     """Shorter questions are dropped (they say too little to be research tasks); 20 at ``depth=0``."""
     """Weak, true statements are added (without changing the answer) until the question has this many."""
     branch_p: float = 0.8
     """Probability of each side branch (an entity known only by its type, linked to the answer or to
     the last intermediate)."""
+    branches: int = 3
+    """Side branches tried at most (one on the answer, the others on the intermediates: a branch on the
+    answer counts among its own clues)."""
     attack_filter: bool = True
     """Drop a task when one search (the whole question, one clause, or one 6-word window of it)
     lists the answer in the top 10."""
@@ -193,22 +210,27 @@ class ResearchSynthesizer:
             cand, kind, rel = step
             titles[label] = cand
             base += [rel, kind]
-            far += date_statements(self.index, label, cand, self.text(cand), f"{label}d", rng)[:3]
-            far += number_statements(self.index, label, cand, self.text(cand), f"{label}q", rng)
-            far += [s for s in (name_statement(self.index, label, cand, f"{label}n"),
-                                name_words_statement(self.index, label, cand, f"{label}w")) if s]
+            far += distinct_periods(date_statements(self.index, label, cand, self.text(cand), f"{label}d", rng))[:3]
+            far += number_statements(self.index, label, cand, self.text(cand), f"{label}q", rng)[:1]
+            # a hidden entity's first letter gives it away to anyone who knows the field ("emperor K")
+            far += [s for s in (name_words_statement(self.index, label, cand, f"{label}w"),) if s]
             prev = (label, cand)
         path = [lab for lab in titles if lab != "X"]
-        extra = len(titles)
-        for anchor in ("X", path[-1]) if self.depth >= 1 else ():  # side branches: an entity known by its type
+        extra, extras = len(titles), []
+        anchors = ("X", path[-1], path[-1], path[0])[:self.branches]
+        for anchor in anchors if self.depth >= 1 else ():  # side branches: an entity known by its type
             if rng.random() < self.branch_p:
                 step = self._neighbor(titles[anchor], set(titles.values()), rng, LABELS[extra - 1],
                                       (anchor, titles[anchor]))
                 if step is not None:
-                    titles[LABELS[extra - 1]] = step[0]
+                    label, cand = LABELS[extra - 1], step[0]
+                    titles[label] = cand
                     base += [step[2], step[1]]
+                    if anchor != "X":  # described a little too (a branch on the answer counts among its own clues)
+                        extras += distinct_periods(date_statements(self.index, label, cand, self.text(cand),
+                                                                   f"{label}d", rng))[:1]
                     extra += 1
-        near = date_statements(self.index, "X", target, self.text(target), "Xd", rng)[:2]
+        near = distinct_periods(date_statements(self.index, "X", target, self.text(target), "Xd", rng))[:2]
         near += number_statements(self.index, "X", target, self.text(target), "Xq", rng)[:1]
         near += [s for s in (name_statement(self.index, "X", target, "Xn"),
                              name_words_statement(self.index, "X", target, "Xw")) if s]
@@ -216,6 +238,7 @@ class ResearchSynthesizer:
             far = []
         rng.shuffle(far)
         far.sort(key=lambda s: s.kind != "date" or not s.predicate)
+        far += extras
         return Chain(titles, base, far, near, path)
 
     # --- uniqueness ------------------------------------------------------------------------
@@ -261,6 +284,8 @@ class ResearchSynthesizer:
             if s in chosen or s.subject == "X" and self.depth >= 1 and \
                     self.x_only(chosen + [s], chain.path) < self.min_x_candidates:
                 continue
+            if s.kind == "name_words" and sum(t.kind == "name_words" for t in chosen) >= 2:
+                continue  # "whose name has two words" three times reads as a template
             chosen.append(s)
             steps.append({"step": "weak", "statement": s.id, "candidates": 1})
         if not contains(candidate_pages(self.index, [c for s in chosen for c in s.checks], labels),

@@ -189,12 +189,12 @@ def test_llm_writer_keeps_every_statement_and_hides_names(research):
 
 
 def test_statements_that_read_the_same_are_written_once():
-    """Two dated statements blurred to the same period must not read 'whose article records an event
-    in X, whose article records an event in X'."""
+    """Two dated statements blurred to the same period must not read 'tied to a date in X, tied to a date
+    in X'."""
     from sailorfog.prose import _clauses
 
     class S:
         def __init__(self, sid):
             self.id, self.kind, self.value, self.predicate, self.subject = sid, "date", "the 1850s", "", "a"
 
-    assert _clauses([S("d1"), S("d2")], person=True) == ["whose article records an event in the 1850s"]
+    assert _clauses([S("d1"), S("d2")], person=True) == ["tied to a date in the 1850s"]

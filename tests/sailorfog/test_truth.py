@@ -3,13 +3,17 @@ the sentence asserts them of the linked entity, and a plain-reading check that f
 
 from __future__ import annotations
 
+import gymnasium as gym
 import pytest
+
+import envs  # noqa: F401
 
 from sailorfog.constraints import candidates
 from sailorfog.corpus_index import open_corpus_index
 from sailorfog.describe import defining_type, predicate
 from sailorfog.reader import PlainReader
-from sailorfog.research import ResearchSynthesizer
+from sailorfog.prose import DescribedWriter
+from sailorfog.research import ResearchSynthesizer, answer_order
 from sailorfog.statements import Statement
 from wiki_sim import WikiSim
 
@@ -107,3 +111,54 @@ def test_a_plain_reading_finds_the_second_genus_the_links_miss(default_sim):
 ])
 def test_paraphrases_of_place_predicates_are_read(sentence, anchor, expected):
     assert predicate(sentence, anchor, "Tarnisaurus") == expected
+
+
+def _s(sid: str, kind: str, subject: str, **kw) -> Statement:
+    return Statement(sid, kind, subject, **kw)
+
+
+def test_prose_reads_like_a_question_not_a_template():
+    """No "There is ..." openers, no talk of articles, relative clauses and participles instead, one
+    clause per constraint, a person's founding date not turned into "who was founded"."""
+    statements = [
+        _type("B", "province"), _type("C", "country"), _type("X", "person"),
+        _s("rBC", "relation", "B", predicate="mentions", object="C", checks=[{"type": "link", "a": "B", "b": "C"}]),
+        _s("rXB", "relation", "X", predicate="was born in", object="B", checks=[{"type": "link", "a": "X", "b": "B"}]),
+        _s("Bd0", "date", "B", value="the 1880s", predicate="", checks=[{"type": "year", "node": "B", "lo": 1880, "hi": 1889}]),
+        _s("Bd1", "date", "B", value="the 1880s", predicate="", checks=[{"type": "year", "node": "B", "lo": 1880, "hi": 1889}]),
+        _s("Bq0", "number", "B", value="between 700 and 1,300 kilometres", checks=[{"type": "number", "node": "B", "lo": 700, "hi": 1300}]),
+        _s("Bw", "name_words", "B", value="one", checks=[{"type": "name_words", "node": "B", "n": 1}]),
+        _s("Xd0", "date", "X", value="the 1970s", predicate="founded", checks=[{"type": "year", "node": "X", "lo": 1970, "hi": 1979}]),
+        _s("Xn", "name", "X", value="B", checks=[{"type": "prefix", "node": "X", "prefix": "B"}]),
+    ]
+    types = {s.subject: s.value for s in statements if s.kind == "type"}
+    question = DescribedWriter().write(statements, types)
+    assert "There is" not in question and "article" not in question.lower(), question
+    assert question.count("the 1880s") == 1, question
+    assert "was founded" not in question and "tied to a date in the 1970s" in question, question
+    assert question.startswith("A province tied to a date in the 1880s and associated with a measurement"), question
+    assert question.endswith("?") or question.endswith("."), question
+
+
+def test_research_questions_hide_intermediates_letters_and_read_at_length(default_sim, default_wiki):
+    """Fresh research tasks: no first letter of a hidden entity, no 'There is' or 'article', 51-90 words."""
+    sim, index = default_sim
+    env = gym.make("websailor/WikiSim-v0", wiki_dir=str(default_wiki),
+                   tasks=[{"question": "placeholder", "answer": "placeholder"}], tools=["search", "visit"])
+    synth = ResearchSynthesizer(index, sim, seed=11)
+    records = []
+    for i, pid in enumerate(answer_order(index, 11)[:200]):
+        out = synth.attempt(i, index.titles[pid], env, DescribedWriter())
+        if out.record:
+            records.append(out.record)
+        if len(records) >= 4:
+            break
+    env.close()
+    assert len(records) == 4
+    for r in records:
+        q = r["question"]
+        assert "There is" not in q and "article" not in q.lower(), q
+        assert 51 <= len(q.split()) <= 90, q
+        assert not [c for c in r["clues"] if c["kind"] == "name" and c["subject"] != "X"], q
+        assert len({(c["subject"], c["value"]) for c in r["clues"] if c["kind"] == "date"}) == \
+            sum(c["kind"] == "date" for c in r["clues"]), q  # no period stated twice for one entity
