@@ -38,7 +38,7 @@ from wiki_sim.budget import (PeakMemory, check_budget, peak_resident_bytes, rele
 from wiki_sim.index import ALIASES_BOOST, INDEX_DIR, TITLE_BOOST
 from wiki_sim.records import Page
 from wiki_sim.sim import BUILD_FILE, BUILD_FORMAT
-from wiki_sim.spelling import SPELLING_DIR
+from wiki_sim.spelling import SPELLING_DIR, SPELLING_FILES
 from wiki_sim.store import STORE_FILE, StoreWriter
 
 FORWARD_MIN_BYTES = 32 * 2 ** 20
@@ -225,10 +225,11 @@ def _unlisted_files(out: Path, info: dict[str, Any]) -> list[str]:
     """Files under ``out`` that no record of this project accounts for: the build's list, or,
     in a folder written after the build (:data:`LATER_DIRS`), that folder's ``meta.json``,
     written last, which no file of the folder's writer postdates. A build record without a
-    file list is checked the same way against ``build.json``, which the build wrote last."""
+    file list is checked the same way against ``build.json``, which the build wrote last; a
+    spelling folder without ``meta.json`` may hold only the spelling writer's file names."""
     listed = info.get("files")
     listed = set(listed) if isinstance(listed, list) else None
-    stamps: dict[str, float | None] = {}
+    stamps: dict[Path, float | None] = {}
 
     def stamp(record: Path) -> float | None:
         if record not in stamps:
@@ -243,6 +244,8 @@ def _unlisted_files(out: Path, info: dict[str, Any]) -> list[str]:
         record = out / top / "meta.json" if top in LATER_DIRS else (out / BUILD_FILE if listed is None else None)
         limit = stamp(record) if record is not None and "/" in rel else None
         path = out / rel
+        if limit is None and top == SPELLING_DIR and rel[len(top) + 1:] in SPELLING_FILES:
+            limit = float("inf")
         if limit is None or path.is_symlink() or not path.is_file() or path.lstat().st_mtime > limit:
             foreign.append(rel)
     return sorted(foreign)

@@ -32,6 +32,8 @@ import numpy as np
 from wiki_sim.index import letters_apart
 
 SPELLING_DIR = "spelling"
+SPELLING_FILES = frozenset({"terms.bin", "offsets.npy", "df.npy", "lens.u8", "keys.u64", "rows.u32", "meta.json"})
+"""What :func:`build_spelling_index` writes into its folder."""
 PREFIX = 7
 """Letters of a term (the first one included) whose deletions are indexed."""
 MAX_DISTANCE = 2

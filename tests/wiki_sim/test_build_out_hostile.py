@@ -52,12 +52,8 @@ def test_a_simulator_with_user_files_in_it_is_not_replaced(tmp_path):
 def test_a_user_file_anywhere_in_the_tree_is_not_deleted(tmp_path, where):
     import time
 
-    from wiki_sim import WikiSim
-
     out = tmp_path / "wiki"
     build("jsonl", _corpus(tmp_path), out, progress=False)
-    with WikiSim(out) as sim:
-        sim.search(["pgae about tpoic"])  # a misspelling: the spelling index is written beside the build
     (out / "synth_index").mkdir()
     (out / "synth_index" / "meta.json").write_text("{}")  # what synthesis writes after a build, completed
     check_out_dir(out)  # folders this project wrote after the build are its own
@@ -86,4 +82,30 @@ def test_a_record_without_a_file_list_is_checked_by_time(tmp_path):
     time.sleep(0.05)
     (out / "index" / "notes.txt").write_text("mine")
     with pytest.raises(WikiSimError, match="also holds index/notes.txt"):
+        check_out_dir(out)
+
+
+def test_a_later_spelling_folder_holds_only_its_writers_files(tmp_path):
+    """A tantivy simulator's spelling index, written after a build whose record lists no files."""
+    import os
+
+    pytest.importorskip("tantivy")
+    from wiki_sim.spelling import SPELLING_FILES
+
+    out = tmp_path / "wiki"
+    build("jsonl", _corpus(tmp_path), out, progress=False, engine="tantivy")
+    record = out / "build.json"
+    info = json.loads(record.read_text())
+    del info["files"]
+    stamp = record.stat().st_mtime
+    record.write_text(json.dumps(info))
+    os.utime(record, (stamp, stamp))
+    for path in (out / "spelling").iterdir():  # written later than the build
+        os.utime(path, (stamp + 60, stamp + 60))
+    assert {p.name for p in (out / "spelling").iterdir()} <= SPELLING_FILES
+    check_out_dir(out)  # accounted for by its meta.json
+    (out / "spelling" / "meta.json").unlink()
+    check_out_dir(out)  # without one: by its writer's file names
+    (out / "spelling" / "notes.txt").write_text("mine")
+    with pytest.raises(WikiSimError, match="also holds spelling/notes.txt"):
         check_out_dir(out)
