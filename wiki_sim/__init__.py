@@ -1,10 +1,11 @@
 """Offline Wikipedia simulator: corpora -> SQLite store -> Whoosh index -> WikiSim (search, visit)."""
 
 from wiki_sim.errors import WikiSimError
-from wiki_sim.records import LinkInfo, Page, PageInfo, Redirect, normalize_title, title_to_url, url_to_title
+from wiki_sim.records import (LinkInfo, Page, PageInfo, Redirect, canonical_title, normalize_title, title_to_url,
+                              url_to_title)
 
-__all__ = ["WikiSim", "Hit", "LinkFinder", "WikiSimError", "Page", "PageInfo", "LinkInfo", "Redirect", "normalize_title",
-           "title_to_url", "url_to_title"]
+__all__ = ["WikiSim", "Hit", "LinkFinder", "WikiSimError", "Page", "PageInfo", "LinkInfo", "Redirect", "canonical_title",
+           "normalize_title", "title_to_url", "url_to_title"]
 
 
 def __getattr__(name: str):
