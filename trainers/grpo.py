@@ -147,6 +147,9 @@ class GRPOConfig(EpisodeOptions, EnvOptions):
     """Checkpoints kept on disk (the oldest are removed)."""
     resume: bool = True
     """Continue from the newest checkpoint in ``output_dir`` when there is one."""
+    overwrite: bool = False
+    """Replace a model/, model.tmp/ or checkpoint-N/ in output_dir that this project did not write
+    (refused otherwise, before any rollout)."""
     max_bad_steps: int = 3
     """Stop after this many steps in a row whose loss or gradient is NaN or infinite (each is skipped)."""
     seed: int = 0
@@ -317,6 +320,8 @@ class GRPOTrainer:
         self.bar: StepBar | None = None
         self.bad_in_row = 0
         self.out = Path(config.output_dir)
+        if self.dist.is_main:  # a foreign model/ is refused now, not at the final save
+            checkpoint_io.check_output_dir(self.out, config.overwrite)
         self.logger = MetricsLogger(self.out, config.tensorboard) if self.dist.is_main else None
 
     @property
@@ -358,7 +363,8 @@ class GRPOTrainer:
         self.dist.barrier()
         weights = parallel.model_state(self.model, self.dist) if parallel.is_sharded(self.model) else None
         if self.dist.is_main:
-            checkpoint_io.save_model(lora.merged(self.model), self.tokenizer, self.out / "model", weights)
+            checkpoint_io.save_model(lora.merged(self.model), self.tokenizer, self.out / "model", weights,
+                                     overwrite=self.config.overwrite)
         self.dist.barrier()  # every rank returns once the model is written (and they leave together)
         if self.logger is not None:
             self.logger.close()
@@ -621,7 +627,7 @@ class GRPOTrainer:
             if self.ref_model is not None:
                 state["ref_model"] = self.ref_model.state_dict()
             checkpoint_io.save_checkpoint(self.out, self.step, lora.savable(self.model), self.tokenizer, state,
-                                       self.config.keep_checkpoints, weights)
+                                       self.config.keep_checkpoints, weights, overwrite=self.config.overwrite)
         self.dist.barrier()
 
     def load_latest(self) -> bool:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+
 from pathlib import Path
 
 import pytest
@@ -102,6 +104,9 @@ def test_grpo_does_not_delete_a_users_model_folder(tmp_path, capsys):
     assert main(argv) == 2
     err = _last_error(capsys)
     assert "not written by websailor-gym" in err and _intact(mine) and _intact(theirs)
+    assert not (out / f"{CHECKPOINT_PREFIX}1").exists()  # refused before the first step, not at the final save
+    shutil.move(str(out / "model"), str(tmp_path / "moved"))
+    assert main(argv) == 0 and _intact(theirs)  # pruning leaves the user's step folder alone
     assert (out / f"{CHECKPOINT_PREFIX}2" / WRITTEN_BY).exists() and not (out / f"{CHECKPOINT_PREFIX}1").exists()
 
 
