@@ -49,6 +49,36 @@ MAX_NAMES = 400
 """Text mentions are read when a side has at most this many candidates (links alone beyond)."""
 
 
+TYPE_SYNONYMS = (
+    frozenset("politician statesman stateswoman president leader ruler dictator premier chancellor monarch king queen "
+              "emperor empress sultan tsar revolutionary activist".split()),
+    frozenset("writer author novelist poet playwright dramatist essayist".split()),
+    frozenset("painter artist sculptor illustrator".split()),
+    frozenset("composer musician pianist songwriter".split()),
+    frozenset("physicist scientist chemist mathematician astronomer".split()),
+    frozenset("philosopher thinker theorist theologian".split()),
+    frozenset("general commander officer soldier admiral".split()),
+    frozenset("actor actress comedian".split()),
+    frozenset("filmmaker director producer screenwriter".split()),
+    frozenset("city town capital metropolis municipality".split()),
+    frozenset("country state nation kingdom republic".split()),
+    frozenset("sea ocean gulf bay inlet strait".split()),
+    frozenset("empire kingdom dynasty state caliphate sultanate khanate".split()),
+    frozenset("region area territory province".split()),
+    frozenset("conflict war battle".split()),
+)
+"""Heads a reader takes for one another ("a politician" fits a statesman who led a country)."""
+
+
+def synonyms(head: str) -> set[str]:
+    """The head and every head a reader would accept for it."""
+    out = {head}
+    for group in TYPE_SYNONYMS:
+        if head in group:
+            out |= group
+    return out
+
+
 _DEFINES = re.compile(r"\b(?:is|was|are|were)\s+(?:an?|the|one of the)\s+([^.;:()]{2,200})")
 _NOMINAL_END = re.compile(r"\s(?:that|which|who|whom|whose|where|when|of|in|on|at|from|for|with|by|to|as|is|was|"
                           r"known|located|used|made|based|found|native|born|between|into|within|during|since|"
@@ -102,8 +132,9 @@ class PlainReader:
             return exact | set(self.index.with_person())
         *modifiers, head = s.value.lower().split()
         by_head = set()
-        for key in tokenize(head):
-            by_head |= self.defining_words().get(key, set())
+        for word in synonyms(head):
+            for key in tokenize(word):
+                by_head |= self.defining_words().get(key, set())
         stated = [m for m in modifiers if m not in UNSTATED_MODIFIERS]
         if "extinct" in stated:  # a page on a fossil taxon need not say "extinct"
             stated.remove("extinct")
@@ -113,7 +144,8 @@ class PlainReader:
             by_head = {p for p in by_head if len(set(m.lower() for m in pattern.findall(self.text(p))))
                        == len(set(stated))}
         if head in PERSON_HEADS:
-            by_head &= set(self.index.with_person()) | exact
+            by_head &= set(self.index.with_person()) | exact | set().union(
+                *(self.defining_words().get(w, set()) for w in synonyms(head) if w in PERSON_HEADS))
         else:
             by_head = {p for p in by_head if self.index.page_type[p]}  # a page that defines something
         return exact | by_head

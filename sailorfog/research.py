@@ -96,15 +96,18 @@ def name_leaks(question: str, titles: Sequence[str], names: Mapping[str, Sequenc
 
 
 def distinct_periods(statements: Sequence[Statement]) -> list[Statement]:
-    """One dated statement per period and per sentence: "published in the 1830s and accepted in the
-    1830s" from one sentence says one thing twice."""
+    """One dated statement per period and per sentence, and none whose period holds or lies in another's:
+    "published in the 1830s and accepted in the 1830s" from one sentence says one thing twice."""
     seen: set[str] = set()
+    spans: list[tuple[int, int]] = []
     out = []
     for s in statements:
         keys = {s.value, s.evidence.get("sentence", "")}
-        if keys & seen:
-            continue
+        lo, hi = s.checks[0].get("lo", 0), s.checks[0].get("hi", 0)
+        if keys & seen or any(a <= lo and hi <= b or lo <= a and b <= hi for a, b in spans):
+            continue  # "the 1930s" and "the fourth decade of the 20th century"; "the 1910s" inside "1900-1950"
         seen |= keys
+        spans.append((lo, hi))
         out.append(s)
     return out
 

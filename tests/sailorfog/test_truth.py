@@ -13,7 +13,7 @@ from sailorfog.corpus_index import open_corpus_index
 from sailorfog.describe import defining_type, predicate
 from sailorfog.reader import PlainReader
 from sailorfog.prose import DescribedWriter
-from sailorfog.research import ResearchSynthesizer, answer_order
+from sailorfog.research import ResearchSynthesizer, answer_order, distinct_periods
 from sailorfog.statements import Statement
 from wiki_sim import WikiSim
 
@@ -162,3 +162,30 @@ def test_research_questions_hide_intermediates_letters_and_read_at_length(defaul
         assert not [c for c in r["clues"] if c["kind"] == "name" and c["subject"] != "X"], q
         assert len({(c["subject"], c["value"]) for c in r["clues"] if c["kind"] == "date"}) == \
             sum(c["kind"] == "date" for c in r["clues"]), q  # no period stated twice for one entity
+
+
+def test_a_plain_reading_takes_a_statesman_for_a_politician(default_sim):
+    """"A politician whose name begins with S, tied to the 1960s, connected with Indonesia": Suharto by the
+    extracted types, but Sukarno, "statesman ... president of Indonesia from 1945 to 1967", fits as well."""
+    sim, index = default_sim
+    year = {"type": "year", "node": "X", "lo": 1960, "hi": 1969}
+    statements = [_type("X", "politician"), _type("B", "country"),
+                  Statement("Xn", "name", "X", value="S", checks=[{"type": "prefix", "node": "X", "prefix": "S"}]),
+                  Statement("Xd", "date", "X", value="the 1960s", checks=[year]),
+                  Statement("Bn", "name", "B", value="I", checks=[{"type": "prefix", "node": "B", "prefix": "I"}]),
+                  Statement("rXB", "relation", "X", predicate="mentions", object="B",
+                            checks=[{"type": "link", "a": "X", "b": "B"}])]
+    found = {index.titles[p] for p in PlainReader(index, sim).candidates(statements)}
+    assert {"Suharto", "Sukarno"} <= found
+
+
+def test_periods_that_hold_one_another_are_stated_once():
+    def dated(sid: str, value: str, lo: int, hi: int) -> Statement:
+        return Statement(sid, "date", "X", value=value, checks=[{"type": "year", "node": "X", "lo": lo, "hi": hi}],
+                         evidence={"sentence": sid})
+
+    kept = distinct_periods([dated("a", "the 1930s", 1930, 1939),
+                             dated("b", "the fourth decade of the 20th century", 1930, 1939),
+                             dated("c", "the first half of the 20th century", 1900, 1949),
+                             dated("d", "the 1880s", 1880, 1889)])
+    assert [s.id for s in kept] == ["a", "d"]
