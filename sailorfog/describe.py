@@ -89,7 +89,7 @@ def defining_type(text: str) -> list[str]:
     sentence defines nothing a reader would accept as a type: an adjective, a superlative, a
     vague head (``area``, ``place``, ``activity``), or a head that means nothing without its
     ``of`` complement (``a unit of time``, ``a state of matter``, ``a collection of ideas``)."""
-    sentence = first_sentence(text)
+    sentence = re.sub(r"\s*\([^()]*\)", "", first_sentence(text))  # "a central nervous system (CNS) stimulant"
     m = _DEFINING.search(sentence)
     if not m or m.start() > 160:
         return []

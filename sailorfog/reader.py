@@ -59,6 +59,7 @@ TYPE_SYNONYMS = (
     frozenset("philosopher thinker theorist theologian".split()),
     frozenset("general commander officer soldier admiral".split()),
     frozenset("actor actress comedian".split()),
+    frozenset("architect designer planner".split()),
     frozenset("filmmaker director producer screenwriter".split()),
     frozenset("city town capital metropolis municipality".split()),
     frozenset("country state nation kingdom republic".split()),
@@ -226,4 +227,7 @@ class PlainReader:
                         doms[a], changed = new, True
             if not changed:
                 break
-        return doms.get(target, set())
+        # one page is one entity: a label pinned to a page leaves it to no other ("the article on a
+        # mathematician mentions this astronomer" is not answered by the astronomer himself)
+        pinned = {next(iter(d)) for lab, d in doms.items() if lab != target and len(d) == 1}
+        return doms.get(target, set()) - pinned

@@ -184,6 +184,22 @@ def link_sentence(sim: Any, source: str, target: str) -> tuple[str, str] | None:
     return None
 
 
+_NOT_A_HEAD = frozenset("of in on at for with by to from and or but nor is was are were be been has have had that "
+                        "which who whom whose as into than so if when where while s".split())
+
+
+def modifier_use(sentence: str, anchor: str) -> bool:
+    """Whether a lower-case linked word only modifies the noun after it ("pen" in "pen name", "water" in
+    "water table"): the sentence is then not about the linked entity."""
+    if not anchor[:1].islower():
+        return False
+    at = find_name(sentence, anchor)
+    if at < 0:
+        return False
+    m = re.match(r"\s+([a-z][a-z\-]*)", sentence[at + len(anchor):])
+    return bool(m) and m.group(1) not in _NOT_A_HEAD
+
+
 def relation_statement(index: CorpusIndex, sim: Any, a: tuple[str, str], b: tuple[str, str],
                        sid: str) -> Statement | None:
     """The relation between entities ``a`` and ``b`` (``(label, title)`` each), read from whichever
@@ -191,7 +207,7 @@ def relation_statement(index: CorpusIndex, sim: Any, a: tuple[str, str], b: tupl
     options = []
     for (sl, st), (ol, ot) in ((a, b), (b, a)):
         found = link_sentence(sim, st, ot)
-        if found:
+        if found and not modifier_use(*found):
             sentence, anchor = found
             kind = " ".join(index.page_type[index.ids[st]]) if st in index.ids else ""
             options.append((predicate(sentence, anchor, st, kind) or "mentions", sl, ol, st, sentence))

@@ -14,7 +14,7 @@ from sailorfog.describe import defining_type, predicate
 from sailorfog.reader import PlainReader
 from sailorfog.prose import DescribedWriter
 from sailorfog.research import ResearchSynthesizer, answer_order, distinct_periods
-from sailorfog.statements import Statement
+from sailorfog.statements import Statement, modifier_use
 from wiki_sim import WikiSim
 
 
@@ -189,3 +189,32 @@ def test_periods_that_hold_one_another_are_stated_once():
                              dated("c", "the first half of the 20th century", 1900, 1949),
                              dated("d", "the 1880s", 1880, 1889)])
     assert [s.id for s in kept] == ["a", "d"]
+
+
+def test_a_parenthesis_inside_the_defining_phrase_is_skipped():
+    assert defining_type("Caffeine is a central nervous system (CNS) stimulant of the methylxanthine class.")[-1] \
+        == "stimulant"
+
+
+def test_a_plain_reading_keeps_one_entity_per_page(default_sim):
+    """"A mathematician whose article mentions this astronomer (Galileo)": Galileo is not his own second answer."""
+    sim, index = default_sim
+    statements = [_type("X", "mathematician"), _type("B", "astronomer"),
+                  Statement("Bn", "name", "B", value="G", checks=[{"type": "prefix", "node": "B", "prefix": "G"}]),
+                  Statement("Bw", "name_words", "B", value="two", checks=[{"type": "name_words", "node": "B", "n": 2}]),
+                  Statement("rXB", "relation", "X", predicate="mentions", object="B",
+                            checks=[{"type": "link", "a": "X", "b": "B"}]),
+                  _type("C", "method"), Statement("rBC", "relation", "B", predicate="mentions", object="C",
+                                                  checks=[{"type": "link", "a": "B", "b": "C"}])]
+    found = {index.titles[p] for p in PlainReader(index, sim).candidates(statements)}
+    assert "Galileo Galilei" not in found and "Ibn al-Haytham" in found
+
+
+@pytest.mark.parametrize("sentence, anchor, expected", [
+    ("Samuel Clemens, known by the pen name Mark Twain, was an American writer.", "pen", True),
+    ("A pen is a writing instrument.", "pen", False),
+    ("He wrote with a pen and ink.", "pen", False),
+    ("It lies in Madagascar near the coast.", "Madagascar", False),
+])
+def test_a_linked_word_that_only_modifies_a_noun_is_no_relation(sentence, anchor, expected):
+    assert modifier_use(sentence, anchor) is expected
