@@ -244,10 +244,30 @@ def predicate(sentence: str, anchor: str, subject: str = "", kind: str = "") -> 
         if m:
             if subject:
                 head = sentence[: max(0, at - 60) + m.start()]
-                if not sentence_subject_is(sentence, subject, kind) or _CLAUSE_BREAK.search(head):
+                if not sentence_subject_is(sentence, subject, kind) or _CLAUSE_BREAK.search(head) \
+                        or _attached_elsewhere(head, written, subject, kind):
                     return None
             return written
     return None
+
+
+def _attached_elsewhere(head: str, written: str, subject: str, kind: str) -> bool:
+    """Whether a passive participle ("led by") follows a noun other than the subject: in "a conflict
+    between France and the North German Confederation led by Prussia" Prussia led the Confederation."""
+    if not written.startswith(("was ", "is ")) or not written.endswith(" by"):
+        return False
+    words = re.findall(r"[\w'\-]+", head)
+    if not words:
+        return False
+    last = words[-1].lower()
+    own = {w.lower() for w in tokenize(subject)} | {w.lower() for w in kind.split()[-1:]}
+    if last in _AUXILIARIES or last.endswith("ly"):
+        return False
+    return not own & {w.lower() for w in words[-3:]}  # "a novel in verse written by": still the novel
+
+
+_AUXILIARIES = frozenset("is was are were be been being has have had also first originally later jointly "
+                         "and".split())
 
 
 _EVENT = re.compile(r"\b(born|died|founded|established|built|formed|introduced|discovered|invented|released|"

@@ -8,7 +8,7 @@ and a task is fair only if the answer stays unique under the reader's reading to
   fits every page whose defining sentence calls its entity a poet, in any conjunct ("a Russian
   writer, poet and painter"); "a person" fits everyone.
 - **Relations.** Any link, in either direction, or a mention of the other's name in the page
-  text. A relation of place (``is found in``, ``is located in``, ``lived in``, ``native to``,
+  text, long words by their stem ("connected with Romanticism" fits a composer of the Romantic period). A relation of place (``is found in``, ``is located in``, ``lived in``, ``native to``,
   ``was born in`` and their paraphrases, :data:`PLACE_PREDICATES`) also holds through
   containment: a genus that lived in Belgium is found in Europe, when Belgium's page links Europe.
 - Dates, numbers and names are read as the verifier reads them (the same year, number and
@@ -69,6 +69,18 @@ TYPE_SYNONYMS = (
     frozenset("conflict war battle".split()),
 )
 """Heads a reader takes for one another ("a politician" fits a statesman who led a country)."""
+
+
+def _loose(name: str) -> str:
+    """A pattern for a name as a reader recognizes it: long words by their stem ("Romantic" for
+    "Romanticism", "Classical" for "classical"), any case."""
+    parts = []
+    for w in name.split():
+        if w.isalpha() and len(w) >= 6:
+            parts.append(re.escape(w[:max(5, len(w) - 4)]) + r"\w*")
+        else:
+            parts.append(re.escape(w))
+    return r"\s+".join(parts)
 
 
 def synonyms(head: str) -> set[str]:
@@ -163,7 +175,8 @@ class PlainReader:
     # --- what the reader accepts for a relation ---------------------------------------------
     def _mentions(self, texts_of: Iterable[int], names_of: Iterable[int], defining: bool = False) -> set[int]:
         """Pages of ``texts_of`` whose text (``defining``: first sentence, where a place says what it lies
-        in) names a page of ``names_of`` (whole words, title or short title)."""
+        in) names a page of ``names_of``: its title or short title as whole words, read loosely in the text
+        (long words by their stem, any case: a page on a "Romantic" composer names Romanticism)."""
         names = {}
         for p in names_of:
             title = self.index.titles[p]
@@ -172,10 +185,12 @@ class PlainReader:
                     names[n] = p
         if not names:
             return set()
-        pattern = re.compile(r"(?<!\w)(?:" + "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
-                             + r")(?!\w)")
         if defining:
+            pattern = re.compile(r"(?<!\w)(?:" + "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+                                 + r")(?!\w)")
             return {p for p in texts_of if pattern.search(first_sentence(self.text(p), 300))}
+        pattern = re.compile(r"(?<!\w)(?:" + "|".join(_loose(n) for n in sorted(names, key=len, reverse=True))
+                             + r")(?!\w)", re.I)
         return {p for p in texts_of if pattern.search(self.text(p))}
 
     def related(self, xs: set[int], ys: set[int], place: bool) -> set[int]:
