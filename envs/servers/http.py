@@ -10,8 +10,9 @@ the same defences in front of every app (:func:`guard`, :func:`protocol_class`):
 - **Request bodies** are read whole, up to the cap, before the app sees them: a larger one gets
   413 and a one-line JSON error (declared by ``Content-Length`` or chunked).
 - **Time and connections**: a connection must deliver each request's headers and body within
-  ``read_timeout_s`` (else 408 and closed); at most ``max_connections`` are open at once (one
-  more gets 503 and is closed at once), websockets included.
+  ``read_timeout_s`` (else 408 and closed); at most ``max_connections`` are open at once,
+  websockets included (past the cap, the connection that has waited longest for its request is
+  closed to make room; when every connection is being served, the new one gets 503).
 - a clean stop on SIGTERM, and one line saying where it listens.
 """
 
@@ -20,6 +21,7 @@ from __future__ import annotations
 import json
 import socket
 import sys
+import time
 from typing import Any, Callable
 from urllib.parse import urlsplit
 
@@ -131,20 +133,25 @@ def protocol_class(read_timeout_s: float, max_connections: int) -> type:
 
     Each request's headers and body must arrive within ``read_timeout_s`` of the connection opening
     (or of the previous response ending); a slower one gets 408 and is closed, so a slow client
-    (one byte a minute, or a body sent halfway) holds nothing for long. A connection past
-    ``max_connections`` open at once (websockets included) gets 503 and is closed at once."""
+    (one byte a minute, or a body sent halfway) holds nothing for long. At most ``max_connections``
+    are open at once (websockets included): a new connection past the cap closes the connection
+    that has waited longest for its request to arrive (408), so slow clients cannot lock fresh
+    ones out; when none is waiting (every connection is being served), the new one gets 503 and
+    is closed at once."""
     import h11
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
     too_many = _raw_reply(503, "Service Unavailable", "too many connections; try again shortly")
-    too_slow = _raw_reply(408, "Request Timeout", f"the request did not arrive within {read_timeout_s:g} s")
+    too_slow = _raw_reply(408, "Request Timeout", f"the request did not arrive in time (at most {read_timeout_s:g} s, "
+                          "less while the server is full)")
 
     class GuardedH11Protocol(H11Protocol):
         _timer = None
+        _since = 0.0
         _refused = False
 
         def connection_made(self, transport: Any) -> None:  # type: ignore[override]
-            if len(self.server_state.connections) >= max_connections:
+            if len(self.server_state.connections) >= max_connections and not self._evict_slowest():
                 self._refused = True
                 transport.write(too_many)
                 transport.close()
@@ -176,8 +183,19 @@ def protocol_class(read_timeout_s: float, max_connections: int) -> type:
             if not self.transport.is_closing():
                 self._arm()  # the next request on this connection gets its own deadline
 
+        def _evict_slowest(self) -> bool:
+            """Close the connection that has waited longest for its request (408); False when no
+            connection is waiting for one."""
+            waiting = [c for c in self.server_state.connections
+                       if isinstance(c, GuardedH11Protocol) and c._timer is not None and not c.transport.is_closing()]
+            if not waiting:
+                return False
+            min(waiting, key=lambda c: c._since)._timed_out()
+            return True
+
         def _arm(self) -> None:
             self._disarm()
+            self._since = time.monotonic()
             self._timer = self.loop.call_later(read_timeout_s, self._timed_out)
 
         def _disarm(self) -> None:
@@ -186,7 +204,7 @@ def protocol_class(read_timeout_s: float, max_connections: int) -> type:
                 self._timer = None
 
         def _timed_out(self) -> None:
-            self._timer = None
+            self._disarm()
             if self.transport.is_closing():
                 return
             if self.cycle is None or self.cycle.response_complete or not self.cycle.response_started:
