@@ -179,9 +179,9 @@ def protocol_class(read_timeout_s: float, max_connections: int) -> type:
             super().handle_websocket_upgrade(event)
 
         def on_response_complete(self) -> None:
-            super().on_response_complete()
             if not self.transport.is_closing():
-                self._arm()  # the next request on this connection gets its own deadline
+                self._arm()  # the next request gets its own deadline (before a pipelined one is read)
+            super().on_response_complete()
 
         def _evict_slowest(self) -> bool:
             """Close the connection that has waited longest for its request (408); False when no
