@@ -4,13 +4,16 @@ The verifier (:mod:`sailorfog.constraints`) evaluates each statement's checks ex
 is the words of the page's extracted type, a relation is a link. A reader is more generous,
 and a task is fair only if the answer stays unique under the reader's reading too:
 
-- **Types.** "An extinct genus" fits every genus (the page may not say "extinct"); "a poet"
-  fits every page whose defining sentence calls its entity a poet, in any conjunct ("a Russian
-  writer, poet and painter"); "a person" fits everyone.
+- **Types.** "A poet" fits every page whose defining phrase calls its entity a poet, in any
+  conjunct ("a Russian writer, poet and painter"), and every page of a synonym a reader accepts
+  (:data:`TYPE_SYNONYMS`: a statesman for a politician); a modifier must be written on the page,
+  except vague ones and "extinct" for a fossil taxon; "a person" fits everyone.
 - **Relations.** Any link, in either direction, or a mention of the other's name in the page
-  text, long words by their stem ("connected with Romanticism" fits a composer of the Romantic period). A relation of place (``is found in``, ``is located in``, ``lived in``, ``native to``,
-  ``was born in`` and their paraphrases, :data:`PLACE_PREDICATES`) also holds through
-  containment: a genus that lived in Belgium is found in Europe, when Belgium's page links Europe.
+  text, long words by their stem ("connected with Romanticism" fits a composer of the Romantic period).
+  A relation of place (``is found in``, ``is located in``, ``lived in``, ``native to``, ``was born in``
+  and their paraphrases, :data:`PLACE_PREDICATES`), and any tie to a place, also holds through
+  containment: a genus that lived in Belgium is found in Europe, since Belgium's defining sentence
+  places it there; a yak found in Mongolia is associated with Asia.
 - Dates, numbers and names are read as the verifier reads them (the same year, number and
   letter indexes), since a reader reads the same text.
 
@@ -46,6 +49,8 @@ UNSTATED_MODIFIERS = frozenset("large small big little major minor famous import
 _EXTINCT = re.compile(r"\b(?:extinct|fossils?|million years ago|dinosaurs?|Cretaceous|Jurassic|Triassic|Permian|"
                       r"Carboniferous|Devonian|Pleistocene|Miocene|Eocene)\b", re.I)
 MAX_NAMES = 400
+MAX_CONTAINERS = 40
+"""Containment is read from the container's side when at most this many candidates are left there."""
 """Text mentions are read when a side has at most this many candidates (links alone beyond)."""
 
 
@@ -118,6 +123,7 @@ class PlainReader:
     sim: Any
     _defining: dict[str, set[int]] | None = field(default=None, repr=False)
     _texts: dict[int, str] = field(default_factory=dict, repr=False)
+    _places: set[int] | None = field(default=None, repr=False)
 
     # --- what the reader accepts for one entity ------------------------------------------
     def defining_words(self) -> dict[str, set[int]]:
@@ -208,13 +214,22 @@ class PlainReader:
             if back:
                 out |= {x for x in rest if any(x in neighbors[y] or self._names(x, y) for y in back)}
         if place and len(ys) <= MAX_NAMES:  # containment: x is linked with a place that lies in y
-            places = self._mentions({p for p in linked_ys if self.index.page_type[p]
-                                     and self.index.page_type[p][-1].lower() in PLACE_HEADS}, ys, defining=True)
+            places = self._mentions(self.places() - ys, ys, defining=True)
             via = set()
             for p in places:
                 via |= set(neighbors[p])
             out |= xs & via
+        if place and len(xs - out) <= MAX_CONTAINERS:  # or x contains a place linked with some y
+            near = (self.places() & linked_ys) - xs
+            out |= {x for x in xs - out if self._mentions(near, [x], defining=True)}
         return out
+
+    def places(self) -> set[int]:
+        """Pages whose type is a place's (countries, cities, regions, seas, ...)."""
+        if self._places is None:
+            self._places = {p for p in range(len(self.index)) if self.index.page_type[p]
+                            and self.index.page_type[p][-1].lower() in PLACE_HEADS}
+        return self._places
 
     def _names(self, x: int, y: int) -> bool:
         return bool(self._mentions([y], [x]))
@@ -232,10 +247,12 @@ class PlainReader:
         for lab in labels:
             doms.setdefault(lab, everything)
         rels = [s for s in statements if s.kind == "relation"]
+        heads = {s.subject: s.value.split()[-1].lower() for s in statements if s.kind == "type"}
         for _ in range(max_rounds):
             changed = False
-            for s in rels:
-                place = s.predicate in PLACE_PREDICATES
+            for s in rels:  # a place predicate, or any tie to a place ("a species associated with a continent")
+                place = s.predicate in PLACE_PREDICATES or heads.get(s.object) in PLACE_HEADS \
+                    or heads.get(s.subject) in PLACE_HEADS
                 for a, b in ((s.subject, s.object), (s.object, s.subject)):
                     new = self.related(doms[a], doms[b], place)
                     if len(new) < len(doms[a]):
