@@ -30,6 +30,9 @@ _BAD_HEAD = frozenset("one term name word type kind form part set group way numb
                       "use act "
                       "smallest oldest best".split())
 _MAX_TYPE_WORDS = 3
+_GENERIC = re.compile(r"^(?:(?:In|On|At|During)\b[^,]{0,80},\s*)?(?:A|An|a|an)\s+(?![A-Z][a-z]+'s\b)[a-z]")
+"""A definition of a class ("A saint is a person who ...", "A silent film is a film ..."): its page is
+no individual of the type, so the type would state a falsehood ("a person whose name is a single word")."""
 _DETERMINERS = frozenset("a an the its his her their this that these those".split())
 _POST_ADJECTIVES = frozenset("native active endemic responsible famous notable popular prominent common "
                              "primarily mainly chiefly best".split())
@@ -81,17 +84,18 @@ def first_sentence(text: str, max_chars: int = 400) -> str:
 
 def defining_type(text: str) -> list[str]:
     """The type an entity's defining first sentence gives it, as words (at most three, the head
-    noun last): ``["natural", "stream"]`` for "A river is a natural stream of fresh water ...".
+    noun last): ``["Russian", "poet"]`` for "Lermontov was a Russian poet of ...".
 
     The head is that of the first predicate nominal: in "a physician and a leader in ..." the
     physician, in "a strait separating the island state of ..." the strait (a participle or a
     determiner ends the phrase, so a noun of a modifier is never the head). Empty when the
     sentence defines nothing a reader would accept as a type: an adjective, a superlative, a
-    vague head (``area``, ``place``, ``activity``), or a head that means nothing without its
-    ``of`` complement (``a unit of time``, ``a state of matter``, ``a collection of ideas``)."""
+    vague head (``area``, ``place``, ``activity``), a head that means nothing without its ``of``
+    complement (``a unit of time``, ``a state of matter``, ``a collection of ideas``), or the
+    definition of a class ("A river is a natural stream ...": the page on rivers is no stream)."""
     sentence = re.sub(r"\s*\([^()]*\)", "", first_sentence(text))  # "a central nervous system (CNS) stimulant"
     m = _DEFINING.search(sentence)
-    if not m or m.start() > 160:
+    if not m or m.start() > 160 or _GENERIC.match(sentence):
         return []
     rest = m.group(1)
     end = _PHRASE_END.search(rest)

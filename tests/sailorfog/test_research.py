@@ -28,7 +28,7 @@ from wiki_sim.common.chat import ChatClient
 
 
 def test_defining_type_predicate_and_dates():
-    assert defining_type("A river is a natural stream of fresh water that flows.") == ["natural", "stream"]
+    assert defining_type("The Velmora is a natural stream of fresh water that flows.") == ["natural", "stream"]
     assert defining_type("Mikhail Gorbachev was a Soviet and Russian politician who led.") == ["Russian",
                                                                                               "politician"]
     assert defining_type("Sundanese is an Austronesian language spoken by people.") == ["Austronesian", "language"]

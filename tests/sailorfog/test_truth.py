@@ -36,12 +36,16 @@ from wiki_sim import WikiSim
     ("Gas is a state of matter with neither fixed volume nor fixed shape.", []),
     ("A concept is a fundamental unit of cognition that classifies entities.", []),
     ("The Pacific Ocean is the largest and deepest of Earth's five oceanic divisions.", []),
-    ("A statute is a law or formal written enactment of a legislature.", ["law"]),
+    ("The Tarnis Act is a law or formal written enactment of a legislature.", ["law"]),
     ("A wig is a head covering made from human or animal hair.", []),
     # what stays right
     ("Penang is a Malaysian state located on the northwest coast of Peninsular Malaysia.", ["Malaysian", "state"]),
     ("Mikhail Gorbachev was a Soviet and Russian politician who led.", ["Russian", "politician"]),
-    ("A French fishing village is a French fishing village on a coast.", ["French", "fishing", "village"]),
+    ("Tarnis is a French fishing village on a coast.", ["French", "fishing", "village"]),
+    # the definition of a class names no individual of the type ("a person whose name ..." for Saint)
+    ("In Christian belief, a saint is a person who is recognized as having holiness.", []),
+    ("A silent film is a film without synchronized recorded sound.", []),
+    ("A Doll's House is a three-act play written by Henrik Ibsen.", ["three-act", "play"]),
     ("Sesame Street is an American educational children's television series that combines puppetry.",
      ["children's", "television", "series"]),
 ])
