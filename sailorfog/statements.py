@@ -22,6 +22,9 @@ from sailorfog.extract import extract_dates, extract_numbers
 from sailorfog.text import display_title
 from sailorfog.uncertainty import period
 
+RECENT = 2000
+"""A year from here on is stated only with its event: a bare recent year (a census, an estimate) is
+true of nearly every entity that exists today, so a reader cannot tell candidates apart by it."""
 StatementKind = Literal["type", "date", "name", "name_words", "number", "relation"]
 MIN_ALONE = 3
 """A type is stated with as many words as keep at least this many pages matching it alone."""
@@ -106,6 +109,8 @@ def date_statements(index: CorpusIndex, label: str, title: str, text: str, sid: 
             continue
         seen.add(year)
         verb = date_event(d.get("sentence", ""), year) or ""
+        if not verb and year >= RECENT:
+            continue  # "As of 2024 the population was ...": every living city is "tied to a date in the 2020s"
         phrase, lo, hi = period(year, rng)
         check = {"type": "year", "node": label, "lo": lo, "hi": hi}
         out.append(Statement(f"{sid}{len(out)}", "date", label, value=phrase, predicate=verb, checks=[check],

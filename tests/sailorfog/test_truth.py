@@ -14,7 +14,7 @@ from sailorfog.describe import defining_type, predicate
 from sailorfog.reader import PlainReader
 from sailorfog.prose import DescribedWriter
 from sailorfog.research import ResearchSynthesizer, answer_order, distinct_periods
-from sailorfog.statements import Statement, modifier_use
+from sailorfog.statements import Statement, date_statements, modifier_use
 from wiki_sim import WikiSim
 
 
@@ -252,3 +252,14 @@ def test_a_plain_reading_places_a_species_in_the_continent_of_its_countries(defa
                             checks=[{"type": "link", "a": "X", "b": "C"}])]
     found = {index.titles[p] for p in PlainReader(index, sim).candidates(statements)}
     assert {"Reindeer", "Yak"} <= found
+
+
+def test_a_bare_recent_year_is_no_clue(default_sim):
+    """"A city tied to a date in the 2020s" fits Warsaw as well as Wrocław on any reading: a census year
+    is no clue; a recent year with its event is."""
+    import random
+
+    _, index = default_sim
+    text = "As of 2024, the population was 672,545. The tower was built in 2004 by the city."
+    found = date_statements(index, "X", "Wrocław", text, "Xd", random.Random(0))
+    assert [s.predicate for s in found] == ["built"]
