@@ -210,3 +210,27 @@ def test_openenv_http_endpoints_build_no_environment_and_read_the_tasks_once(def
         first = client.post("/reset", json={"task_index": 0})
         assert first.status_code == 200 and "capital of France" in first.text
     assert len(reads) == 1  # every environment shares the tasks read at start
+
+
+def test_a_full_server_with_no_slow_connection_refuses_with_503(default_wiki, task_file):
+    """Every connection is being served (two websocket sessions): one more gets 503 at once, and the
+    sessions go on."""
+    from envs.servers.openenv_server import WikiSimAction, WikiSimClient
+
+    proc = ServerProcess("openenv", "--wiki", str(default_wiki), "--tasks", str(task_file), "--max-sessions", "2",
+                         "--max-connections", "2")
+    proc.kind = "openenv"
+    try:
+        async def run():
+            async with WikiSimClient(base_url=proc.url) as a, WikiSimClient(base_url=proc.url) as b:
+                await a.reset(task_index=0)
+                await b.reset(task_index=0)
+                reply, took = await asyncio.to_thread(_exchange, proc, b"GET /health HTTP/1.1\r\n\r\n")
+                assert reply.startswith(b"HTTP/1.1 503") and b"too many connections" in reply and took < 2
+                assert (await a.step(WikiSimAction(answer="Paris"))).reward == 1.0
+
+        asyncio.run(run())
+        time.sleep(0.3)
+        assert _request(proc, "GET", "/health")[0] == 200
+    finally:
+        assert proc.stop() == 0, proc.output()
