@@ -67,7 +67,8 @@ PERSON_HEADS = frozenset(
     "reformer poetess geographer naturalist zoologist geologist anthropologist archaeologist philanthropist "
     "filmmaker screenwriter producer guitarist pianist violinist conductor singer-songwriter lyricist "
     "cartoonist illustrator designer jurist chancellor minister governor senator consul pharaoh martyr "
-    "disciple rabbi imam scientist-inventor astronaut cosmonaut aviator pilot chef figure".split())
+    "disciple rabbi imam scientist-inventor astronaut cosmonaut aviator pilot chef figure nationalist stateswoman "
+    "officer monarch".split())
 """Type heads that make an entity a person (asked with "who", describable as "a person")."""
 # Other names in a defining sentence.
 _ALSO = re.compile(r"\b(?:also (?:known|called|referred to) as|also spelled|commonly known as|better known as|"

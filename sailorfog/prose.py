@@ -88,6 +88,8 @@ def _attribute(s: Statement, person: bool) -> str:
             return f"{who} was born in {s.value}"
         if s.predicate == "died":
             return f"{who} died in {s.value}"
+        if s.predicate == "independence":
+            return f"{who} gained independence in {s.value}"
         return f"{who} {'was ' if s.predicate.endswith('ed') else ''}{s.predicate} in {s.value}"
     found = _participle(s, person)
     if found:

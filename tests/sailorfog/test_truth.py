@@ -12,7 +12,7 @@ from sailorfog.constraints import candidates
 from sailorfog.corpus_index import open_corpus_index
 from sailorfog.describe import defining_type, predicate
 from sailorfog.reader import PlainReader
-from sailorfog.prose import DescribedWriter
+from sailorfog.prose import DescribedWriter, is_person
 from sailorfog.research import ResearchSynthesizer, answer_order, distinct_periods
 from sailorfog.statements import Statement, date_statements, modifier_use
 from wiki_sim import WikiSim
@@ -263,3 +263,15 @@ def test_a_bare_recent_year_is_no_clue(default_sim):
     text = "As of 2024, the population was 672,545. The tower was built in 2004 by the city."
     found = date_statements(index, "X", "Wrocław", text, "Xd", random.Random(0))
     assert [s.predicate for s in found] == ["built"]
+
+
+def test_an_independence_date_reads_as_gaining_independence():
+    s = Statement("Bd0", "date", "B", value="the 1940s", predicate="independence",
+                  checks=[{"type": "year", "node": "B", "lo": 1940, "hi": 1949}])
+    question = DescribedWriter().write([_type("B", "country"), s, _type("X", "city"),
+                                        Statement("r", "relation", "X", predicate="mentions", object="B",
+                                                  checks=[{"type": "link", "a": "X", "b": "B"}])],
+                                       {"B": "country", "X": "city"})
+    assert "which gained independence in the 1940s" in question, question
+    # a nationalist is a person: a date of independence in his page is only "tied to" him
+    assert is_person("Indian nationalist")
