@@ -33,8 +33,9 @@ class GroupStats:
     excluded_trajectories: int = 0
     """Trajectories left out of the loss: cut off by a limit without an answer (``exclude_truncated``)."""
     error_trajectories: int = 0
-    """Trajectories without a verdict (judge, policy or environment error): always out of the loss,
-    their reward replaced by the mean of their group's scored ones in the advantage baseline."""
+    """Trajectories without a verdict (policy or environment error): always out of the loss, their
+    reward replaced by the mean of their group's scored ones in the advantage baseline. An answer the
+    judge could not grade is not one of them: it scores as wrong (reward 0) and stays in the loss."""
 
 
 def select_groups(rewards: Sequence[float], group_size: int, mode: EqualGroups,
@@ -177,8 +178,8 @@ def is_error(traj: Any) -> bool:
 
 def impute_error_rewards(trajectories: Sequence[Any], group_size: int) -> list[float]:
     """Rewards with each error trajectory's (:func:`is_error`) replaced by the mean reward of the
-    scored trajectories of its group (0 when none is scored), so that a failing judge neither
-    lowers the baseline of the others nor makes a group look as if it had signal."""
+    scored trajectories of its group (0 when none is scored), so that a failing policy endpoint or
+    environment neither lowers the baseline of the others nor makes a group look as if it had signal."""
     rewards = [float(t.reward) for t in trajectories]
     for start in range(0, len(rewards), group_size):
         idx = range(start, min(start + group_size, len(rewards)))
