@@ -17,7 +17,8 @@ from typing import Any, Literal
 
 from sailorfog.constraints import linked_size, unary_size
 from sailorfog.corpus import CorpusIndex
-from sailorfog.describe import PERSON_HEADS, date_event, defining_type, find_name, first_sentence, predicate
+from sailorfog.describe import (PERSON_HEADS, date_event, defining_type, find_name, first_sentence, predicate,
+                                sentence_subject_is)
 from sailorfog.extract import extract_dates, extract_numbers
 from sailorfog.text import display_title
 from sailorfog.uncertainty import period
@@ -103,12 +104,16 @@ def date_statements(index: CorpusIndex, label: str, title: str, text: str, sid: 
                     rng: random.Random) -> list[Statement]:
     """One statement per dated event of the page (events with a verb first), the year blurred to a period."""
     out, seen = [], set()
+    pid = index.ids.get(title)
+    kind = " ".join(index.page_type[pid]) if pid is not None else ""
     for d in extract_dates(text, max_chars=6000, max_items=12):
         year = d.get("year")
         if not isinstance(year, int) or not 1000 <= year <= 2099 or year in seen:
             continue
         seen.add(year)
         verb = date_event(d.get("sentence", ""), year) or ""
+        if verb and not sentence_subject_is(d.get("sentence", ""), title, kind):
+            verb = ""  # "... after the Jamestown Settlement founded in 1607" on New England's page
         if not verb and year >= RECENT:
             continue  # "As of 2024 the population was ...": every living city is "tied to a date in the 2020s"
         phrase, lo, hi = period(year, rng)
@@ -205,6 +210,19 @@ def modifier_use(sentence: str, anchor: str) -> bool:
     return bool(m) and m.group(1) not in _NOT_A_HEAD
 
 
+def other_place(sim: Any, target: str, sentence: str, anchor: str) -> bool:
+    """Whether the linked name is qualified by a place its target's page never mentions: "Manchester, New
+    Hampshire" is not the English city."""
+    at = find_name(sentence, anchor)
+    if at < 0:
+        return False
+    m = re.match(r",\s+((?:[A-Z][\w\-]+\s?){1,3})", sentence[at + len(anchor):])
+    if not m:
+        return False
+    qualifier = m.group(1).strip()
+    return find_name((sim.page(target) or {}).get("text", ""), qualifier) < 0
+
+
 def relation_statement(index: CorpusIndex, sim: Any, a: tuple[str, str], b: tuple[str, str],
                        sid: str) -> Statement | None:
     """The relation between entities ``a`` and ``b`` (``(label, title)`` each), read from whichever
@@ -212,7 +230,7 @@ def relation_statement(index: CorpusIndex, sim: Any, a: tuple[str, str], b: tupl
     options = []
     for (sl, st), (ol, ot) in ((a, b), (b, a)):
         found = link_sentence(sim, st, ot)
-        if found and not modifier_use(*found):
+        if found and not modifier_use(*found) and not other_place(sim, ot, *found):
             sentence, anchor = found
             kind = " ".join(index.page_type[index.ids[st]]) if st in index.ids else ""
             options.append((predicate(sentence, anchor, st, kind) or "mentions", sl, ol, st, sentence))

@@ -14,7 +14,7 @@ from sailorfog.describe import defining_type, predicate
 from sailorfog.reader import PlainReader
 from sailorfog.prose import DescribedWriter, is_person
 from sailorfog.research import ResearchSynthesizer, answer_order, distinct_periods
-from sailorfog.statements import Statement, date_statements, modifier_use
+from sailorfog.statements import Statement, date_statements, modifier_use, other_place
 from wiki_sim import WikiSim
 
 
@@ -260,9 +260,9 @@ def test_a_bare_recent_year_is_no_clue(default_sim):
     import random
 
     _, index = default_sim
-    text = "As of 2024, the population was 672,545. The tower was built in 2004 by the city."
+    text = "As of 2024, the population was 672,545. The city was restored in 2004 after a flood."
     found = date_statements(index, "X", "Wrocław", text, "Xd", random.Random(0))
-    assert [s.predicate for s in found] == ["built"]
+    assert [s.predicate for s in found] == ["restored"]
 
 
 def test_an_independence_date_reads_as_gaining_independence():
@@ -275,3 +275,20 @@ def test_an_independence_date_reads_as_gaining_independence():
     assert "which gained independence in the 1940s" in question, question
     # a nationalist is a person: a date of independence in his page is only "tied to" him
     assert is_person("Indian nationalist")
+
+
+def test_an_event_of_another_subject_dates_nothing_on_this_page(default_sim):
+    import random
+
+    _, index = default_sim
+    text = ("New England is a region. In 1620, the Pilgrims established Plymouth Colony, the second settlement "
+            "after the Jamestown Settlement in Virginia founded in 1607.")
+    found = date_statements(index, "X", "New England", text, "Xd", random.Random(0))
+    assert found and all(not s.predicate for s in found)
+
+
+def test_a_name_qualified_by_another_place_is_no_link_to_the_city(default_sim):
+    sim, _ = default_sim
+    sentence = "Manchester, New Hampshire, is the largest city in northern New England."
+    assert other_place(sim, "Manchester", sentence, "Manchester")
+    assert not other_place(sim, "Zagreb", "Zagreb, Croatia's capital, lies on the Sava.", "Zagreb")
