@@ -33,6 +33,7 @@ _MAX_TYPE_WORDS = 3
 _GENERIC = re.compile(r"^(?:(?:In|On|At|During)\b[^,]{0,80},\s*)?(?:A|An|a|an)\s+(?![A-Z][a-z]+'s\b)[a-z]")
 """A definition of a class ("A saint is a person who ...", "A silent film is a film ..."): its page is
 no individual of the type, so the type would state a falsehood ("a person whose name is a single word")."""
+_PREPOSITIONS = frozenset("to of in on at from for with by into through between as".split())
 _DETERMINERS = frozenset("a an the its his her their this that these those".split())
 _POST_ADJECTIVES = frozenset("native active endemic responsible famous notable popular prominent common "
                              "primarily mainly chiefly best".split())
@@ -103,6 +104,8 @@ def defining_type(text: str) -> list[str]:
     phrase = rest[: end.start()] if end else rest
     ends_at_of = bool(end) and end.group(0).strip().lower() == "of"
     words = _WORD.findall(re.sub(r"\b\d+(?:st|nd|rd|th)\b", " ", phrase))
+    if len(words) > 1 and words[-1].lower().endswith("ing") and end and end.group(0).strip().isalpha():
+        words = words[:-1]  # "a language belonging to ...": the participle and its object go
     words, cut = _first_nominal(words)
     ends_at_of = ends_at_of and not cut
     if not words or len(words) > 6:
@@ -144,7 +147,8 @@ def _first_nominal(words: list[str]) -> tuple[list[str], bool]:
             return words[:i], True
         if low.endswith("ed") or low in _PARTICIPLES or low in _POST_ADJECTIVES:
             return _conjunct(words[:i]), True
-        if low.endswith("ing") and nxt and (nxt in _DETERMINERS or words[i + 1][:1].isupper()):
+        if low.endswith("ing") and nxt and (nxt in _DETERMINERS or nxt in _PREPOSITIONS
+                                            or words[i + 1][:1].isupper()):
             return _conjunct(words[:i]), True
     return _conjunct(words), False
 

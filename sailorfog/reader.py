@@ -165,8 +165,6 @@ class PlainReader:
         if head in PERSON_HEADS:
             by_head &= set(self.index.with_person()) | exact | set().union(
                 *(self.defining_words().get(w, set()) for w in synonyms(head) if w in PERSON_HEADS))
-        else:
-            by_head = {p for p in by_head if self.index.page_type[p]}  # a page that defines something
         return exact | by_head
 
     def unary(self, s: Statement) -> set[int]:

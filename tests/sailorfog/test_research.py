@@ -70,7 +70,7 @@ def research(default_wiki):
     synth = ResearchSynthesizer(index, sim, seed=3)
     order = answer_order(index, 3)
     records, reasons = [], Counter()
-    for i, pid in enumerate(order[:160]):
+    for i, pid in enumerate(order[:400]):
         out = synth.attempt(i, index.titles[pid], env, DescribedWriter())
         if out.record:
             records.append(out.record)

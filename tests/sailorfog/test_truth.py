@@ -292,3 +292,17 @@ def test_a_name_qualified_by_another_place_is_no_link_to_the_city(default_sim):
     sentence = "Manchester, New Hampshire, is the largest city in northern New England."
     assert other_place(sim, "Manchester", sentence, "Manchester")
     assert not other_place(sim, "Zagreb", "Zagreb, Croatia's capital, lies on the Sava.", "Zagreb")
+
+
+def test_a_participle_before_a_preposition_ends_the_type_and_the_reader_reads_every_definition(default_sim):
+    """Persian, "a Western Iranian language belonging to ...", is a language: a second answer to "a language
+    whose name begins with P, associated with Afghanistan" beside Pashto."""
+    sim, index = default_sim
+    assert defining_type("Persian is a Western Iranian language belonging to the Iranian branch.")[-1] == "language"
+    statements = [_type("X", "language"), _type("B", "landlocked country"),
+                  Statement("Xn", "name", "X", value="P", checks=[{"type": "prefix", "node": "X", "prefix": "P"}]),
+                  Statement("Bp", "name", "B", value="Afghanistan",
+                            checks=[{"type": "title", "node": "B", "title": "Afghanistan"}]),
+                  Statement("rXB", "relation", "X", predicate="mentions", object="B",
+                            checks=[{"type": "link", "a": "X", "b": "B"}])]
+    assert {"Pashto", "Persian language"} <= {index.titles[p] for p in PlainReader(index, sim).candidates(statements)}
