@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Callable, Literal
 
 from trainers.rollout_options import EpisodeOptions
+from websailor import recipe
 from websailor.stages import STAGE_FUNCTIONS, model_device, write_json
 from wiki_sim.common.errors import UserError
 
@@ -105,6 +106,9 @@ class PipelineConfig(EpisodeOptions):
     """Optimizer steps GRPO takes on each batch of rollouts (the first on-policy, later ones clipped)."""
     probe: int = 4
     """Train tasks per level the SFT model plays before GRPO, to pick tasks of useful difficulty."""
+    eval_samples: int = 2
+    """Sampled episodes per held-out task for the trained models (sft, grpo); their greedy evaluations
+    play each task once. More samples narrow the paired intervals of the sampled differences."""
     threads: int = 0
     """torch CPU threads (0: one, which decodes fastest on a shared 2-core machine)."""
     device: Literal["auto", "cpu", "cuda"] = "auto"
@@ -129,7 +133,7 @@ class PipelineConfig(EpisodeOptions):
             if getattr(self, name) < 0:
                 raise ValueError(f"--{name.replace('_', '-')} must be >= 0, got {getattr(self, name)}")
         for name in ("sft_steps", "sft_batch", "grpo_steps", "grpo_tasks_per_step", "group_size", "probe",
-                     "grpo_update_epochs"):
+                     "grpo_update_epochs", "eval_samples"):
             if getattr(self, name) < 1:
                 raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
         if self.group_size < 2:
@@ -310,6 +314,8 @@ def summary_lines(run_dir: Path, state: dict[str, Any]) -> list[str]:
         ends = ", ".join(f"{k}={v}" for k, v in sorted((s.get("terminations") or {}).items()))
         lines.append(f"{name:<{width}} {s.get('success', 0.0):>7.3f} {_ci(s):>13} {s.get('well_formed_turns', 0.0):>11.3f} "
                      f"{s.get('mean_tool_calls', 0.0):>10.2f}  {ends}")
+    if summary:
+        lines.append(recipe.decoding_text(summary))
     lines += _comparison_lines(run_dir, summary)
     levels = sorted({lv for s in summary.values() for lv in (s.get("per_level") or {})})
     if levels:

@@ -251,6 +251,30 @@ def paired_verdict(low: float, high: float, min_effect: float = 0.10) -> str:
     return "includes 0: not separated"
 
 
+def decoding_text(summary: Mapping[str, Any]) -> str:
+    """How each evaluated policy decoded, from its summary entry (temperature, top-p, samples per task),
+    and what the intervals are: one line for the summary and the report."""
+    groups: dict[str, list[str]] = defaultdict(list)
+    for name, s in summary.items():
+        if not isinstance(s, Mapping):
+            continue
+        temperature, k = s.get("temperature"), s.get("k") or 1
+        if s.get("policy") in ("random", "heuristic"):
+            kind = "baseline, no model"
+        elif not _is_number(temperature):
+            kind = "?"
+        elif temperature == 0:
+            kind = "greedy"
+        else:
+            kind = f"sampled at temperature {temperature:g}, top-p {s.get('top_p', 1.0):g}"
+        if kind != "greedy" and isinstance(k, int) and k > 1:
+            kind += f", {k} samples per task"
+        groups[kind].append(str(name))
+    parts = "; ".join(f"{', '.join(names)}: {kind}" for kind, names in groups.items())
+    return (f"decoding: {parts}. Success intervals: Wilson over episodes; differences: paired bootstrap over "
+            f"tasks (a task's success is the share of its samples that were right)")
+
+
 COMPARED = (("sft", "fewshot"), ("grpo", "sft"), ("grpo", "sft-greedy"), ("grpo-greedy", "sft-greedy"))
 """The differences the main job reports: what SFT adds to the pretrained model, what GRPO adds to SFT at the
 evaluation's sampling, over the SFT model decoded greedily (what decoding alone gives), and greedy against greedy."""

@@ -235,7 +235,9 @@ def results_section(summary: Mapping[str, Any]) -> str:
                           f"{_interval(_dict(_dict(s.get('per_level')).get(lv)), 'ci95')} "
                           f"(n={int(_num(_dict(_dict(s.get('per_level')).get(lv)).get('episodes')) or 0)})"
                           for s in entries.values()] for lv in levels]
-    out = "<h2>Results</h2>" + _table(header, rows, "results")
+    from websailor.recipe import decoding_text
+
+    out = "<h2>Results</h2>" + _table(header, rows, "results") + f'<p class="muted">{_esc(decoding_text(entries))}</p>'
     if level_rows:
         out += "<h3>Success per level</h3>" + _table(["level", *entries], level_rows, "levels")
     return out

@@ -105,10 +105,10 @@ def model_label(config: Any) -> str:
 
 def evaluate_policy(config: Any, run_dir: Path, name: str, policy: Any, tasks: list[dict],
                     kwargs: dict[str, Any], *, kind: str, model: str = "",
-                    temperature: float | None = None) -> dict[str, Any]:
-    """Play ``policy`` (a baseline name or a policy backend) once on each of ``tasks``, at ``temperature``
-    (default ``--temperature``; 0 is greedy); write ``eval/NAME.jsonl``, ``eval/NAME.trajectories.jsonl``
-    and merge ``eval/summary.json``."""
+                    temperature: float | None = None, samples: int = 1) -> dict[str, Any]:
+    """Play ``policy`` (a baseline name or a policy backend) ``samples`` times on each of ``tasks``, at
+    ``temperature`` (default ``--temperature``; 0 is greedy); write ``eval/NAME.jsonl`` (one row per task,
+    its samples counted), ``eval/NAME.trajectories.jsonl`` and merge ``eval/summary.json``."""
     temperature = config.temperature if temperature is None else temperature
     from trainers.eval import EvalConfig, check_errors, per_task_rows, play_baseline, summarize
     from trainers.rollout import RolloutConfig, collect
@@ -118,17 +118,17 @@ def evaluate_policy(config: Any, run_dir: Path, name: str, policy: Any, tasks: l
     record = EvalConfig(tasks=str(run_dir / "tasks" / "heldout.jsonl"), policy=kind, model=model or "-",
                         name=name, out=str(eval_dir), wiki_dir=config.wiki_dir,
                         max_tool_calls=config.max_tool_calls, seed=config.seed, temperature=temperature,
-                        top_p=config.top_p, max_new_tokens=config.max_new_tokens)
+                        top_p=config.top_p, max_new_tokens=config.max_new_tokens, k=samples)
     rollout = RolloutConfig(env_id="websailor/WikiSim-v0", env_kwargs={"tasks": tasks, **kwargs},
                             max_new_tokens=config.max_new_tokens, temperature=temperature, top_p=config.top_p,
-                            num_envs=len(tasks), tool_workers=2, max_total_tokens=4096,
+                            num_envs=len(tasks) * samples, tool_workers=2, max_total_tokens=4096,
                             max_episode_seconds=900.0, policy_name=name, seed=config.seed)
     start = time.perf_counter()
     if isinstance(policy, str):
-        trajectories = play_baseline(policy, tasks, rollout, 1)
+        trajectories = play_baseline(policy, tasks, rollout, samples)
     else:
-        trajectories = collect(policy, tasks, rollout, group_size=1, progress=config.progress)
-    rows = per_task_rows(trajectories, 1)
+        trajectories = collect(policy, tasks, rollout, group_size=samples, progress=config.progress)
+    rows = per_task_rows(trajectories, samples)
     summary = summarize(rows, trajectories, record, time.perf_counter() - start)
     summary.update(recipe.policy_stats(trajectories, {}), tasks_split="heldout", model=model or "-")
     write_jsonl(eval_dir / f"{name}.jsonl", rows)
@@ -349,7 +349,8 @@ def stage_eval(config: Any, run_dir: Path) -> dict[str, Any]:
         model, tokenizer = _load(model_dir)
         policy = TransformersPolicy(model.eval(), tokenizer, device=model_device(config))
         label = f"{model_label(config)} + {name}"
-        out[name] = evaluate_policy(config, run_dir, name, policy, held, kwargs, kind="transformers", model=label)
+        out[name] = evaluate_policy(config, run_dir, name, policy, held, kwargs, kind="transformers", model=label,
+                                    samples=config.eval_samples)
         # The right control for a sampled gain: the same model decoded greedily.
         out[f"{name}-greedy"] = evaluate_policy(config, run_dir, f"{name}-greedy", policy, held, kwargs,
                                                 kind="transformers", model=f"{label} (greedy)", temperature=0.0)

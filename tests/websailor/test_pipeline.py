@@ -52,13 +52,16 @@ def test_run_directory_holds_every_stage_output(small_run):
     for name in POLICIES:
         rows = _jsonl(small_run / "eval" / f"{name}.jsonl")
         trajectories = _jsonl(small_run / "eval" / f"{name}.trajectories.jsonl")
-        assert len(rows) == len(trajectories) == HELD, name
+        k = 2 if name in ("sft", "grpo") else 1  # --eval-samples: the trained models' sampled evaluations
+        assert len(rows) == HELD and len(trajectories) == k * HELD, name
+        assert all(r["samples"] == k for r in rows) and [t["task"]["id"] for t in trajectories[::k]] == \
+            [r["id"] for r in rows]
         s = summary[name]
-        assert s["num_tasks"] == HELD and sum(s["terminations"].values()) == HELD
+        assert s["num_tasks"] == HELD and sum(s["terminations"].values()) == k * HELD and s["k"] == k
         assert all(t["policy"] == name for t in trajectories)
         lo, hi = s["success_ci95"]
         assert 0 <= lo <= s["success"] <= hi <= 1 and 0 <= s["well_formed_turns"] <= 1
-        assert sum(v["episodes"] for v in s["per_level"].values()) == HELD
+        assert sum(v["episodes"] for v in s["per_level"].values()) == k * HELD
     # Each policy is labelled with its own backend and model.
     assert [summary[n]["policy"] for n in POLICIES] == ["random", "heuristic"] + ["transformers"] * 5
     assert summary["sft-greedy"]["temperature"] == 0.0 and summary["sft"]["temperature"] == 0.7
@@ -66,6 +69,8 @@ def test_run_directory_holds_every_stage_output(small_run):
     # The scripted heuristic finds something on the simulator; it is the floor trained agents must beat.
     assert summary["heuristic"]["mean_tool_calls"] > 0
     assert len(_jsonl(small_run / "grpo" / "metrics.jsonl")) == 1
+    report = (small_run / "report.html").read_text()
+    assert "sft, grpo: sampled at temperature 0.7, top-p 1, 2 samples per task" in report
 
 
 def test_run_json_records_each_stage(small_run):
@@ -88,6 +93,7 @@ def test_summary_prints_intervals_and_grpo_signal(small_run, capsys):
     out = capsys.readouterr().out
     assert "95% interval" in out and "well-formed" in out and "success per level" in out
     assert "grpo: 1 steps" in out and "with signal" in out
+    assert "sft-greedy, grpo-greedy: greedy" in out and "sft, grpo: sampled at temperature 0.7, top-p 1, 2 samples" in out
     assert "sft - fewshot: success" in out and "paired 95% interval" in out and "held-out tasks (" in out
     assert "grpo - sft-greedy: success" in out and "grpo-greedy - sft-greedy: success" in out
     for name in POLICIES:

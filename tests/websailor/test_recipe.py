@@ -135,3 +135,17 @@ def test_paired_interval_uses_the_pairing():
     rows = [{"id": "t1", "scored": 4, "correct": 3}, {"id": "t2", "scored": 0, "correct": 0}]
     assert task_success(rows) == {"t1": 0.75}
     assert paired_interval({"x": 1.0}, {"y": 1.0})[3] == 0
+
+
+def test_decoding_text_says_how_each_policy_decoded():
+    from websailor.recipe import decoding_text
+
+    summary = {"heuristic": {"policy": "heuristic", "temperature": 0.7},
+               "sft": {"policy": "transformers", "temperature": 0.7, "top_p": 1.0, "k": 2},
+               "grpo": {"policy": "transformers", "temperature": 0.7, "top_p": 1.0, "k": 2},
+               "sft-greedy": {"policy": "transformers", "temperature": 0.0, "top_p": 1.0, "k": 1},
+               "fewshot": {"policy": "transformers", "temperature": 0.7, "top_p": 1.0, "k": 1}}
+    text = decoding_text(summary)
+    assert "heuristic: baseline, no model" in text and "sft-greedy: greedy" in text
+    assert "sft, grpo: sampled at temperature 0.7, top-p 1, 2 samples per task" in text
+    assert "fewshot: sampled at temperature 0.7, top-p 1. " in text and "paired bootstrap over tasks" in text
