@@ -44,7 +44,8 @@ PLACE_HEADS = frozenset("country state city town village region province island 
                         "republic nation area basin valley desert plateau coast bay gulf strait municipality "
                         "metropolis prefecture".split())
 """Type heads of places through which containment is read."""
-UNSTATED_MODIFIERS = frozenset("large small big little major minor famous important notable prominent common".split())
+UNSTATED_MODIFIERS = frozenset("large small big little major minor famous important notable prominent common populous "
+                               "largest biggest".split())
 """Modifiers a reader grants a page that does not write them (an Iguanodon page need not say "extinct")."""
 _EXTINCT = re.compile(r"\b(?:extinct|fossils?|million years ago|dinosaurs?|Cretaceous|Jurassic|Triassic|Permian|"
                       r"Carboniferous|Devonian|Pleistocene|Miocene|Eocene)\b", re.I)

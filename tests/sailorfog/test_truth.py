@@ -306,3 +306,17 @@ def test_a_participle_before_a_preposition_ends_the_type_and_the_reader_reads_ev
                   Statement("rXB", "relation", "X", predicate="mentions", object="B",
                             checks=[{"type": "link", "a": "X", "b": "B"}])]
     assert {"Pashto", "Persian language"} <= {index.titles[p] for p in PlainReader(index, sim).candidates(statements)}
+
+
+def test_a_plain_reading_grants_a_capital_that_it_is_populous(default_sim):
+    """"A populous city over 1,800 metres, beginning with A, with ties to Ethiopia": Addis Ababa, "the
+    capital and largest city", is as populous as Asmara to any reader."""
+    sim, index = default_sim
+    statements = [_type("X", "populous city"), _type("B", "landlocked country"),
+                  Statement("Xn", "name", "X", value="A", checks=[{"type": "prefix", "node": "X", "prefix": "A"}]),
+                  Statement("Xq", "number", "X", value="more than 1,800 metres",
+                            checks=[{"type": "number", "node": "X", "lo": 1800, "hi": 3000}]),
+                  Statement("Bp", "name", "B", value="Ethiopia", checks=[{"type": "title", "node": "B", "title": "Ethiopia"}]),
+                  Statement("rXB", "relation", "X", predicate="mentions", object="B",
+                            checks=[{"type": "link", "a": "X", "b": "B"}])]
+    assert {"Asmara", "Addis Ababa"} <= {index.titles[p] for p in PlainReader(index, sim).candidates(statements)}
