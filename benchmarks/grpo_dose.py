@@ -123,7 +123,8 @@ def dose_dir(out: Path, run_dir: Path) -> Path:
 
 
 def train_doses(config: Any, work: Path, doses: list[int]) -> dict[int, dict[str, Any]]:
-    """GRPO trained on to each dose (resuming its checkpoints); ``{dose: {"model", "updates"}}``."""
+    """GRPO trained on to each dose (resuming its checkpoints); ``{dose: {"model", "updates"}}``, updates being
+    the optimizer steps taken up to the dose."""
     from websailor import stages
     from websailor.report import read_jsonl
 
@@ -145,7 +146,9 @@ def train_doses(config: Any, work: Path, doses: list[int]) -> dict[int, dict[str
                 shutil.rmtree(target)
             shutil.copytree(work / "grpo" / "model", target)
         metrics = [m for m in read_jsonl(work / "grpo" / "metrics.jsonl") if (m.get("step") or 0) <= dose]
-        updates = sum(1 for m in metrics if not m.get("train/no_signal") and not m.get("train/skipped"))
+        # optimizer steps: one per step with signal, or --update-epochs of them (train/optimizer_steps)
+        updates = sum(int(m.get("train/optimizer_steps", 1)) for m in metrics
+                      if not m.get("train/no_signal") and not m.get("train/skipped"))
         out[dose] = {"model": str(target), "updates": updates}
     return out
 
@@ -407,7 +410,8 @@ def main(argv: list[str] | None = None) -> dict:
               "run_dir": str(run_dir), "samples": args.samples, "temperature": config.temperature, "top_p": config.top_p,
               "heldout_tasks": len(held), "heldout_per_level": {lv: len(ids) for lv, ids in levels.items()},
               "grpo": {"tasks_per_step": config.grpo_tasks_per_step, "group_size": config.group_size,
-                       "lr": config.grpo_lr, "train_layers": config.train_layers},
+                       "lr": config.grpo_lr, "update_epochs": config.grpo_update_epochs,
+                       "train_layers": config.train_layers},
               "doses": rows, "controls": controls, "figure": str(figure),
               "seconds": round(time.perf_counter() - start, 1)}
     print(json.dumps(result))
