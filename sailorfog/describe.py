@@ -55,7 +55,8 @@ _ADJECTIVES = frozenset("narrow broad wide common rare early late modern ancient
 _LEADING = frozenset("a an the one largest smallest biggest most least first second third fourth fifth only main "
                      "chief oldest best".split())
 _PARTICIPLES = frozenset("spoken written known born made found held seen given taken worn grown shown built "
-                         "sung drawn".split())
+                         "sung drawn fought taught brought sought caught led won begun run set kept left lost "
+                         "meant sent spent dealt".split())
 PERSON_HEADS = frozenset(
     "person man woman king queen emperor empress politician statesman writer author poet painter composer singer "
     "actor actress philosopher scientist physicist chemist mathematician leader president explorer ruler pharaoh "
@@ -104,7 +105,7 @@ def defining_type(text: str) -> list[str]:
     phrase = rest[: end.start()] if end else rest
     ends_at_of = bool(end) and end.group(0).strip().lower() == "of"
     words = _WORD.findall(re.sub(r"\b\d+(?:st|nd|rd|th)\b", " ", phrase))
-    if len(words) > 1 and words[-1].lower().endswith("ing") and end and end.group(0).strip().isalpha():
+    if len(words) > 1 and _participle_ing(words[-1]) and end and end.group(0).strip().isalpha():
         words = words[:-1]  # "a language belonging to ...": the participle and its object go
     words, cut = _first_nominal(words)
     ends_at_of = ends_at_of and not cut
@@ -119,7 +120,8 @@ def defining_type(text: str) -> list[str]:
         return []
     head = words[-1]
     if head.lower() in _BAD_HEAD or len(head) < 3 or not head.isalpha() or not head.islower() \
-            or head.endswith(("ed", "ing", "ly", "ical", "ieval", "ous", "ful", "less", "able", "ible", "ese", "ish")) \
+            or _participle_ing(head) \
+            or head.endswith(("ed", "ly", "ical", "ieval", "ous", "ful", "less", "able", "ible", "ese", "ish")) \
             or head.lower() in _ADJECTIVES or _superlative(head) \
             or head.endswith("s") and not head.endswith(("ss", "us", "is", "species", "series")):
         return []
@@ -164,6 +166,16 @@ def _conjunct(words: list[str]) -> list[str]:
                 return words[:i]
             return last
     return words
+
+
+def _participle_ing(word: str) -> bool:
+    """An -ing form that is no noun of a type ("belonging", "separating"; not "king" or "sibling")."""
+    low = word.lower()
+    return low.endswith("ing") and low not in PERSON_HEADS and low not in _ING_NOUNS
+
+
+_ING_NOUNS = frozenset("king viking sibling offspring spring string ring wing thing building painting "
+                       "clothing ceiling".split())
 
 
 def _superlative(word: str) -> bool:

@@ -223,6 +223,17 @@ def other_place(sim: Any, target: str, sentence: str, anchor: str) -> bool:
     return find_name((sim.page(target) or {}).get("text", ""), qualifier) < 0
 
 
+def own_name(index: CorpusIndex, source: str, anchor: str) -> bool:
+    """Whether a person's page links a word of the person's own name ("Jordan" on Michael Jordan's page
+    is his name, not the country)."""
+    pid = index.ids.get(source)
+    kind = index.page_type[pid] if pid is not None else ()
+    if not kind or kind[-1].lower() not in PERSON_HEADS:
+        return False
+    words = {w.lower() for w in re.findall(r"\w+", display_title(source))}
+    return bool(words) and {w.lower() for w in re.findall(r"\w+", anchor)} <= words
+
+
 def relation_statement(index: CorpusIndex, sim: Any, a: tuple[str, str], b: tuple[str, str],
                        sid: str) -> Statement | None:
     """The relation between entities ``a`` and ``b`` (``(label, title)`` each), read from whichever
@@ -230,7 +241,8 @@ def relation_statement(index: CorpusIndex, sim: Any, a: tuple[str, str], b: tupl
     options = []
     for (sl, st), (ol, ot) in ((a, b), (b, a)):
         found = link_sentence(sim, st, ot)
-        if found and not modifier_use(*found) and not other_place(sim, ot, *found):
+        if found and not modifier_use(*found) and not other_place(sim, ot, *found) \
+                and not own_name(index, st, found[1]):
             sentence, anchor = found
             kind = " ".join(index.page_type[index.ids[st]]) if st in index.ids else ""
             options.append((predicate(sentence, anchor, st, kind) or "mentions", sl, ol, st, sentence))

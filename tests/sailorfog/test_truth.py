@@ -14,7 +14,7 @@ from sailorfog.describe import defining_type, predicate
 from sailorfog.reader import PlainReader
 from sailorfog.prose import DescribedWriter, is_person
 from sailorfog.research import ResearchSynthesizer, answer_order, distinct_periods
-from sailorfog.statements import Statement, date_statements, modifier_use, other_place
+from sailorfog.statements import Statement, date_statements, modifier_use, other_place, own_name
 from wiki_sim import WikiSim
 
 
@@ -148,7 +148,7 @@ def test_research_questions_hide_intermediates_letters_and_read_at_length(defaul
                    tasks=[{"question": "placeholder", "answer": "placeholder"}], tools=["search", "visit"])
     synth = ResearchSynthesizer(index, sim, seed=11)
     records = []
-    for i, pid in enumerate(answer_order(index, 11)[:200]):
+    for i, pid in enumerate(answer_order(index, 11)[:500]):
         out = synth.attempt(i, index.titles[pid], env, DescribedWriter())
         if out.record:
             records.append(out.record)
@@ -320,3 +320,11 @@ def test_a_plain_reading_grants_a_capital_that_it_is_populous(default_sim):
                   Statement("rXB", "relation", "X", predicate="mentions", object="B",
                             checks=[{"type": "link", "a": "X", "b": "B"}])]
     assert {"Asmara", "Addis Ababa"} <= {index.titles[p] for p in PlainReader(index, sim).candidates(statements)}
+
+
+def test_a_persons_own_name_is_no_link_and_king_is_a_type(default_sim):
+    _, index = default_sim
+    assert own_name(index, "Michael Jordan", "Jordan")
+    assert not own_name(index, "Mexico City", "Mexico")
+    assert defining_type("King Arthur was a legendary king of Britain.") == ["legendary", "king"]
+    assert defining_type("The Tarnis War was an armed conflict fought between two states.") == ["armed", "conflict"]
