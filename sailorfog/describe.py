@@ -257,8 +257,8 @@ def predicate(sentence: str, anchor: str, subject: str = "", kind: str = "") -> 
     (the title of the page whose sentence it is; ``kind`` its type), the predicate counts only when
     the sentence is about that entity and no clause about something else comes between."""
     at = find_name(sentence, anchor)
-    if at <= 0:
-        return None
+    if at <= 0 or re.match(r"['’]s?\b", sentence[at + len(anchor):]):
+        return None  # "home to Central Africa's largest port": the port, not Central Africa
     before = sentence[max(0, at - 60): at]
     for pattern, written in _PREDICATE:
         m = pattern.search(before)
@@ -299,6 +299,7 @@ _EVENT_VERBS = frozenset("born died founded established built formed introduced 
                          "published opened created completed launched elected signed adopted independence began "
                          "started ended".split())
 _PASSIVE = re.compile(r"\b(?:was|were|been|is|are|being)\s+(?:\w+ly\s+)?$", re.I)
+_RELATIVE = re.compile(r"\b(?:which|who|that|whose)\b[^,;]*$", re.I)
 _NOT_EVENT = frozenset("used based called named related considered described located situated estimated "
                        "recorded reported need needed".split())
 
@@ -310,5 +311,7 @@ def date_event(sentence: str, year: int) -> str | None:
         if int(m.group(2)) == year and verb not in _NOT_EVENT:
             if verb not in _EVENT_VERBS and not _PASSIVE.search(sentence[:m.start(1)]):
                 continue  # "the currently accepted version ... 1837": an adjective, not an event
+            if _RELATIVE.search(sentence[max(0, m.start(1) - 30):m.start(1)]):
+                return None  # "the Confederacy, which was formed in 1861": another entity's event
             return "born" if verb == "born" else verb
     return None

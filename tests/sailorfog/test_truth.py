@@ -10,7 +10,7 @@ import envs  # noqa: F401
 
 from sailorfog.constraints import candidates
 from sailorfog.corpus_index import open_corpus_index
-from sailorfog.describe import defining_type, predicate
+from sailorfog.describe import date_event, defining_type, predicate
 from sailorfog.reader import PlainReader
 from sailorfog.prose import DescribedWriter, is_person
 from sailorfog.research import ResearchSynthesizer, answer_order, distinct_periods
@@ -328,3 +328,12 @@ def test_a_persons_own_name_is_no_link_and_king_is_a_type(default_sim):
     assert not own_name(index, "Mexico City", "Mexico")
     assert defining_type("King Arthur was a legendary king of Britain.") == ["legendary", "king"]
     assert defining_type("The Tarnis War was an armed conflict fought between two states.") == ["armed", "conflict"]
+
+
+def test_a_possessive_or_a_relative_clause_belongs_to_another_entity():
+    douala = "It was home to Central Africa's largest port, now being replaced by Kribi port."
+    assert predicate(douala, "Central Africa", "Douala", "city") is None
+    war = ("The American Civil War was a civil war in the United States between the Union and the Confederacy, "
+           "which was formed in 1861 by states that had seceded from the Union.")
+    assert date_event(war, 1861) is None
+    assert date_event("The observatory was founded in 1887 by Idris Kallan.", 1887) == "founded"
