@@ -52,6 +52,8 @@ class Command(NamedTuple):
 COMMANDS: dict[str, dict[str, Command] | Command] = {
     "wiki": {
         "build": Command("wiki_sim.cli", "BuildConfig", "run_build", "build a simulator from a corpus"),
+        "embed": Command("wiki_sim.cli", "EmbedConfig", "run_embed",
+                         "add a dense index (token embeddings distilled from a local model) to a simulator"),
         "search": Command("wiki_sim.cli", "SearchConfig", "run_search", "search a built simulator"),
         "visit": Command("wiki_sim.cli", "VisitConfig", "run_visit", "read a page focused on a goal"),
         "stats": Command("wiki_sim.cli", "StatsConfig", "run_stats", "print a simulator's build metadata"),

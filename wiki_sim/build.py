@@ -206,7 +206,9 @@ SYNTH_INDEX_DIR = "synth_index"
 """Written into a simulator after its build by synthesis (sailorfog.corpus_index.INDEX_DIR), with
 its own ``meta.json``."""
 _SQLITE_SIDE_FILES = (f"{STORE_FILE}-wal", f"{STORE_FILE}-shm", f"{STORE_FILE}-journal")
-LATER_DIRS = (SPELLING_DIR, SYNTH_INDEX_DIR)
+VECTORS_DIR = "vectors"
+"""The dense index (:mod:`wiki_sim.dense`), written by ``websailor wiki embed`` or ``wiki build --retriever``."""
+LATER_DIRS = (SPELLING_DIR, SYNTH_INDEX_DIR, VECTORS_DIR)
 """Folders written into a simulator after its build, each completed by a ``meta.json`` written last."""
 
 
@@ -255,7 +257,7 @@ def _simulator_entries() -> set[str]:
     """What a simulator directory holds: its build record, store (with SQLite's side files),
     search index (either engine) and forward index."""
     return {BUILD_FILE, STORE_FILE, f"{STORE_FILE}-wal", f"{STORE_FILE}-shm", f"{STORE_FILE}-journal", INDEX_DIR,
-            index_dir_name("tantivy"), FORWARD_DIR, SPELLING_DIR, SYNTH_INDEX_DIR}
+            index_dir_name("tantivy"), FORWARD_DIR, SPELLING_DIR, SYNTH_INDEX_DIR, VECTORS_DIR}
 
 
 def is_simulator_record(path: Path) -> bool:

@@ -1,4 +1,4 @@
-"""``websailor wiki ...``: build, search, visit, stats, fetch.
+"""``websailor wiki ...``: build, embed, search, visit, stats, fetch.
 
 Each subcommand is a config dataclass (one attribute docstring per field: the ``--help``
 text) and a ``run_*`` function that tests call directly. ``websailor --help`` imports this
@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 # Kept equal to wiki_sim.ingest.SOURCE_KINDS (a test checks); not imported to stay light.
 SourceKind = Literal["default", "dump", "jsonl", "gensim-sample"]
+Retriever = Literal["bm25", "dense", "hybrid"]
 DEFAULT_WIKI_DIR = "data/wiki"
 
 
@@ -64,10 +65,18 @@ class BuildConfig:
     (default: none; pages get their Wikipedia URL)."""
     id_field: str | None = None
     """--source jsonl: field of the document id (kept as the doc_id fact; names apart documents with one title)."""
+    retriever: Retriever = "bm25"
+    """Indexes to build: bm25 (the search index only), dense or hybrid (also the dense index of `websailor wiki
+    embed`, made from --model; either serves all three retrievers)."""
+    model: str | None = None
+    """--retriever dense|hybrid: the local model folder the token embeddings are distilled from (default: the
+    converted SmolLM2-135M in the cache, made by `websailor model fetch`)."""
 
     def __post_init__(self) -> None:
         if self.engine not in ("whoosh", "tantivy", "auto"):
             raise ValueError(f"--engine must be whoosh, tantivy or auto, got {self.engine!r}")
+        if self.retriever not in ("bm25", "dense", "hybrid"):
+            raise ValueError(f"--retriever must be bm25, dense or hybrid, got {self.retriever!r}")
         if self.source not in ("default", "dump", "jsonl", "gensim-sample"):
             raise ValueError(f"--source must be one of default, dump, jsonl, gensim-sample; got {self.source!r}")
         if self.source in ("dump", "jsonl") and not self.path:
@@ -102,6 +111,8 @@ def run_build(config: BuildConfig) -> int:
                  progress=config.progress, cache_dir=config.cache_dir, reuse=config.reuse, engine=config.engine,
                  fields=fields, memory_mb=config.memory_mb)
     c = info["counts"]
+    if config.retriever != "bm25":
+        run_embed(EmbedConfig(config.out, model=config.model, progress=config.progress))
     if info.get("reused"):
         print(f"{config.out}: up to date ({c['pages']} pages from the same source); not rebuilt")
         return 0
@@ -119,6 +130,58 @@ def run_build(config: BuildConfig) -> int:
     return 0
 
 
+def default_model_dir() -> str:
+    """The converted SmolLM2-135M folder that `websailor model fetch` makes in the cache."""
+    from wiki_sim.common.cache import cache_dir
+
+    return str(cache_dir() / "models" / "smollm2-135m")
+
+
+@dataclass
+class EmbedConfig:
+    """Add a dense index to a built simulator (static token embeddings distilled from a local model, the
+    Model2Vec recipe; no model hub), so that it serves --retriever dense and hybrid.
+
+    Examples:
+      websailor wiki embed data/wiki
+      websailor wiki search data/wiki "German-born theoretical physicist" --retriever hybrid
+    """
+
+    wiki_dir: str = field(metadata={"positional": True})
+    """Simulator directory (built with `websailor wiki build`)."""
+    model: str | None = None
+    """Local causal-LM folder (transformers format, with tokenizer.json); default: the converted SmolLM2-135M
+    in the cache, made by `websailor model fetch`."""
+    recipe: Literal["hidden", "input"] = "hidden"
+    """Token vectors: hidden (one layer's hidden state of each token; one forward pass per token, ~1-2 min on
+    2 cores) or input (the input-embedding table; no forward pass)."""
+    layer: int = 8
+    """--recipe hidden: the decoder layer whose output is a token's vector."""
+    dim: int = 256
+    """Dimensions kept by PCA."""
+    progress: bool = True
+    """Show progress."""
+
+    def __post_init__(self) -> None:
+        if self.recipe not in ("hidden", "input"):
+            raise ValueError(f"--recipe must be hidden or input, got {self.recipe!r}")
+        if not isinstance(self.layer, int) or self.layer < 1:
+            raise ValueError(f"--layer must be an integer >= 1, got {self.layer!r}")
+        if not isinstance(self.dim, int) or self.dim < 2:
+            raise ValueError(f"--dim must be an integer >= 2, got {self.dim!r}")
+
+
+def run_embed(config: EmbedConfig) -> int:
+    from wiki_sim.dense import build_vectors
+
+    meta = build_vectors(config.wiki_dir, config.model or default_model_dir(), recipe=config.recipe,
+                         layer=config.layer, dim=config.dim, progress=config.progress)
+    size = sum(f["bytes"] for f in meta["files"].values()) / 2 ** 20
+    print(f"dense index of {config.wiki_dir}: {meta['pages']} pages x {meta['dim']} dims ({size:.0f} MB, "
+          f"{meta['recipe']} recipe from {meta['model']['name']}), {meta['durations_s']['total']:.1f} s")
+    return 0
+
+
 @dataclass
 class SearchConfig:
     """Search a built simulator: the top-k pages per query, with snippets."""
@@ -131,8 +194,13 @@ class SearchConfig:
     """Results per query."""
     json: bool = False
     """Print JSON instead of text."""
+    retriever: Retriever = "bm25"
+    """bm25, dense or hybrid (BM25 and dense fused by reciprocal rank); dense and hybrid need a simulator
+    built with --retriever dense|hybrid (or given one by `websailor wiki embed`)."""
 
     def __post_init__(self) -> None:
+        if self.retriever not in ("bm25", "dense", "hybrid"):
+            raise ValueError(f"--retriever must be bm25, dense or hybrid, got {self.retriever!r}")
         if isinstance(self.queries, str):
             self.queries = [self.queries]
         if not self.queries or not all(isinstance(q, str) and q.strip() for q in self.queries):
@@ -144,7 +212,7 @@ class SearchConfig:
 def run_search(config: SearchConfig) -> int:
     from wiki_sim.sim import WikiSim
 
-    with WikiSim(config.wiki_dir) as sim:
+    with WikiSim(config.wiki_dir, retriever=config.retriever) as sim:
         results = sim.search(config.queries, k=config.k)
     if config.json:
         print(json.dumps([{"query": q, "corrected_query": hits.corrected_query, "hits": [asdict(h) for h in hits]}

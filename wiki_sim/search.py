@@ -202,6 +202,16 @@ class Searcher:
         by_title = {row[0]: (row[1], row[2]) for row in rows}
         return {d: by_title[titles[d]] for d in docs if titles[d] in by_title}
 
+    def hits(self, query: str, ranked: list[tuple[int, float]]) -> SearchResults:
+        """Hits for pages another ranking chose (``[(docnum, score)]``, best first), their
+        snippets chosen for ``query``'s words."""
+        pages = self._pages([d for d, _ in ranked])
+        terms = query_terms(query)
+        weights = {t: self.engine.idf(t) for t in terms if self.engine.known(t)}
+        return SearchResults(Hit(self.engine.titles[d], pages[d][0], best_snippet(pages[d][1], weights,
+                                                                                  self.snippet_chars), s)
+                             for d, s in ranked if d in pages)
+
     def search(self, query: str, k: int = 10) -> SearchResults:
         """The top ``k`` hits for ``query``; spelling corrected where a word matches no page."""
         terms = query_terms(query)

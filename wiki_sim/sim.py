@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Callable, Hashable, Iterator, Literal
 
 from wiki_sim.errors import WikiSimError
+from wiki_sim.dense import RETRIEVERS, DenseIndex, Retriever, rrf
 from wiki_sim.focus import ExtractiveSummarizer, Focused, Summarizer, format_not_found, format_visit
 from wiki_sim.engines import open_engine, open_forward_index
 from wiki_sim.records import LinkInfo, PageInfo, url_to_title
@@ -34,6 +35,9 @@ MAX_CACHED_KEY_CHARS = 2048
 """Longest query, or url plus goal, whose result the LRU caches keep: longer ones (which the
 tools refuse anyway) are answered but not cached, so that a cache entry stays small and the
 caches' memory stays bounded by ``cache_size`` entries whatever the callers send."""
+
+HYBRID_DEPTH = 30
+"""How deep each ranking is read before fusion (hybrid retriever)."""
 
 BUILD_FORMAT = STORE_FORMAT
 """``format`` of build.json; simulators of another format must be rebuilt."""
@@ -177,6 +181,12 @@ class WikiSim:
     terms dropped first (the Whoosh engine's score arrays, the tantivy engine's document
     frequencies; default :data:`~wiki_sim.index.DEFAULT_TERM_CACHE_BYTES`, per process).
 
+    ``retriever`` chooses how :meth:`search` ranks pages: ``"bm25"`` (the engine's BM25 with
+    the title, phrase and spelling layer of :mod:`wiki_sim.search`), ``"dense"`` (the
+    static-embedding index of :mod:`wiki_sim.dense`, which the simulator must have been built
+    with) or ``"hybrid"`` (both, fused by reciprocal rank; the spelling correction is
+    BM25's).
+
     Opening maps the build's tables (titles, field lengths, forward index) read-only instead
     of loading them: every process opening the same simulator (search helpers, the
     sub-environments of a vector environment) shares one copy through the page cache.
@@ -184,7 +194,10 @@ class WikiSim:
 
     def __init__(self, path: str | Path, summarizer: Summarizer | None = None, cache_size: int = 4096,
                  snippet_chars: int = 300, search_processes: int | None = None,
-                 term_cache_bytes: int | None = None, cache_bytes: int = DEFAULT_CACHE_BYTES):
+                 term_cache_bytes: int | None = None, cache_bytes: int = DEFAULT_CACHE_BYTES,
+                 retriever: Retriever = "bm25"):
+        if retriever not in RETRIEVERS:
+            raise ValueError(f"retriever must be one of {', '.join(RETRIEVERS)}, got {retriever!r}")
         if search_processes is not None and (not isinstance(search_processes, int)
                                              or isinstance(search_processes, bool) or search_processes < 0):
             raise ValueError(f"search_processes must be None or an integer >= 0, got {search_processes!r}")
@@ -200,6 +213,15 @@ class WikiSim:
         self.snippet_chars = snippet_chars
         self.searcher = Searcher(self.index, self.store, forward=open_forward_index(self.path, self.index.doc_count()),
                                  snippet_chars=snippet_chars)
+        self.retriever: Retriever = retriever
+        self.dense = None
+        if retriever != "bm25":
+            try:
+                self.dense = DenseIndex(self.path, build_fingerprint(self.build_info), self.index.doc_count(),
+                                        retriever)
+            except BaseException:
+                self.index.close()
+                raise
         self._search_cache = LRUCache(cache_size, cache_bytes, search_entry_bytes)
         self._visit_cache = LRUCache(cache_size, cache_bytes, visit_entry_bytes)
         self.searches = SearchProcesses(
@@ -231,10 +253,28 @@ class WikiSim:
         cached = self._search_cache.get(key)
         if cached is not None:
             return _copy(cached)
-        hits = self.searches.search(query, k)
+        if self.dense is None:
+            hits = self.searches.search(query, k)
+        elif self.retriever == "dense":
+            hits = self.searcher.hits(query, self.dense.search(query, k))
+        else:
+            hits = self._hybrid(query, k)
         if len(query) <= MAX_CACHED_KEY_CHARS:
             self._search_cache.put(key, hits)
         return _copy(hits)
+
+    def _hybrid(self, query: str, k: int) -> SearchResults:
+        """BM25's and the dense index's top ``max(k, HYBRID_DEPTH)`` fused by reciprocal rank."""
+        depth = max(k, HYBRID_DEPTH)
+        lexical = self.searches.search(query, depth)
+        dense = {self.index.titles[d]: d for d, _ in self.dense.search(query, depth)}
+        fused = rrf([[h.title for h in lexical], list(dense)])[:k]
+        by_title = {h.title: h for h in lexical}
+        by_title.update((h.title, h) for h in self.searcher.hits(
+            query, [(dense[t], 0.0) for t in fused if t not in by_title]))
+        out = SearchResults(by_title[t] for t in fused if t in by_title)
+        out.corrected_query = lexical.corrected_query
+        return out
 
     # --- visit --------------------------------------------------------------------------
     def read(self, url: str, goal: str) -> tuple[dict[str, Any], Focused] | None:
@@ -377,6 +417,7 @@ class WikiSim:
             "pages": self.store.count(),
             "documents_indexed": self.index.doc_count(),
             "engine": self.engine_name,
+            "retriever": self.retriever,
             "search_cache": self._search_cache.info(),
             "search_processes": {"max": self.searches.processes, "serving": self.searches.helpers(),
                                  "failures": self.searches.failures},
@@ -395,4 +436,5 @@ class WikiSim:
         self.close()
 
     def __repr__(self) -> str:
-        return f"WikiSim({str(self.path)!r})"
+        extra = "" if self.retriever == "bm25" else f", retriever={self.retriever!r}"
+        return f"WikiSim({str(self.path)!r}{extra})"

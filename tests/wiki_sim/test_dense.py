@@ -1,0 +1,184 @@
+"""Dense and hybrid retrieval on a tiny built simulator, with a tiny model made from a config
+(an 8-layer Llama of width 32 and a word-level tokenizer trained on the corpus: no download)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.wiki_sim.simhelpers import build_jsonl
+from wiki_sim import WikiSimError
+from wiki_sim.build import build
+from wiki_sim.dense import VECTORS_DIR, build_vectors, rrf, sha256_file
+from wiki_sim.records import title_to_url
+from wiki_sim.sim import WikiSim
+
+PAGES = [
+    ("Danube", "The Danube is a river in Central Europe that flows through Vienna, Budapest and Belgrade to the "
+               "Black Sea."),
+    ("Vienna", "Vienna is the capital and largest city of Austria, on the Danube."),
+    ("Albert Einstein", "Albert Einstein was a German-born theoretical physicist who developed the theory of "
+                        "relativity."),
+    ("Marie Curie", "Marie Curie was a Polish and naturalised-French physicist and chemist who conducted "
+                    "pioneering research on radioactivity."),
+    ("Mount Everest", "Mount Everest is Earth's highest mountain above sea level, in the Himalayas."),
+    ("Photosynthesis", "Photosynthesis is a process used by plants to convert light energy into chemical energy."),
+    ("Jazz", "Jazz is a music genre that originated in the African-American communities of New Orleans."),
+    ("Tokyo", "Tokyo is the capital of Japan and one of the most populous cities in the world."),
+]
+
+
+def _tiny_model(folder: Path) -> Path:
+    import torch
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    tokenizer = Tokenizer(models.WordLevel(unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    words = [f"{t}. {x}" for t, x in PAGES]
+    tokenizer.train_from_iterator(words, trainers.WordLevelTrainer(special_tokens=["[UNK]", "[BOS]"]))
+    folder.mkdir()
+    tokenizer.save(str(folder / "tokenizer.json"))
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=tokenizer.get_vocab_size(), hidden_size=32, intermediate_size=64,
+                         num_hidden_layers=8, num_attention_heads=2, num_key_value_heads=2, bos_token_id=1,
+                         eos_token_id=0, pad_token_id=0, max_position_embeddings=64)
+    LlamaForCausalLM(config).save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("dense")
+    model = _tiny_model(root / "model")
+    wiki = build_jsonl(root, PAGES)
+    build_vectors(wiki, model, recipe="hidden", layer=1, dim=16)
+    return wiki, model
+
+
+def _top(sim: WikiSim, query: str, k: int = 3) -> list[str]:
+    return [h.title for h in sim.search([query], k=k)[0]]
+
+
+def test_hybrid_and_dense_find_obvious_pages(built):
+    wiki, _ = built
+    with WikiSim(wiki, retriever="hybrid") as hybrid, WikiSim(wiki, retriever="dense") as dense:
+        for query, title in [("German-born theoretical physicist relativity", "Albert Einstein"),
+                             ("highest mountain Himalayas", "Mount Everest"),
+                             ("plants convert light energy", "Photosynthesis"),
+                             ("music genre New Orleans", "Jazz")]:
+            assert _top(hybrid, query)[0] == title, query
+            assert title in _top(dense, query), query
+        hit = hybrid.search("capital of Japan")[0][0]
+        assert (hit.title, hit.url) == ("Tokyo", title_to_url("Tokyo"))  # the live web's URL
+        assert "Japan" in hit.snippet
+        assert hybrid.stats()["retriever"] == "hybrid" and "retriever='hybrid'" in repr(hybrid)
+
+
+def test_bm25_stays_the_default_and_hybrid_keeps_the_spelling_retry(built):
+    wiki, _ = built
+    with WikiSim(wiki) as plain, WikiSim(wiki, retriever="bm25") as bm25, WikiSim(wiki, retriever="hybrid") as hyb:
+        assert plain.retriever == "bm25" and plain.dense is None
+        assert plain.search("river Vienna")[0] == bm25.search("river Vienna")[0]
+        fixed = hyb.search("Einstien physicist")[0]
+        assert fixed.corrected_query == plain.search("Einstien physicist")[0].corrected_query is not None
+        assert fixed[0].title == "Albert Einstein"
+        with pytest.raises(ValueError, match="retriever must be one of bm25, dense, hybrid"):
+            WikiSim(wiki, retriever="colbert")
+
+
+def test_rrf_by_hand():
+    # a: 1/61 + 1/62; b: 1/62 + 1/61; c: 1/63; d: 1/63 (ties keep first-seen order)
+    assert rrf([["a", "b", "c"], ["b", "a", "d"]]) == ["a", "b", "c", "d"]
+    assert rrf([["x"], ["y", "x"]], k=0) == ["x", "y"]  # 1 + 1/2 against 1
+
+
+def test_a_retriever_the_build_lacks_is_one_line_naming_the_option(tmp_path: Path):
+    wiki = build_jsonl(tmp_path, PAGES[:3])
+    for retriever in ("dense", "hybrid"):
+        with pytest.raises(WikiSimError) as err:
+            WikiSim(wiki, retriever=retriever)
+        message = str(err.value)
+        assert "\n" not in message and f"--retriever {retriever}" in message and "wiki embed" in message
+
+
+def _copy(built: tuple[Path, Path], tmp_path: Path) -> Path:
+    import shutil
+
+    wiki = tmp_path / "wiki"
+    shutil.copytree(built[0], wiki)
+    return wiki
+
+
+def _refused(wiki: Path, needle: str) -> None:
+    with pytest.raises(WikiSimError) as err:
+        WikiSim(wiki, retriever="dense")
+    assert "\n" not in str(err.value) and needle in str(err.value), str(err.value)
+
+
+def test_damaged_foreign_and_pickled_vectors_are_refused(built, tmp_path: Path):
+    wiki = _copy(built, tmp_path)
+    pages = wiki / VECTORS_DIR / "pages.npy"
+    meta_file = wiki / VECTORS_DIR / "meta.json"
+    meta = json.loads(meta_file.read_text())
+    data = bytearray(pages.read_bytes())
+    data[-1] ^= 0xFF
+    pages.write_bytes(bytes(data))
+    _refused(wiki, "does not match the size and sha256")
+
+    # an object array whose checksum was recorded: np.load refuses it without unpickling
+    np.save(pages, np.array([{"x": 1}], dtype=object), allow_pickle=True)
+    meta["files"]["pages.npy"] = {"bytes": pages.stat().st_size, "sha256": sha256_file(pages)}
+    meta_file.write_text(json.dumps(meta))
+    _refused(wiki, "not a plain .npy array")
+
+    np.save(pages, np.zeros((3, 16), dtype=np.float32))  # right type, wrong shape
+    meta["files"]["pages.npy"] = {"bytes": pages.stat().st_size, "sha256": sha256_file(pages)}
+    meta_file.write_text(json.dumps(meta))
+    _refused(wiki, "expected float32")
+
+    meta["build_fingerprint"] = "0" * 32
+    meta_file.write_text(json.dumps(meta))
+    _refused(wiki, "made for another build")
+    meta_file.write_text("{not json")
+    _refused(wiki, "meta.json is unreadable")
+
+
+def test_a_simulator_with_vectors_can_be_rebuilt(built, tmp_path: Path):
+    wiki = _copy(built, tmp_path)
+    corpus = tmp_path / "again.jsonl"
+    corpus.write_text("".join(json.dumps({"title": t, "text": x}) + "\n" for t, x in PAGES[:2]))
+    build("jsonl", corpus, wiki, progress=False)
+    assert not (wiki / VECTORS_DIR).exists()  # the rebuild replaced the folder; its vectors went with it
+    with pytest.raises(WikiSimError, match="--retriever hybrid"):
+        WikiSim(wiki, retriever="hybrid")
+
+
+def test_cli_build_with_retriever_and_search(built, tmp_path: Path, capsys):
+    from wiki_sim.cli import BuildConfig, SearchConfig, run_build, run_search
+
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps({"title": t, "text": x}) + "\n" for t, x in PAGES))
+    out = tmp_path / "w"
+    assert run_build(BuildConfig(str(corpus), source="jsonl", out=str(out), retriever="hybrid",
+                                 model=str(built[1]), progress=False)) == 0
+    meta = json.loads((out / VECTORS_DIR / "meta.json").read_text())
+    assert meta["pages"] == len(PAGES) and meta["files"]["pages.npy"]["sha256"] == sha256_file(
+        out / VECTORS_DIR / "pages.npy")
+    capsys.readouterr()
+    assert run_search(SearchConfig(str(out), ["highest mountain Himalayas"], k=2, json=True,
+                                   retriever="hybrid")) == 0
+    assert json.loads(capsys.readouterr().out)[0]["hits"][0]["title"] == "Mount Everest"
+    with pytest.raises(ValueError, match="--retriever must be"):
+        SearchConfig(str(out), ["x"], retriever="splade")
+
+
+def test_input_recipe_needs_no_forward_pass(built, tmp_path: Path):
+    wiki = _copy(built, tmp_path)
+    meta = build_vectors(wiki, built[1], recipe="input", dim=8)
+    assert meta["recipe"] == "input" and meta["layer"] is None and meta["dim"] == 8
+    with WikiSim(wiki, retriever="hybrid") as sim:
+        assert _top(sim, "Mount Everest")[0] == "Mount Everest"

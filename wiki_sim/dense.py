@@ -1,0 +1,297 @@
+"""Dense retrieval without a model hub: static token embeddings distilled from a local model.
+
+The embedding model follows the Model2Vec recipe. Every token of a local causal LM's
+vocabulary (SmolLM2-135M, converted at setup) is run through the model alone (after the
+BOS token, which takes the attention sink), and one layer's hidden state is its vector
+(``recipe="hidden"``); or the input-embedding table is used as is (``recipe="input"``, no
+forward pass). The vectors are centred and reduced by PCA to ``dim`` dimensions, then
+each row is weighted by SIF (``a / (a + p(token))``, token frequencies counted over the
+simulator's titles and leads), so that frequent tokens count little in a mean.
+
+A text's vector is the L2-normalized sum of its tokens' rows; a page's text is its title and
+lead. Search is an exact scan of the page matrix (one matrix-vector product; 10k pages x 256
+float32 is 10 MB). Everything lives in ``<simulator>/vectors/``:
+
+- ``tokens.npy`` (vocabulary x dim, float32, weights applied), ``tokenizer.json`` (the
+  model's tokenizer, copied), ``pages.npy`` (pages x dim, float32, in index document order);
+- ``meta.json``, written last: the recipe, the model's identity, the build it belongs to
+  (its fingerprint) and every file's size and sha256.
+
+Opening checks sizes and checksums and loads the arrays with ``np.load(mmap_mode="r",
+allow_pickle=False)``: a damaged, foreign or pickled file is refused in one line, and
+processes opening one simulator share the pages through the page cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Iterable, Literal
+
+import numpy as np
+
+from wiki_sim.errors import WikiSimError
+
+VECTORS_DIR = "vectors"
+VECTORS_FORMAT = 1
+VECTOR_FILES = ("tokens.npy", "tokenizer.json", "pages.npy")
+Recipe = Literal["hidden", "input"]
+Retriever = Literal["bm25", "dense", "hybrid"]
+RETRIEVERS = ("bm25", "dense", "hybrid")
+RECIPES = ("hidden", "input")
+DEFAULT_DIM = 256
+DEFAULT_LAYER = 8
+"""Layer whose hidden state is a token's vector (of SmolLM2-135M's 30; see benchmarks/README.md#retrieval)."""
+SIF_A = 1e-3
+LEAD_CHARS = 2000
+"""Characters of a page's lead embedded with its title."""
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+# --- the embedding model --------------------------------------------------------------
+
+def model_vectors(model_dir: str | Path, recipe: Recipe = "hidden", layer: int = DEFAULT_LAYER,
+                  batch: int = 1024, progress: bool = False) -> np.ndarray:
+    """One vector per vocabulary token of the causal LM in ``model_dir``: (V, hidden) float32.
+
+    ``hidden``: the hidden state after ``layer`` decoder layers of ``[BOS, token]`` at the
+    token's position (only the first ``layer`` layers run); ``input``: the input-embedding
+    table."""
+    try:
+        import torch
+        from transformers import AutoConfig, AutoModelForCausalLM
+    except ImportError as exc:
+        raise WikiSimError(f"making token embeddings needs torch and transformers ({exc.name} is missing): "
+                           "pip install 'websailor-gym[train]'") from None
+    if recipe not in RECIPES:
+        raise ValueError(f"recipe must be one of {', '.join(RECIPES)}, got {recipe!r}")
+    config = AutoConfig.from_pretrained(model_dir)
+    if recipe == "hidden" and not 1 <= layer <= config.num_hidden_layers:
+        raise ValueError(f"layer must be in 1..{config.num_hidden_layers}, got {layer!r}")
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+    model.eval()
+    table = model.get_input_embeddings().weight.detach().float().numpy()
+    if recipe == "input":
+        return np.ascontiguousarray(table)
+    base = model.base_model
+    base.layers = base.layers[:layer]  # later layers are never read
+    bos = config.bos_token_id if config.bos_token_id is not None else 0
+    vocab = table.shape[0]
+    out = np.empty((vocab, config.hidden_size), dtype=np.float32)
+    started = time.perf_counter()
+    with torch.inference_mode():
+        for start in range(0, vocab, batch):
+            ids = torch.arange(start, min(vocab, start + batch))
+            pairs = torch.stack([torch.full_like(ids, bos), ids], 1)
+            states = base(input_ids=pairs, output_hidden_states=True).hidden_states
+            out[start:start + len(ids)] = states[layer][:, 1].float().numpy()
+            if progress:
+                print(f"\rtokens {start + len(ids)}/{vocab} ({time.perf_counter() - started:.0f} s)", end="",
+                      flush=True)
+    if progress:
+        print()
+    return out
+
+
+def pca(vectors: np.ndarray, dim: int) -> np.ndarray:
+    """Rows centred and projected on their ``dim`` principal axes: (V, H) -> (V, min(dim, H))."""
+    x = vectors.astype(np.float64)
+    x -= x.mean(axis=0)
+    _, _, vt = np.linalg.svd(x.T @ x)
+    return (x @ vt[:dim].T).astype(np.float32)
+
+
+def sif_weights(counts: np.ndarray, a: float = SIF_A) -> np.ndarray:
+    """``a / (a + p)`` per token, ``p`` its share of ``counts``: (V,) -> (V,)."""
+    p = counts / max(1, counts.sum())
+    return (a / (a + p)).astype(np.float32)
+
+
+# --- encoding -------------------------------------------------------------------------
+
+def load_tokenizer(path: str | Path) -> Any:
+    try:
+        from tokenizers import Tokenizer
+    except ImportError:
+        raise WikiSimError("dense retrieval needs the tokenizers package: pip install tokenizers") from None
+    return Tokenizer.from_file(str(path))
+
+
+def encode(tokenizer: Any, table: np.ndarray, texts: list[str]) -> np.ndarray:
+    """L2-normalized sums of the texts' token rows: (n texts) -> (n, dim) float32 (zeros for
+    a text with no token)."""
+    out = np.zeros((len(texts), table.shape[1]), dtype=np.float32)
+    for i, enc in enumerate(tokenizer.encode_batch(texts, add_special_tokens=False)):
+        ids = np.asarray(enc.ids, dtype=np.int64)
+        ids = ids[ids < len(table)]
+        if len(ids):
+            out[i] = np.asarray(table[ids], dtype=np.float32).sum(axis=0)
+    norms = np.linalg.norm(out, axis=1, keepdims=True)
+    return out / np.maximum(norms, 1e-12)
+
+
+def page_text(title: str, lead: str) -> str:
+    return f"{title}. {lead[:LEAD_CHARS]}"
+
+
+def build_vectors(sim_dir: str | Path, model_dir: str | Path, *, recipe: Recipe = "hidden",
+                  layer: int = DEFAULT_LAYER, dim: int = DEFAULT_DIM, progress: bool = False,
+                  token_vectors: np.ndarray | None = None) -> dict[str, Any]:
+    """Write ``<sim_dir>/vectors/`` for a built simulator (replacing one there); return its meta.
+
+    ``token_vectors`` (V, H): the model's token vectors, when already computed (a benchmark
+    comparing settings computes them once)."""
+    from wiki_sim.sim import WikiSim, build_fingerprint
+
+    sim_dir = Path(sim_dir)
+    model_dir = Path(model_dir).expanduser()
+    if not (model_dir / "config.json").is_file() or not (model_dir / "tokenizer.json").is_file():
+        raise WikiSimError(f"{model_dir} is not a model folder (config.json and tokenizer.json needed); "
+                           "the default one is made by `bash setup.sh` (SmolLM2-135M, converted)")
+    if not isinstance(dim, int) or isinstance(dim, bool) or dim < 2:
+        raise ValueError(f"dim must be an integer >= 2, got {dim!r}")
+    started = time.perf_counter()
+    with WikiSim(sim_dir, search_processes=0) as sim:
+        titles = list(sim.index.titles)
+        leads = dict(sim.iter_leads())
+        fingerprint = build_fingerprint(sim.build_info)
+    texts = [page_text(t, leads.get(t, "")) for t in titles]
+    del leads
+    tokenizer = load_tokenizer(model_dir / "tokenizer.json")
+    raw = token_vectors if token_vectors is not None else model_vectors(model_dir, recipe, layer, progress=progress)
+    distilled = time.perf_counter()
+    reduced = pca(raw, dim)
+    counts = np.zeros(len(reduced), dtype=np.float64)
+    for enc in tokenizer.encode_batch(texts, add_special_tokens=False):
+        ids = np.asarray(enc.ids, dtype=np.int64)
+        np.add.at(counts, ids[ids < len(counts)], 1)
+    table = reduced * sif_weights(counts)[:, None]
+    pages = encode(tokenizer, table, texts)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{sim_dir.name}.{VECTORS_DIR}.building-{os.getpid()}-", dir=sim_dir.parent))
+    try:
+        os.chmod(tmp, 0o755)  # mkdtemp makes it private; the simulator is not
+        np.save(tmp / "tokens.npy", table.astype(np.float32), allow_pickle=False)
+        np.save(tmp / "pages.npy", pages, allow_pickle=False)
+        shutil.copyfile(model_dir / "tokenizer.json", tmp / "tokenizer.json")
+        model_record = model_dir / "websailor-model.json"
+        meta = {
+            "format": VECTORS_FORMAT,
+            "build_fingerprint": fingerprint,
+            "pages": len(titles),
+            "dim": int(table.shape[1]),
+            "recipe": recipe,
+            "layer": layer if recipe == "hidden" else None,
+            "sif_a": SIF_A,
+            "text": f"title + lead (first {LEAD_CHARS} characters)",
+            "model": {"dir": str(model_dir), "name": model_dir.name,
+                      "record": json.loads(model_record.read_text()) if model_record.is_file() else None},
+            "files": {name: {"bytes": (tmp / name).stat().st_size, "sha256": sha256_file(tmp / name)}
+                      for name in VECTOR_FILES},
+            "durations_s": {"model": round(distilled - started, 3),
+                            "total": round(time.perf_counter() - started, 3)},
+        }
+        (tmp / "meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+        final = sim_dir / VECTORS_DIR
+        old = None
+        if final.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{sim_dir.name}.{VECTORS_DIR}.old-{os.getpid()}-", dir=sim_dir.parent))
+            os.rmdir(old)
+            os.rename(final, old)
+        os.rename(tmp, final)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return meta
+
+
+# --- the index ------------------------------------------------------------------------
+
+def _refuse(path: Path, why: str) -> WikiSimError:
+    return WikiSimError(f"{path} is not this simulator's dense index ({why}); rebuild it with "
+                        f"`websailor wiki embed {path.parent}`")
+
+
+def _load(path: Path, spec: dict[str, Any], dtype: type, shape: tuple[int | None, ...]) -> np.ndarray:
+    folder = path.parent
+    if not isinstance(spec, dict) or path.is_symlink() or not path.is_file():
+        raise _refuse(folder, f"{path.name} is missing")
+    if path.stat().st_size != spec.get("bytes") or sha256_file(path) != spec.get("sha256"):
+        raise _refuse(folder, f"{path.name} does not match the size and sha256 in meta.json")
+    try:
+        array = np.load(path, mmap_mode="r", allow_pickle=False)
+    except (ValueError, OSError) as exc:
+        raise _refuse(folder, f"{path.name} is not a plain .npy array: {str(exc).splitlines()[0]}") from None
+    if array.dtype != dtype or array.ndim != len(shape) or any(s is not None and s != a
+                                                               for s, a in zip(shape, array.shape)):
+        raise _refuse(folder, f"{path.name} holds {array.dtype} {array.shape}, expected {np.dtype(dtype)} "
+                              f"{tuple('*' if s is None else s for s in shape)}")
+    return array
+
+
+class DenseIndex:
+    """A simulator's ``vectors/`` folder, opened read-only and checked (see the module doc)."""
+
+    def __init__(self, sim_dir: str | Path, fingerprint: str, pages: int, retriever: str = "dense"):
+        folder = Path(sim_dir) / VECTORS_DIR
+        meta_file = folder / "meta.json"
+        if not meta_file.is_file():
+            raise WikiSimError(f"retriever {retriever!r} needs a dense index, and {sim_dir} was built without one: "
+                               f"build with `websailor wiki build --retriever {retriever}` or add one with "
+                               f"`websailor wiki embed {sim_dir}`")
+        try:
+            meta = json.loads(meta_file.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            raise _refuse(folder, f"meta.json is unreadable: {exc}") from None
+        if not isinstance(meta, dict) or meta.get("format") != VECTORS_FORMAT:
+            raise _refuse(folder, f"meta.json is not format {VECTORS_FORMAT}")
+        if meta.get("build_fingerprint") != fingerprint or meta.get("pages") != pages:
+            raise _refuse(folder, "it was made for another build of the simulator")
+        files = meta.get("files") or {}
+        dim = meta.get("dim")
+        self.pages = _load(folder / "pages.npy", files.get("pages.npy"), np.float32, (pages, dim))
+        self.table = _load(folder / "tokens.npy", files.get("tokens.npy"), np.float32, (None, dim))
+        tokenizer_file = folder / "tokenizer.json"
+        spec = files.get("tokenizer.json") or {}
+        if not tokenizer_file.is_file() or tokenizer_file.is_symlink() or sha256_file(tokenizer_file) != spec.get("sha256"):
+            raise _refuse(folder, "tokenizer.json does not match the sha256 in meta.json")
+        self.tokenizer = load_tokenizer(tokenizer_file)
+        self.meta = meta
+
+    def search(self, query: str, n: int) -> list[tuple[int, float]]:
+        """The ``n`` pages nearest ``query`` (cosine), best first: ``[(docnum, score)]``."""
+        vector = encode(self.tokenizer, self.table, [query])[0]
+        if not vector.any():
+            return []
+        scores = self.pages @ vector
+        n = min(n, len(scores))
+        top = np.argpartition(-scores, n - 1)[:n]
+        top = top[np.argsort(-scores[top], kind="stable")]
+        return [(int(d), float(scores[d])) for d in top]
+
+
+RRF_K = 60
+"""Reciprocal rank fusion's constant (Cormack et al. 2009): a page's fused score is the sum
+over the rankings of ``1 / (RRF_K + rank)``."""
+
+
+def rrf(rankings: Iterable[list[Any]], k: int = RRF_K) -> list[Any]:
+    """Items of several best-first rankings, fused by reciprocal rank, best first (ties: first seen)."""
+    scores: dict[Any, float] = {}
+    for ranking in rankings:
+        for rank, item in enumerate(ranking, 1):
+            scores[item] = scores.get(item, 0.0) + 1.0 / (k + rank)
+    return sorted(scores, key=lambda item: -scores[item])
