@@ -48,15 +48,16 @@ class _SharedSims:
         self._lock = threading.Lock()
         self._sims: dict[str, list[Any]] = {}  # resolved path -> [sim, refcount]
 
-    def acquire(self, wiki_dir: str | os.PathLike) -> tuple[Any, Callable[[], None]]:
-        """The shared simulator for ``wiki_dir`` and the function that releases it (once)."""
+    def acquire(self, wiki_dir: str | os.PathLike, retriever: str = "bm25") -> tuple[Any, Callable[[], None]]:
+        """The shared simulator for ``wiki_dir`` searching with ``retriever``, and the function
+        that releases it (once)."""
         from wiki_sim import WikiSim  # Whoosh is imported only when an environment is made
 
-        key = str(Path(wiki_dir).resolve())
+        key = str(Path(wiki_dir).resolve()) if retriever == "bm25" else f"{Path(wiki_dir).resolve()}#{retriever}"
         with self._lock:
             entry = self._sims.get(key)
             if entry is None:
-                entry = self._sims[key] = [WikiSim(wiki_dir), 0]
+                entry = self._sims[key] = [WikiSim(wiki_dir, retriever=retriever), 0]
             entry[1] += 1
         released = False
 
@@ -86,12 +87,15 @@ SHARED_SIMS = _SharedSims()
 
 def make_wikisim_env(wiki_dir: str | os.PathLike, tasks: str | os.PathLike | Sequence[dict],
                      tools: Sequence[str | Tool] | None = None, *, share_sim: bool = True,
-                     max_episode_seconds: float | None = None, compact: Any = None, **kwargs: Any) -> gym.Env:
+                     max_episode_seconds: float | None = None, compact: Any = None, retriever: str = "bm25",
+                     **kwargs: Any) -> gym.Env:
     """The research environment over the simulator in ``wiki_dir``.
 
     ``share_sim`` (default) uses the process's one :class:`wiki_sim.WikiSim` for
     ``wiki_dir``, shared with every other environment over it and closed with the last of
-    them; ``share_sim=False`` opens a private one. ``max_episode_seconds`` wraps the
+    them; ``share_sim=False`` opens a private one. ``retriever`` is the search tool's ranking:
+    ``"bm25"`` (default), ``"dense"`` or ``"hybrid"`` (see :class:`wiki_sim.WikiSim`; the last two
+    need a simulator built with ``--retriever dense|hybrid``). ``max_episode_seconds`` wraps the
     environment in :class:`envs.wrappers.EpisodeTimeLimit` (``termination="time_limit"``).
     ``compact`` (``True``, a :class:`envs.compact.CompactConfig` or a mapping of its fields) gives
     the compact setting: short prompt, top-k search, short visits, its budgets; explicit
@@ -108,11 +112,11 @@ def make_wikisim_env(wiki_dir: str | os.PathLike, tasks: str | os.PathLike | Seq
         setting = CompactConfig.coerce(compact)
         kwargs = {**setting.env_defaults(), **kwargs}
     if share_sim:
-        sim, release = SHARED_SIMS.acquire(wiki_dir)
+        sim, release = SHARED_SIMS.acquire(wiki_dir, retriever)
     else:
         from wiki_sim import WikiSim  # Whoosh is imported only when an environment is made
 
-        sim = WikiSim(wiki_dir)
+        sim = WikiSim(wiki_dir, retriever=retriever)
         release = sim.close
     try:
         if setting is not None and tools is None:

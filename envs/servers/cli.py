@@ -21,6 +21,8 @@ def _check_wiki_dir(wiki_dir: str) -> None:
 
 def _check_common(config) -> None:
     _check_wiki_dir(config.wiki_dir)
+    if config.retriever not in ("bm25", "dense", "hybrid"):
+        raise UserError(f"--retriever must be bm25, dense or hybrid, got {config.retriever!r}")
     if not 0 <= config.port <= 65535:
         raise UserError(f"--port must be in [0, 65535] (0: any free port), got {config.port}")
     config.limits()  # validates the bounds
@@ -53,6 +55,9 @@ class MCPConfig:
     """HTTP: connections open at once; one more gets 503 and is closed."""
     read_timeout_s: float = 30.0
     """HTTP: seconds a connection has to send a request's headers and body (else 408 and closed)."""
+    retriever: Literal["bm25", "dense", "hybrid"] = "bm25"
+    """The search tool's ranking: bm25, dense or hybrid (the last two need a simulator built with
+    --retriever dense|hybrid)."""
 
     def __post_init__(self) -> None:
         _check_common(self)
@@ -76,7 +81,7 @@ def run_mcp(config: MCPConfig) -> int:
 
     from envs.servers.mcp_server import ToolHost, build_server, http_app, serve_stdio, simulator_tools
 
-    tools, release = simulator_tools(config.wiki_dir, config.python)
+    tools, release = simulator_tools(config.wiki_dir, config.python, config.retriever)
     host = ToolHost(tools, config.limits())
     server = build_server(host)
     try:
@@ -147,6 +152,9 @@ class OpenEnvConfig:
     """Connections open at once, websockets included; one more gets 503 and is closed."""
     read_timeout_s: float = 30.0
     """Seconds a connection has to send a request's headers and body (else 408 and closed)."""
+    retriever: Literal["bm25", "dense", "hybrid"] = "bm25"
+    """The search tool's ranking: bm25, dense or hybrid (the last two need a simulator built with
+    --retriever dense|hybrid)."""
 
     def __post_init__(self) -> None:
         from envs.tasks import check_task_file
@@ -175,5 +183,6 @@ def run_openenv(config: OpenEnvConfig) -> int:
 
     app = build_app(config.max_sessions, config.session_idle_s, wiki_dir=config.wiki_dir, tasks=config.tasks,
                     tools=list(config.tools),
-                    max_tool_calls=config.max_tool_calls, tool_timeout_s=config.tool_timeout_s)
+                    max_tool_calls=config.max_tool_calls, tool_timeout_s=config.tool_timeout_s,
+                    **({"retriever": config.retriever} if config.retriever != "bm25" else {}))
     return serve(app, config.host, config.port, name="websailor serve openenv", limits=config.limits())

@@ -78,7 +78,8 @@ class ToolHost:
         self._runner.close()
 
 
-def simulator_tools(wiki_dir: str, python: Literal["auto", "on", "off"] = "off") -> tuple[dict[str, Any], Any]:
+def simulator_tools(wiki_dir: str, python: Literal["auto", "on", "off"] = "off",
+                    retriever: Literal["bm25", "dense", "hybrid"] = "bm25") -> tuple[dict[str, Any], Any]:
     """``({name: tool}, release)``: search and visit over the simulator in ``wiki_dir``, and python
     only when asked for (``on``: fail when the sandbox cannot run; ``auto``: only when it can). The
     python tool runs code for anyone who reaches the server, so it is off by default."""
@@ -97,7 +98,7 @@ def simulator_tools(wiki_dir: str, python: Literal["auto", "on", "off"] = "off")
             if python == "on":
                 raise ValueError(f"python=on but the sandbox cannot run here: {exc}") from None
             print(f"websailor serve mcp: python tool off ({exc})", file=sys.stderr)
-    sim, release = SHARED_SIMS.acquire(wiki_dir)
+    sim, release = SHARED_SIMS.acquire(wiki_dir, retriever)
     tools, _ = build_tools(names, sim=sim)
     return {t.name: t for t in tools}, release
 

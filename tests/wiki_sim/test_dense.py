@@ -1,5 +1,5 @@
 """Dense and hybrid retrieval on a tiny built simulator, with a tiny model made from a config
-(an 8-layer Llama of width 32 and a word-level tokenizer trained on the corpus: no download)."""
+(tests/wiki_sim/dense_helpers.py: no download)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.wiki_sim.dense_helpers import PAGES, tiny_model
 from tests.wiki_sim.simhelpers import build_jsonl
 from wiki_sim import WikiSimError
 from wiki_sim.build import build
@@ -16,44 +17,10 @@ from wiki_sim.dense import VECTORS_DIR, build_vectors, rrf, sha256_file
 from wiki_sim.records import title_to_url
 from wiki_sim.sim import WikiSim
 
-PAGES = [
-    ("Danube", "The Danube is a river in Central Europe that flows through Vienna, Budapest and Belgrade to the "
-               "Black Sea."),
-    ("Vienna", "Vienna is the capital and largest city of Austria, on the Danube."),
-    ("Albert Einstein", "Albert Einstein was a German-born theoretical physicist who developed the theory of "
-                        "relativity."),
-    ("Marie Curie", "Marie Curie was a Polish and naturalised-French physicist and chemist who conducted "
-                    "pioneering research on radioactivity."),
-    ("Mount Everest", "Mount Everest is Earth's highest mountain above sea level, in the Himalayas."),
-    ("Photosynthesis", "Photosynthesis is a process used by plants to convert light energy into chemical energy."),
-    ("Jazz", "Jazz is a music genre that originated in the African-American communities of New Orleans."),
-    ("Tokyo", "Tokyo is the capital of Japan and one of the most populous cities in the world."),
-]
-
-
-def _tiny_model(folder: Path) -> Path:
-    import torch
-    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    tokenizer = Tokenizer(models.WordLevel(unk_token="[UNK]"))
-    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
-    words = [f"{t}. {x}" for t, x in PAGES]
-    tokenizer.train_from_iterator(words, trainers.WordLevelTrainer(special_tokens=["[UNK]", "[BOS]"]))
-    folder.mkdir()
-    tokenizer.save(str(folder / "tokenizer.json"))
-    torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=tokenizer.get_vocab_size(), hidden_size=32, intermediate_size=64,
-                         num_hidden_layers=8, num_attention_heads=2, num_key_value_heads=2, bos_token_id=1,
-                         eos_token_id=0, pad_token_id=0, max_position_embeddings=64)
-    LlamaForCausalLM(config).save_pretrained(folder)
-    return folder
-
-
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("dense")
-    model = _tiny_model(root / "model")
+    model = tiny_model(root / "model")
     wiki = build_jsonl(root, PAGES)
     build_vectors(wiki, model, recipe="hidden", layer=1, dim=16)
     return wiki, model
