@@ -273,9 +273,10 @@ def predicate(sentence: str, anchor: str, subject: str = "", kind: str = "") -> 
 
 
 def _attached_elsewhere(head: str, written: str, subject: str, kind: str) -> bool:
-    """Whether a passive participle ("led by") follows a noun other than the subject: in "a conflict
-    between France and the North German Confederation led by Prussia" Prussia led the Confederation."""
-    if not written.startswith(("was ", "is ")) or not written.endswith(" by"):
+    """Whether a passive participle ("led by", "used by") follows a noun other than the subject: in "a
+    conflict between France and the North German Confederation led by Prussia" Prussia led the
+    Confederation; in "Middle Africa is an analogous term used by the United Nations" the term is used."""
+    if not (written.startswith(("was ", "is ")) and written.endswith(" by") or written == "is used in"):
         return False
     words = re.findall(r"[\w'\-]+", head)
     if not words:

@@ -337,3 +337,10 @@ def test_a_possessive_or_a_relative_clause_belongs_to_another_entity():
            "which was formed in 1861 by states that had seceded from the Union.")
     assert date_event(war, 1861) is None
     assert date_event("The observatory was founded in 1887 by Idris Kallan.", 1887) == "founded"
+
+
+def test_a_term_used_by_an_organization_is_not_the_region_used_in_it():
+    sentence = "Middle Africa is an analogous term used by the United Nations in its geoscheme for Africa."
+    assert predicate(sentence, "United Nations", "Central Africa", "subregion") is None
+    assert predicate("Ammonium nitrate is predominantly used in agriculture as a fertilizer.", "agriculture",
+                     "Ammonium nitrate", "compound") == "is used in"
