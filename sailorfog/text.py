@@ -104,4 +104,7 @@ def numbers(text: str) -> list[float]:
 
 def article(phrase: str) -> str:
     """``a`` or ``an`` before a phrase."""
-    return "an" if phrase[:1].lower() in "aeiou" else "a"
+    low = phrase.lower()
+    if low.startswith(("uni", "use", "usu", "uti", "eu", "one")):  # "a union", "a European", "a one-party"
+        return "a"
+    return "an" if low[:1] in "aeiou" else "a"

@@ -344,3 +344,9 @@ def test_a_term_used_by_an_organization_is_not_the_region_used_in_it():
     assert predicate(sentence, "United Nations", "Central Africa", "subregion") is None
     assert predicate("Ammonium nitrate is predominantly used in agriculture as a fertilizer.", "agriculture",
                      "Ammonium nitrate", "compound") == "is used in"
+
+
+def test_the_article_follows_the_sound():
+    from sailorfog.text import article
+
+    assert [article(w) for w in ("union", "European city", "island", "university", "owl")] == ["a", "a", "an", "a", "an"]
