@@ -152,9 +152,9 @@ class EmbedConfig:
     model: str | None = None
     """Local causal-LM folder (transformers format, with tokenizer.json); default: the converted SmolLM2-135M
     in the cache, made by `websailor model fetch`."""
-    recipe: Literal["hidden", "input"] = "hidden"
-    """Token vectors: hidden (one layer's hidden state of each token; one forward pass per token, ~1-2 min on
-    2 cores) or input (the input-embedding table; no forward pass)."""
+    recipe: Literal["hidden", "input"] = "input"
+    """Token vectors: input (the input-embedding table; no forward pass; measured best) or hidden (one layer's
+    hidden state of each token; one forward pass per token, 2-7 minutes on 2 cores)."""
     layer: int = 8
     """--recipe hidden: the decoder layer whose output is a token's vector."""
     dim: int = 256

@@ -1,10 +1,10 @@
 """Dense retrieval without a model hub: static token embeddings distilled from a local model.
 
-The embedding model follows the Model2Vec recipe. Every token of a local causal LM's
-vocabulary (SmolLM2-135M, converted at setup) is run through the model alone (after the
-BOS token, which takes the attention sink), and one layer's hidden state is its vector
-(``recipe="hidden"``); or the input-embedding table is used as is (``recipe="input"``, no
-forward pass). The vectors are centred and reduced by PCA to ``dim`` dimensions, then
+The embedding model follows the Model2Vec recipe over a local causal LM (SmolLM2-135M,
+converted at setup): a token's vector is its row of the input-embedding table
+(``recipe="input"``, the default: no forward pass), or the hidden state of one layer when
+the token is run through the model alone, after the BOS token that takes the attention sink
+(``recipe="hidden"``; it measured worse). The vectors are centred and reduced by PCA to ``dim`` dimensions, then
 each row is weighted by SIF (``a / (a + p(token))``, token frequencies counted over the
 simulator's titles and leads), so that frequent tokens count little in a mean.
 
@@ -45,8 +45,10 @@ Retriever = Literal["bm25", "dense", "hybrid"]
 RETRIEVERS = ("bm25", "dense", "hybrid")
 RECIPES = ("hidden", "input")
 DEFAULT_DIM = 256
+DEFAULT_RECIPE = "input"
+"""The input-embedding table: the best of the recipes measured (benchmarks/README.md#retrieval), and no forward pass."""
 DEFAULT_LAYER = 8
-"""Layer whose hidden state is a token's vector (of SmolLM2-135M's 30; see benchmarks/README.md#retrieval)."""
+"""``recipe="hidden"``: the layer whose hidden state is a token's vector (of SmolLM2-135M's 30)."""
 SIF_A = 1e-3
 LEAD_CHARS = 2000
 """Characters of a page's lead embedded with its title."""
@@ -62,7 +64,7 @@ def sha256_file(path: Path) -> str:
 
 # --- the embedding model --------------------------------------------------------------
 
-def model_vectors(model_dir: str | Path, recipe: Recipe = "hidden", layer: int = DEFAULT_LAYER,
+def model_vectors(model_dir: str | Path, recipe: Recipe = DEFAULT_RECIPE, layer: int = DEFAULT_LAYER,
                   batch: int = 1024, progress: bool = False) -> np.ndarray:
     """One vector per vocabulary token of the causal LM in ``model_dir``: (V, hidden) float32.
 
@@ -146,7 +148,7 @@ def page_text(title: str, lead: str) -> str:
     return f"{title}. {lead[:LEAD_CHARS]}"
 
 
-def build_vectors(sim_dir: str | Path, model_dir: str | Path, *, recipe: Recipe = "hidden",
+def build_vectors(sim_dir: str | Path, model_dir: str | Path, *, recipe: Recipe = DEFAULT_RECIPE,
                   layer: int = DEFAULT_LAYER, dim: int = DEFAULT_DIM, progress: bool = False,
                   token_vectors: np.ndarray | None = None) -> dict[str, Any]:
     """Write ``<sim_dir>/vectors/`` for a built simulator (replacing one there); return its meta.
@@ -276,22 +278,33 @@ class DenseIndex:
         vector = encode(self.tokenizer, self.table, [query])[0]
         if not vector.any():
             return []
-        scores = self.pages @ vector
+        # einsum's own loop, one thread: a threaded BLAS matvec spins its threads on a busy
+        # machine (10k pages: 15 ms against 0.5 ms measured on 2 loaded cores)
+        scores = np.einsum("ij,j->i", self.pages, vector)
         n = min(n, len(scores))
         top = np.argpartition(-scores, n - 1)[:n]
         top = top[np.argsort(-scores[top], kind="stable")]
         return [(int(d), float(scores[d])) for d in top]
 
 
-RRF_K = 60
-"""Reciprocal rank fusion's constant (Cormack et al. 2009): a page's fused score is the sum
-over the rankings of ``1 / (RRF_K + rank)``."""
+RRF_K = 1
+"""Reciprocal rank fusion's constant: a page's fused score is the sum over the rankings of
+``weight / (RRF_K + rank)``. The usual 60 (Cormack et al. 2009) flattens the top ranks so
+that a weak ranking's first page overtakes BM25's; 1 keeps BM25's top pages on top
+(chosen on the benchmark's seed-0 queries, reported on others: benchmarks/README.md#retrieval)."""
+DENSE_WEIGHT = 0.3
+"""The dense ranking's weight in the hybrid fusion (BM25's is 1), chosen as :data:`RRF_K` was."""
 
 
-def rrf(rankings: Iterable[list[Any]], k: int = RRF_K) -> list[Any]:
-    """Items of several best-first rankings, fused by reciprocal rank, best first (ties: first seen)."""
+def rrf(rankings: Iterable[list[Any]], k: float = RRF_K, weights: Iterable[float] | None = None) -> list[Any]:
+    """Items of several best-first rankings fused by weighted reciprocal rank, best first
+    (ties: first seen); ``weights`` default to 1 each."""
+    rankings = list(rankings)
+    weights = list(weights) if weights is not None else [1.0] * len(rankings)
+    if len(weights) != len(rankings):
+        raise ValueError(f"{len(rankings)} rankings but {len(weights)} weights")
     scores: dict[Any, float] = {}
-    for ranking in rankings:
+    for ranking, weight in zip(rankings, weights):
         for rank, item in enumerate(ranking, 1):
-            scores[item] = scores.get(item, 0.0) + 1.0 / (k + rank)
+            scores[item] = scores.get(item, 0.0) + weight / (k + rank)
     return sorted(scores, key=lambda item: -scores[item])

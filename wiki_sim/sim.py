@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Callable, Hashable, Iterator, Literal
 
 from wiki_sim.errors import WikiSimError
-from wiki_sim.dense import RETRIEVERS, DenseIndex, Retriever, rrf
+from wiki_sim.dense import DENSE_WEIGHT, RETRIEVERS, DenseIndex, Retriever, rrf
 from wiki_sim.focus import ExtractiveSummarizer, Focused, Summarizer, format_not_found, format_visit
 from wiki_sim.engines import open_engine, open_forward_index
 from wiki_sim.records import LinkInfo, PageInfo, url_to_title
@@ -264,11 +264,12 @@ class WikiSim:
         return _copy(hits)
 
     def _hybrid(self, query: str, k: int) -> SearchResults:
-        """BM25's and the dense index's top ``max(k, HYBRID_DEPTH)`` fused by reciprocal rank."""
+        """BM25's and the dense index's top ``max(k, HYBRID_DEPTH)`` fused by weighted reciprocal
+        rank (:data:`wiki_sim.dense.RRF_K`, :data:`wiki_sim.dense.DENSE_WEIGHT`)."""
         depth = max(k, HYBRID_DEPTH)
         lexical = self.searches.search(query, depth)
         dense = {self.index.titles[d]: d for d, _ in self.dense.search(query, depth)}
-        fused = rrf([[h.title for h in lexical], list(dense)])[:k]
+        fused = rrf([[h.title for h in lexical], list(dense)], weights=(1.0, DENSE_WEIGHT))[:k]
         by_title = {h.title: h for h in lexical}
         by_title.update((h.title, h) for h in self.searcher.hits(
             query, [(dense[t], 0.0) for t in fused if t not in by_title]))

@@ -58,9 +58,15 @@ def test_bm25_stays_the_default_and_hybrid_keeps_the_spelling_retry(built):
 
 
 def test_rrf_by_hand():
-    # a: 1/61 + 1/62; b: 1/62 + 1/61; c: 1/63; d: 1/63 (ties keep first-seen order)
-    assert rrf([["a", "b", "c"], ["b", "a", "d"]]) == ["a", "b", "c", "d"]
+    # k=60: a: 1/61 + 1/62; b: 1/62 + 1/61; c: 1/63; d: 1/63 (ties keep first-seen order)
+    assert rrf([["a", "b", "c"], ["b", "a", "d"]], k=60) == ["a", "b", "c", "d"]
     assert rrf([["x"], ["y", "x"]], k=0) == ["x", "y"]  # 1 + 1/2 against 1
+    # the hybrid's setting, k=1, dense weight 0.3: BM25's first page (1/2) stays above its second
+    # even when the dense ranking puts that one first (1/3 + 0.3/2 = 0.483)
+    assert rrf([["a", "b"], ["b", "c"]], k=1, weights=(1.0, 0.3)) == ["a", "b", "c"]
+    assert rrf([["a", "b"], ["b", "c"]], k=60, weights=(1.0, 0.3))[0] == "b"
+    with pytest.raises(ValueError, match="2 rankings but 1 weights"):
+        rrf([["a"], ["b"]], weights=(1.0,))
 
 
 def test_a_retriever_the_build_lacks_is_one_line_naming_the_option(tmp_path: Path):

@@ -1,0 +1,178 @@
+"""Retrieval: BM25, dense and hybrid retrievers of the simulator, and SQLite FTS5, side by side.
+
+Queries come from the corpus, each answered by one page title:
+
+- ``description``: a page's unique short description with the title's words removed
+  (:func:`benchmarks.search.description_queries`): a page described, not named;
+- ``lead``: a page's first sentence with its name masked (:func:`envs.derived_tasks.masked_first_sentence`,
+  the ``___`` dropped): text the page itself holds.
+
+Systems: ``bm25`` (the simulator's default search), ``dense-<variant>`` and
+``hybrid-<variant>`` (:mod:`wiki_sim.dense`, one per embedding variant: ``input``, the
+input-embedding table of SmolLM2-135M; ``hidden-L<n>``, layer n's hidden state; ``-d<dim>``,
+the dimensions PCA keeps, else ``--dim``), and
+``fts5`` (stdlib SQLite FTS5, Porter stems, stopwords dropped, the query's words OR-ed;
+:func:`benchmarks.search.build_fts5`). Recall@1/10/100 is measured at k=100; latency
+(p50/p99, one thread, caches off) at k=10, the search tool's depth, with the systems taking
+turns query by query. The simulator is copied to a temporary folder and the dense
+indexes built there; the models' token vectors are cached in
+``<cache>/embeddings/`` (the ``hidden`` recipe runs the model once per token).
+
+    python -m benchmarks.retrieval --wiki data/wiki --n 300 --seed 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import re
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from benchmarks.search import build_fts5, description_queries, percentile, store_docs
+from envs.derived_tasks import masked_first_sentence
+from wiki_sim import WikiSim
+from wiki_sim.common.cache import cache_dir
+from wiki_sim.dense import build_vectors, model_vectors
+
+FAMILIES = ("description", "lead")
+Query = tuple[str, str]
+
+
+def lead_queries(wiki: Path, n: int, seed: int) -> list[Query]:
+    """First sentences with the page's name masked (and the mask dropped)."""
+    with WikiSim(wiki, search_processes=0) as sim:
+        leads = list(sim.iter_leads())
+    out = []
+    for title, lead in leads:
+        masked = masked_first_sentence(title, lead)
+        if masked:
+            out.append((" ".join(masked.replace("___", " ").split()), title))
+    random.Random(f"lead-{seed}").shuffle(out)
+    return out[:n]
+
+
+VARIANT = re.compile(r"(?P<recipe>input|hidden)(?:-L(?P<layer>\d+))?(?:-d(?P<dim>\d+))?")
+
+
+def parse_variant(variant: str, dim: int) -> tuple[str, int, int]:
+    """``input``, ``hidden-L8``, ``input-d576`` -> (recipe, layer, dim)."""
+    m = VARIANT.fullmatch(variant)
+    if not m or (m["recipe"] == "hidden") != bool(m["layer"]):
+        raise SystemExit(f"--variants: input or hidden-L<layer>, each optionally -d<dim>; got {variant!r}")
+    return m["recipe"], int(m["layer"] or 1), int(m["dim"] or dim)
+
+
+def token_vectors(model: Path, recipe: str, layer: int) -> np.ndarray:
+    """The model's raw token vectors for a recipe, cached on disk (plain .npy)."""
+    name = "input" if recipe == "input" else f"hidden-L{layer}"
+    path = cache_dir() / "embeddings" / f"{model.name}-{name}.npy"
+    if path.is_file():
+        return np.load(path, allow_pickle=False)
+    vectors = model_vectors(model, recipe, layer, progress=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.save(path, vectors, allow_pickle=False)
+    return vectors
+
+
+def recall(ranked: list[str], answer: str) -> tuple[int, int, int]:
+    return tuple(int(answer in ranked[:k]) for k in (1, 10, 100))  # type: ignore[return-value]
+
+
+def measure(systems: dict[str, Callable[[str, int], list[str]]], queries: list[Query]) -> dict[str, Any]:
+    """Recall at k=100 and latency at k=10, the systems taking turns per query."""
+    hits = {name: np.zeros(3) for name in systems}
+    times: dict[str, list[float]] = {name: [] for name in systems}
+    names = list(systems)
+    for i, (query, answer) in enumerate(queries):
+        order = names[i % len(names):] + names[:i % len(names)]
+        for name in order:
+            hits[name] += recall(systems[name](query, 100), answer)
+            start = time.perf_counter()
+            systems[name](query, 10)
+            times[name].append(time.perf_counter() - start)
+    n = max(1, len(queries))
+    return {name: {"recall@1": round(hits[name][0] / n, 3), "recall@10": round(hits[name][1] / n, 3),
+                   "recall@100": round(hits[name][2] / n, 3),
+                   "p50_ms": round(1000 * percentile(times[name], 0.5), 2),
+                   "p99_ms": round(1000 * percentile(times[name], 0.99), 2)} for name in names}
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    wiki = Path(args.wiki)
+    model = Path(args.model).expanduser()
+    work = Path(tempfile.mkdtemp(prefix="retrieval-"))
+    sims: list[WikiSim] = []
+    try:
+        families = {"description": description_queries(wiki, args.n, args.seed),
+                    "lead": lead_queries(wiki, args.n, args.seed)}
+        fts5 = build_fts5(store_docs(wiki), work, stopwords=True)
+        systems: dict[str, Callable[[str, int], list[str]]] = {}
+
+        def simulator(sim: WikiSim) -> Callable[[str, int], list[str]]:
+            sims.append(sim)
+            return lambda q, k: [h.title for h in sim.search([q], k=k)[0]]
+
+        systems["bm25"] = simulator(WikiSim(wiki, search_processes=0, cache_size=0))
+        embed_s: dict[str, float] = {}
+        for variant in args.variants:
+            copy = work / f"wiki-{variant}"
+            shutil.copytree(wiki, copy, ignore=shutil.ignore_patterns("synth_index"))
+            recipe, layer, dim = parse_variant(variant, args.dim)
+            vectors = token_vectors(model, recipe, layer)
+            started = time.perf_counter()
+            build_vectors(copy, model, recipe=recipe, layer=layer, dim=dim, token_vectors=vectors)
+            embed_s[variant] = round(time.perf_counter() - started, 1)
+            for mode in ("dense", "hybrid"):
+                systems[f"{mode}-{variant}"] = simulator(WikiSim(copy, retriever=mode, search_processes=0,
+                                                                 cache_size=0))
+        systems["fts5"] = lambda q, k: [t for t, _ in fts5(q, k)]
+        results = {family: measure(systems, queries) for family, queries in families.items()}
+        return {"benchmark": "retrieval", "wiki": str(wiki), "pages": sims[0].store.count(),
+                "queries": {f: len(q) for f, q in families.items()}, "dim": args.dim, "model": model.name,
+                "page_embed_s": embed_s, "results": results,
+                "note": "latency on a shared 2-core machine: noisy; compare ratios within one run"}
+    finally:
+        for sim in sims:
+            sim.close()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def print_table(r: dict[str, Any]) -> None:
+    print(f"retrieval on {r['wiki']} ({r['pages']} pages), queries {r['queries']}, dense dim {r['dim']}")
+    for family, rows in r["results"].items():
+        print(f"\n{family}:")
+        print(f"{'system':<22}{'R@1':>7}{'R@10':>7}{'R@100':>7}{'p50 ms':>9}{'p99 ms':>9}")
+        for name, m in rows.items():
+            print(f"{name:<22}{m['recall@1']:>7.3f}{m['recall@10']:>7.3f}{m['recall@100']:>7.3f}"
+                  f"{m['p50_ms']:>9.2f}{m['p99_ms']:>9.2f}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    from wiki_sim.cli import default_model_dir
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--wiki", default="data/wiki")
+    parser.add_argument("--n", type=int, default=300, help="queries per family")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--model", default=default_model_dir())
+    parser.add_argument("--dim", type=int, default=256)
+    parser.add_argument("--variants", nargs="+", default=["input", "input-d576", "hidden-L4"],
+                        help="embedding variants: input or hidden-L<layer>, each optionally -d<dim> (else --dim)")
+    args = parser.parse_args(argv)
+    for v in args.variants:
+        parse_variant(v, args.dim)
+    result = run(args)
+    print_table(result)
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
