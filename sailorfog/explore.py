@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from wiki_sim.records import PageInfo, normalize_title, title_to_url, url_to_title
+from wiki_sim.records import PageInfo, canonical_title, title_to_url, url_to_title
 from wiki_sim.sentences import sentence_spans
 
 SEARCH_SEPARATOR = "\n=======\n"
@@ -212,7 +212,7 @@ class ToolExplorer:
             for hits in parsed:
                 for hit in hits:
                     if not _is_wikipedia(hit.url):
-                        self._titles.setdefault(hit.url, normalize_title(hit.title) or hit.url)
+                        self._titles.setdefault(hit.url, canonical_title(hit.title) or hit.url)
             out.extend(parsed[:len(batch)] + [[] for _ in range(len(batch) - len(parsed))])
         return out
 
@@ -241,7 +241,7 @@ class ToolExplorer:
         links = []
         for (name, pos), hits in zip(names.items(), self.search(list(names))):
             for hit in hits:
-                hit_title = self.title_of(hit.url, normalize_title(hit.title))
+                hit_title = self.title_of(hit.url, canonical_title(hit.title))
                 if hit_title and hit_title != title and name.casefold() in (
                         hit_title.casefold(), display_name(hit_title).casefold()):
                     links.append(LinkRead(hit_title, name, _sentence_at(text, spans, pos), query=name,

@@ -255,3 +255,13 @@ def test_a_tiny_corpus_is_a_clear_error(tmp_path):
             build_graph(tiny, GraphConfig())
         G = build_graph(tiny, GraphConfig(seeds=("Alpha",)))  # a seed with nothing to expand to
         assert list(G) == ["Alpha"] and G.nodes["Alpha"]["dates"][0]["year"] == 1850
+
+
+def test_tool_explorer_keeps_a_web_page_title_whole():
+    """A search hit's title is a page title, not a link target: 'C# (language)' keeps its '#'."""
+    web = _FakeWebTools()
+    web.PAGES = {**web.PAGES, "https://example.org/csharp": ("C# (language)", "C# (language) is a language.")}
+    explorer = ToolExplorer(web.search, web.visit, max_names=8)
+    [hits] = explorer.search(["C# (language)"])
+    assert [h.url for h in hits] == ["https://example.org/csharp"]
+    assert explorer.title_of("https://example.org/csharp") == "C# (language)"
