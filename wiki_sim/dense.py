@@ -161,7 +161,7 @@ def build_vectors(sim_dir: str | Path, model_dir: str | Path, *, recipe: Recipe 
     model_dir = Path(model_dir).expanduser()
     if not (model_dir / "config.json").is_file() or not (model_dir / "tokenizer.json").is_file():
         raise WikiSimError(f"{model_dir} is not a model folder (config.json and tokenizer.json needed); "
-                           "the default one is made by `bash setup.sh` (SmolLM2-135M, converted)")
+                           "the default one (SmolLM2-135M, converted) is made by `websailor model fetch`")
     if not isinstance(dim, int) or isinstance(dim, bool) or dim < 2:
         raise ValueError(f"dim must be an integer >= 2, got {dim!r}")
     started = time.perf_counter()
@@ -181,7 +181,8 @@ def build_vectors(sim_dir: str | Path, model_dir: str | Path, *, recipe: Recipe 
         np.add.at(counts, ids[ids < len(counts)], 1)
     table = reduced * sif_weights(counts)[:, None]
     pages = encode(tokenizer, table, texts)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{sim_dir.name}.{VECTORS_DIR}.building-{os.getpid()}-", dir=sim_dir.parent))
+    prefix = f".{sim_dir.name}.{VECTORS_DIR}"  # beside the simulator: a killed embed leaves it untouched
+    tmp = Path(tempfile.mkdtemp(prefix=f"{prefix}.building-{os.getpid()}-", dir=sim_dir.parent))
     try:
         os.chmod(tmp, 0o755)  # mkdtemp makes it private; the simulator is not
         np.save(tmp / "tokens.npy", table.astype(np.float32), allow_pickle=False)
@@ -208,7 +209,7 @@ def build_vectors(sim_dir: str | Path, model_dir: str | Path, *, recipe: Recipe 
         final = sim_dir / VECTORS_DIR
         old = None
         if final.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{sim_dir.name}.{VECTORS_DIR}.old-{os.getpid()}-", dir=sim_dir.parent))
+            old = Path(tempfile.mkdtemp(prefix=f"{prefix}.old-{os.getpid()}-", dir=sim_dir.parent))
             os.rmdir(old)
             os.rename(final, old)
         os.rename(tmp, final)
@@ -268,7 +269,8 @@ class DenseIndex:
         self.table = _load(folder / "tokens.npy", files.get("tokens.npy"), np.float32, (None, dim))
         tokenizer_file = folder / "tokenizer.json"
         spec = files.get("tokenizer.json") or {}
-        if not tokenizer_file.is_file() or tokenizer_file.is_symlink() or sha256_file(tokenizer_file) != spec.get("sha256"):
+        if not tokenizer_file.is_file() or tokenizer_file.is_symlink() \
+                or sha256_file(tokenizer_file) != spec.get("sha256"):
             raise _refuse(folder, "tokenizer.json does not match the sha256 in meta.json")
         self.tokenizer = load_tokenizer(tokenizer_file)
         self.meta = meta

@@ -149,6 +149,13 @@ def test_cli_build_with_retriever_and_search(built, tmp_path: Path, capsys):
         SearchConfig(str(out), ["x"], retriever="splade")
 
 
+def test_a_folder_that_is_no_model_is_refused(built, tmp_path: Path):
+    with pytest.raises(WikiSimError, match="is not a model folder"):
+        build_vectors(built[0], tmp_path)
+    with pytest.raises(ValueError, match="dim must be"):
+        build_vectors(built[0], built[1], dim=1)
+
+
 def test_input_recipe_needs_no_forward_pass(built, tmp_path: Path):
     wiki = _copy(built, tmp_path)
     meta = build_vectors(wiki, built[1], recipe="input", dim=8)
