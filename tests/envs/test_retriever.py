@@ -11,6 +11,7 @@ from envs.servers.mcp_server import simulator_tools
 from tests.wiki_sim.dense_helpers import PAGES, tiny_model
 from tests.wiki_sim.simhelpers import build_jsonl
 from wiki_sim import WikiSimError
+from wiki_sim.common.errors import UserError
 from wiki_sim.dense import build_vectors
 
 TASKS = [{"question": "Which mountain is the highest above sea level?", "answer": "Mount Everest"}]
@@ -49,3 +50,11 @@ def test_a_retriever_the_simulator_lacks_fails_gym_make_and_the_server(wikis):
         assert set(tools) == {"search", "visit"}
     finally:
         release()
+
+
+def test_serve_mcp_takes_the_retriever_flag(wikis):
+    from envs.servers.cli import MCPConfig
+
+    assert MCPConfig(wiki_dir=str(wikis[1]), retriever="hybrid").retriever == "hybrid"
+    with pytest.raises(UserError, match="--retriever must be bm25, dense or hybrid"):
+        MCPConfig(wiki_dir=str(wikis[1]), retriever="splade")
