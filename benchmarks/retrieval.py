@@ -12,9 +12,9 @@ Systems: ``bm25`` (the simulator's default search), ``dense-<variant>`` and
 input-embedding table of SmolLM2-135M; ``hidden-L<n>``, layer n's hidden state; ``-d<dim>``,
 the dimensions PCA keeps, else ``--dim``), and
 ``fts5`` (stdlib SQLite FTS5, Porter stems, stopwords dropped, the query's words OR-ed;
-:func:`benchmarks.search.build_fts5`). Recall@1/10/100 is measured at k=100; latency
-(p50/p99, one thread, caches off) at k=10, the search tool's depth, with the systems taking
-turns query by query. The simulator is copied to a temporary folder and the dense
+:func:`benchmarks.search.build_fts5`). Recall@1 and @10 and the latency (p50/p99, one
+thread, caches off) are of a k=10 search, the search tool's depth; recall@100 of a k=100
+search; the systems take turns query by query. The simulator is copied to a temporary folder and the dense
 indexes built there; the models' token vectors are cached in
 ``<cache>/embeddings/`` (the ``hidden`` recipe runs the model once per token).
 
@@ -81,22 +81,19 @@ def token_vectors(model: Path, recipe: str, layer: int) -> np.ndarray:
     return vectors
 
 
-def recall(ranked: list[str], answer: str) -> tuple[int, int, int]:
-    return tuple(int(answer in ranked[:k]) for k in (1, 10, 100))  # type: ignore[return-value]
-
-
 def measure(systems: dict[str, Callable[[str, int], list[str]]], queries: list[Query]) -> dict[str, Any]:
-    """Recall at k=100 and latency at k=10, the systems taking turns per query."""
+    """Recall@1 and @10 of the k=10 search (timed), recall@100 of a k=100 search, the systems
+    taking turns per query."""
     hits = {name: np.zeros(3) for name in systems}
     times: dict[str, list[float]] = {name: [] for name in systems}
     names = list(systems)
     for i, (query, answer) in enumerate(queries):
         order = names[i % len(names):] + names[:i % len(names)]
         for name in order:
-            hits[name] += recall(systems[name](query, 100), answer)
             start = time.perf_counter()
-            systems[name](query, 10)
+            top = systems[name](query, 10)
             times[name].append(time.perf_counter() - start)
+            hits[name] += (int(answer in top[:1]), int(answer in top), int(answer in systems[name](query, 100)))
     n = max(1, len(queries))
     return {name: {"recall@1": round(hits[name][0] / n, 3), "recall@10": round(hits[name][1] / n, 3),
                    "recall@100": round(hits[name][2] / n, 3),
