@@ -179,6 +179,8 @@ SPECS: dict[str, Spec] = {
                         _missing("trafilatura", extra="live")),
     "parallel_memory": Spec(lambda c: [], lambda c: ["--layers", "2", "--hidden", "64", "--vocab", "1000",
                                                      "--tokens", "64", "--steps", "2"]),
+    "retrieval": Spec(lambda c: ["--wiki", c.wiki_dir],
+                      lambda c: ["--wiki", c.wiki_dir, "--n", "20", "--variants", "input"], _model_and_simulator),
     "rollout_async": Spec(lambda c: [], lambda c: ["--episodes", "24", "--num-envs", "8"]),
     "rollout_speed": Spec(lambda c: ["--wiki-dir", c.wiki_dir, "--threads", "1"],
                           lambda c: ["--wiki-dir", c.wiki_dir, "--threads", "1", "--parallel", "8",
