@@ -39,7 +39,8 @@ from benchmarks.search import build_fts5, description_queries, percentile, store
 from envs.derived_tasks import masked_first_sentence
 from wiki_sim import WikiSim
 from wiki_sim.common.cache import cache_dir
-from wiki_sim.dense import build_vectors, model_vectors
+from wiki_sim.dense import model_vectors
+from wiki_sim.embed import build_vectors
 
 FAMILIES = ("description", "lead")
 Query = tuple[str, str]

@@ -172,7 +172,7 @@ class EmbedConfig:
 
 
 def run_embed(config: EmbedConfig) -> int:
-    from wiki_sim.dense import build_vectors
+    from wiki_sim.embed import build_vectors
 
     meta = build_vectors(config.wiki_dir, config.model or default_model_dir(), recipe=config.recipe,
                          layer=config.layer, dim=config.dim, progress=config.progress)

@@ -26,9 +26,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import shutil
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Iterable, Literal
@@ -146,79 +143,6 @@ def encode(tokenizer: Any, table: np.ndarray, texts: list[str]) -> np.ndarray:
 
 def page_text(title: str, lead: str) -> str:
     return f"{title}. {lead[:LEAD_CHARS]}"
-
-
-def build_vectors(sim_dir: str | Path, model_dir: str | Path, *, recipe: Recipe = DEFAULT_RECIPE,
-                  layer: int = DEFAULT_LAYER, dim: int = DEFAULT_DIM, progress: bool = False,
-                  token_vectors: np.ndarray | None = None) -> dict[str, Any]:
-    """Write ``<sim_dir>/vectors/`` for a built simulator (replacing one there); return its meta.
-
-    ``token_vectors`` (V, H): the model's token vectors, when already computed (a benchmark
-    comparing settings computes them once)."""
-    from wiki_sim.sim import WikiSim, build_fingerprint
-
-    sim_dir = Path(sim_dir)
-    model_dir = Path(model_dir).expanduser()
-    if not (model_dir / "config.json").is_file() or not (model_dir / "tokenizer.json").is_file():
-        raise WikiSimError(f"{model_dir} is not a model folder (config.json and tokenizer.json needed); "
-                           "the default one (SmolLM2-135M, converted) is made by `websailor model fetch`")
-    if not isinstance(dim, int) or isinstance(dim, bool) or dim < 2:
-        raise ValueError(f"dim must be an integer >= 2, got {dim!r}")
-    started = time.perf_counter()
-    with WikiSim(sim_dir, search_processes=0) as sim:
-        titles = list(sim.index.titles)
-        leads = dict(sim.iter_leads())
-        fingerprint = build_fingerprint(sim.build_info)
-    texts = [page_text(t, leads.get(t, "")) for t in titles]
-    del leads
-    tokenizer = load_tokenizer(model_dir / "tokenizer.json")
-    raw = token_vectors if token_vectors is not None else model_vectors(model_dir, recipe, layer, progress=progress)
-    distilled = time.perf_counter()
-    reduced = pca(raw, dim)
-    counts = np.zeros(len(reduced), dtype=np.float64)
-    for enc in tokenizer.encode_batch(texts, add_special_tokens=False):
-        ids = np.asarray(enc.ids, dtype=np.int64)
-        np.add.at(counts, ids[ids < len(counts)], 1)
-    table = reduced * sif_weights(counts)[:, None]
-    pages = encode(tokenizer, table, texts)
-    prefix = f".{sim_dir.name}.{VECTORS_DIR}"  # beside the simulator: a killed embed leaves it untouched
-    tmp = Path(tempfile.mkdtemp(prefix=f"{prefix}.building-{os.getpid()}-", dir=sim_dir.parent))
-    try:
-        os.chmod(tmp, 0o755)  # mkdtemp makes it private; the simulator is not
-        np.save(tmp / "tokens.npy", table.astype(np.float32), allow_pickle=False)
-        np.save(tmp / "pages.npy", pages, allow_pickle=False)
-        shutil.copyfile(model_dir / "tokenizer.json", tmp / "tokenizer.json")
-        model_record = model_dir / "websailor-model.json"
-        meta = {
-            "format": VECTORS_FORMAT,
-            "build_fingerprint": fingerprint,
-            "pages": len(titles),
-            "dim": int(table.shape[1]),
-            "recipe": recipe,
-            "layer": layer if recipe == "hidden" else None,
-            "sif_a": SIF_A,
-            "text": f"title + lead (first {LEAD_CHARS} characters)",
-            "model": {"dir": str(model_dir), "name": model_dir.name,
-                      "record": json.loads(model_record.read_text()) if model_record.is_file() else None},
-            "files": {name: {"bytes": (tmp / name).stat().st_size, "sha256": sha256_file(tmp / name)}
-                      for name in VECTOR_FILES},
-            "durations_s": {"model": round(distilled - started, 3),
-                            "total": round(time.perf_counter() - started, 3)},
-        }
-        (tmp / "meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
-        final = sim_dir / VECTORS_DIR
-        old = None
-        if final.exists():
-            old = Path(tempfile.mkdtemp(prefix=f"{prefix}.old-{os.getpid()}-", dir=sim_dir.parent))
-            os.rmdir(old)
-            os.rename(final, old)
-        os.rename(tmp, final)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return meta
 
 
 # --- the index ------------------------------------------------------------------------

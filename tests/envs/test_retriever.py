@@ -12,7 +12,7 @@ from tests.wiki_sim.dense_helpers import PAGES, tiny_model
 from tests.wiki_sim.simhelpers import build_jsonl
 from wiki_sim import WikiSimError
 from wiki_sim.common.errors import UserError
-from wiki_sim.dense import build_vectors
+from wiki_sim.embed import build_vectors
 
 TASKS = [{"question": "Which mountain is the highest above sea level?", "answer": "Mount Everest"}]
 

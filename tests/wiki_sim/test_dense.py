@@ -13,7 +13,8 @@ from tests.wiki_sim.dense_helpers import PAGES, tiny_model
 from tests.wiki_sim.simhelpers import build_jsonl
 from wiki_sim import WikiSimError
 from wiki_sim.build import build
-from wiki_sim.dense import VECTORS_DIR, build_vectors, rrf, sha256_file
+from wiki_sim.dense import VECTORS_DIR, rrf, sha256_file
+from wiki_sim.embed import build_vectors
 from wiki_sim.records import title_to_url
 from wiki_sim.sim import WikiSim
 
