@@ -58,7 +58,7 @@ class SynthConfig:
     max_nodes: int = 7
     """Largest subgraph."""
     max_attempts: int | None = None
-    """Attempts at most (default: 5 per requested task in subgraph mode, 50 in research mode, where most
+    """Attempts at most (default: 5 per requested task in subgraph mode, 100 in research mode, where most
     answers are dropped: no shared type, ambiguous, shallow, solved by one search)."""
     heuristic: bool = True
     """Play the scripted heuristic agent on every task (part of its difficulty)."""
@@ -219,7 +219,7 @@ def run_research(config: SynthConfig, out: Path, partial: Path) -> dict[str, Any
     if not order:
         raise SynthError(f"no page of {config.wiki} has both a defining first sentence (\"X is a ...\") and a link; "
                          "research tasks need both")
-    limit = min(len(order), config.max_attempts or 50 * config.n)
+    limit = min(len(order), config.max_attempts or 100 * config.n)
     subgraphs = [None] * limit
     done = read_partial(partial, config.seed, config.writer)
     shared = Shared(None, index, _make_writer(config), config.seed, {}, config.heuristic, config.wiki,
