@@ -266,7 +266,9 @@ def decoding_text(summary: Mapping[str, Any]) -> str:
         elif temperature == 0:
             kind = "greedy"
         else:
-            kind = f"sampled at temperature {temperature:g}, top-p {s.get('top_p', 1.0):g}"
+            top_p = s.get("top_p", 1.0)
+            kind = f"sampled at temperature {temperature:g}, top-p {top_p:g}" if _is_number(top_p) else \
+                f"sampled at temperature {temperature:g}, top-p ?"
         if kind != "greedy" and isinstance(k, int) and k > 1:
             kind += f", {k} samples per task"
         groups[kind].append(str(name))

@@ -149,3 +149,6 @@ def test_decoding_text_says_how_each_policy_decoded():
     assert "heuristic: baseline, no model" in text and "sft-greedy: greedy" in text
     assert "sft, grpo: sampled at temperature 0.7, top-p 1, 2 samples per task" in text
     assert "fewshot: sampled at temperature 0.7, top-p 1. " in text and "paired bootstrap over tasks" in text
+
+    damaged = decoding_text({"a": {"temperature": 0.7, "top_p": "x", "k": "2"}, "b": [1], "c": {"temperature": None}})
+    assert "a: sampled at temperature 0.7, top-p ?" in damaged and "c: ?" in damaged and "b:" not in damaged
