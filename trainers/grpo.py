@@ -20,6 +20,7 @@ every rank rolls out its share of the groups, the token-mean is over the whole g
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import math
 import random
@@ -381,6 +382,14 @@ class GRPOTrainer:
             f"{self.out / f'{checkpoint_io.CHECKPOINT_PREFIX}{self.step}'}; run the same command again to continue "
             "(--resume is the default)", signum or signal.SIGINT)
 
+    def close(self) -> None:
+        """Release the DDP wrapper, then the process group. The wrapper goes first: were its reducer the group's
+        last owner, freeing it would join gloo's worker threads while holding the GIL, which a thread finishing the
+        last collective needs to free its tensors (a hang at exit, one run in a few)."""
+        self.ddp_model = self.model
+        gc.collect()
+        self.dist.destroy()
+
     def train_step(self) -> dict:
         """One rollout batch and its optimizer step(s); returns the step's metrics."""
         cfg = self.config
@@ -677,7 +686,7 @@ def run(config: GRPOConfig) -> dict:
     try:
         history = trainer.train()
     finally:
-        trainer.dist.destroy()
+        trainer.close()
     last = history[-1] if history else {"step": trainer.step}
     if trainer.dist.is_main:
         rows = list(iter_metrics(trainer.out / "metrics.jsonl")) if trainer.logger else history
