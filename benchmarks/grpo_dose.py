@@ -401,8 +401,9 @@ def main(argv: list[str] | None = None) -> dict:
                                 "greedy": mean(more["greedy"]), "vs_sft": paired(more["sampled"], sft["sampled"]),
                                 "largest_dose_vs": paired(rates[doses[-1]]["sampled"], more["sampled"])}
     else:
-        controls["sft_more"] = {"name": name, "label": "no SFT control: GRPO took no optimizer step "
-                                "(--control-steps sets one)", "steps": 0}
+        why = ("--control-steps 0" if args.control_steps is not None
+               else "GRPO took no optimizer step; --control-steps sets one")
+        controls["sft_more"] = {"name": name, "label": f"no SFT control ({why})", "steps": 0}
     figure = out / f"grpo_dose-{mode}.png"
     draw(rows, controls, figure)
     print_table(rows, controls)
