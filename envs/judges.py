@@ -52,6 +52,13 @@ _SIGN = re.compile(r"(?:(?<=\s)|^)[-\u2212\u2013](?=\d)")
 _KEPT_SYMBOLS = frozenset("#+")  # C# is not C, C++ is not C
 # A trailing disambiguator in parentheses, as Wikipedia titles carry: "Berlin (band)".
 _DISAMBIGUATOR = re.compile(r"^(.*\S)\s*\([^()]*\)\s*$", re.DOTALL)
+# One segment of a trailing place-like qualifier after a comma: capitalized words, with the small
+# words place names carry ("Newcastle upon Tyne, Tyne and Wear, England"); no digits, so "1, 2" and
+# "Paris, 1998" are never cut.
+_QUALIFIER_SEGMENT = re.compile(r"[A-Z][\w.'\u2019-]*(?:\s+(?:[A-Z][\w.'\u2019-]*|of|and|the|upon|on|de|del|la|le))*",
+                                re.ASCII)
+_QUALIFIER_DIGIT = re.compile(r"\d")
+MAX_QUALIFIER_SEGMENTS = 3
 
 
 def normalize_answer(text: str) -> str:
@@ -89,6 +96,25 @@ def _split_disambiguator(text: str) -> tuple[str, str] | None:
     return match.group(1), qualifier
 
 
+def _split_comma_qualifier(text: str) -> str | None:
+    """The name before a trailing qualifier after a comma ("Newcastle upon Tyne, England" -> "Newcastle upon
+    Tyne"; "Springfield, Illinois, United States" -> "Springfield"), or ``None`` when there is none: a
+    qualifier is 1-3 comma-separated segments of capitalized words (and "of", "upon", ...), with no digit.
+    Linear in the text: the segments are checked from the right."""
+    text = str(text).strip()
+    parts = text.split(", ")
+    cut = None
+    for k in range(len(parts) - 1, max(0, len(parts) - 1 - MAX_QUALIFIER_SEGMENTS), -1):
+        segment = parts[k].strip()
+        if not _QUALIFIER_SEGMENT.fullmatch(segment) or _QUALIFIER_DIGIT.search(segment):
+            break
+        cut = k
+    if cut is None:
+        return None
+    name = ", ".join(parts[:cut])
+    return name if normalize_answer(name) else None
+
+
 def without_disambiguator(text: str) -> str | None:
     """``text`` without a trailing ``(qualifier)`` ("Berlin (band)" -> "Berlin"), or ``None``
     when it has none (or nothing would be left)."""
@@ -98,18 +124,21 @@ def without_disambiguator(text: str) -> str | None:
 
 def _match_forms(text: str) -> tuple[str, str | None]:
     """``(full, bare)``: the normalized text, its disambiguator kept in parentheses ("cell
-    (biology)", which must not equal "Cell biology"), and the normalized name without it."""
+    (biology)", which must not equal "Cell biology"), and the normalized name without it, or without a
+    trailing qualifier after a comma ("Newcastle upon Tyne, England"); ``bare`` is ``None`` without either."""
     split = _split_disambiguator(text)
     if split is None:
-        return normalize_answer(text), None
+        name = _split_comma_qualifier(text)
+        return normalize_answer(text), (normalize_answer(name) if name is not None else None)
     name, qualifier = normalize_answer(split[0]), normalize_answer(split[1])
     return (f"{name} ({qualifier})" if qualifier else name), name
 
 
 def _pairs(prediction: str, gold: str) -> list[tuple[str, str]]:
     """The (prediction, gold) normalized pairs compared: as given, and with a trailing
-    disambiguator dropped on one side at a time ("Berlin" matches "Berlin (band)" and the
-    other way round; "Berlin (city)" does not match "Berlin (band)")."""
+    disambiguator or comma qualifier dropped on one side at a time ("Berlin" matches "Berlin (band)"
+    and the other way round, "Newcastle upon Tyne" matches "Newcastle upon Tyne, England"; "Berlin
+    (city)" does not match "Berlin (band)", nor "Paris, France" "Paris, Texas")."""
     (pred, bare_pred), (ref, bare_ref) = _match_forms(prediction), _match_forms(gold)
     pairs = [(pred, ref)]
     if bare_ref is not None:

@@ -89,7 +89,8 @@ def test_verdict_lines():
 @pytest.mark.parametrize("prediction, gold", [
     ("", "The The"), ("", "A"), ("", "-"), ("...", "-"), ("Centaurus", "Centaurus A"), ("C#", "C++"), ("C", "C#"),
     ("89", "-89"), ("−89", "89"), ("Milne", "A. A. Milne"), ("Berlin (city)", "Berlin (band)"),
-    ("Cell (biology)", "Cell biology"),
+    ("Cell (biology)", "Cell biology"), ("Paris, France", "Paris, Texas"), ("1", "1, 2"), ("Paris", "Paris, 1998"),
+    ("Smith", "Smith, 2nd Baron"), ("England", "Newcastle upon Tyne, England"), ("Tyne", "Newcastle upon Tyne"),
 ])
 def test_different_answers_do_not_match(prediction, gold):
     assert not exact_match(prediction, gold) and not exact_match(gold, prediction)
@@ -100,6 +101,9 @@ def test_different_answers_do_not_match(prediction, gold):
     ("Berlin", "Berlin (band)"), ("Berlin (band)", "Berlin"), ("the beatles", "The Beatles"), ("The The", "the the"),
     ("A", "a"), ("-89", "−89"), ("c#", "C#"), ("**The Beatles**", "Beatles"), ("A. A. Milne", "a. a. milne"),
     ("Cell (Biology)", "cell (biology)"), ("Cell", "Cell (biology)"),
+    ("Newcastle upon Tyne", "Newcastle upon Tyne, England"), ("Newcastle upon Tyne, England", "Newcastle upon Tyne"),
+    ("Newcastle upon Tyne", "Newcastle upon Tyne, Tyne and Wear, England"),
+    ("Springfield", "Springfield, Illinois, United States"), ("Washington", "Washington, D.C."),
 ])
 def test_equal_answers_match(prediction, gold):
     assert exact_match(prediction, gold) and token_f1(prediction, gold) == 1.0
@@ -111,3 +115,10 @@ def test_gold_that_normalizes_to_nothing_is_refused():
     with pytest.raises(ValueError, match=r"tasks.jsonl:3: .*'\.\.\.' normalizes to nothing"):
         task_from_dict({"question": "q", "answer": "x", "aliases": ["..."]}, "tasks.jsonl:3")
     assert task_from_dict({"question": "q", "answer": "The The"}).answer == "The The"
+
+
+def test_only_the_last_three_comma_segments_can_be_a_qualifier():
+    many = ", ".join(["Word"] * 200_000)  # a hostile prediction: checked from the right, three segments at most
+    assert not exact_match(many, "Word") and exact_match(", ".join(["Word"] * 199_997), many)
+    assert exact_match("Springfield", "Springfield, Sangamon, Illinois, United States")
+    assert not exact_match("Springfield", "Springfield, Capital, Sangamon, Illinois, United States")
