@@ -229,15 +229,57 @@ def run_research(config: SynthConfig, out: Path, partial: Path) -> dict[str, Any
     return _finish(config, summary, partial, out, limit)
 
 
+# What to try when most attempts end for a reason (the reason's prefix, as counted in "dropped").
+_ADVICE = {
+    "no type": "few answers' first sentences define a type (\"X is a ...\") that enough other pages share: a "
+               "larger --max-attempts, a corpus with more pages of each kind, or --mode subgraph (needs no types; "
+               "its clues quote the pages)",
+    "no relation": "few answers link to a typed page through a sentence: a larger --max-attempts, a corpus with more "
+                   "links between its pages (`websailor wiki build` derives them), or --mode subgraph",
+    "not unique": "the clues leave several candidates: a corpus with more distinct pages, or --depth 0",
+    "second answer": "a plain reading of the corpus accepts a second answer: a corpus with more distinct pages, "
+                     "or --depth 0",
+    "shallow": "the answer's own clues single it out, so nothing is hidden on the way to it (a small corpus has "
+               "few look-alikes): --depth 0 writes the one-hop level, which does not need them",
+    "shortcut": "one search of the question finds the answer (a small corpus has few competing pages): a larger "
+                "corpus, or --depth 0",
+    "oracle": "the scripted oracle could not replay the clues through the environment: a larger --max-attempts",
+    "short": "the questions came out too short: --depth 0 accepts shorter ones",
+    "leak": "the writer could not avoid naming an entity: a larger --max-attempts",
+    "quote": "the writer could not avoid copying page text: a larger --max-attempts",
+    "writer": "the writer failed: see the reasons in \"dropped\"",
+}
+
+
+def drop_advice(dropped: dict[str, int], *, depth: int = 1) -> str:
+    """What to try, from the reasons the attempts were dropped (the two most frequent that have advice);
+    ``depth``: the research mode's --depth (advice to use --depth 0 is left out when it is already 0)."""
+    tips = []
+    for reason, count in sorted(dropped.items(), key=lambda kv: (-kv[1], kv[0])):
+        key = next((k for k in _ADVICE if reason.startswith(k)), None)
+        if key is None:
+            continue
+        tip = _ADVICE[key]
+        if depth == 0:
+            tip = tip.replace(", or --depth 0", "").replace(": --depth 0 writes the one-hop level, which does not "
+                                                             "need them", "")
+        tips.append(f"{count} x {reason}: {tip}")
+        if len(tips) == 2:
+            break
+    return "; ".join(tips) if tips else "see the reasons above"
+
+
 def _finish(config: SynthConfig, summary: dict[str, Any], partial: Path, out: Path, limit: int) -> dict[str, Any]:
     if summary["tasks"] >= config.n or summary["attempts"] >= limit:
         os.replace(partial, out)
         summary["out"] = str(out)
     if summary["tasks"] == 0:
-        raise SynthError(f"no task passed verification in {summary['attempts']} attempt(s): {summary['dropped']}")
+        raise SynthError(f"no task passed verification in {summary['attempts']} attempt(s): {summary['dropped']}. "
+                         f"What to try: {drop_advice(summary['dropped'], depth=config.depth)}")
     if summary["tasks"] < config.n:
         print(f"websailor synth: warning: {summary['tasks']} of {config.n} tasks after {summary['attempts']} "
-              "attempts (a larger --max-attempts or corpus gives more)", file=sys.stderr)
+              f"attempts (a larger --max-attempts or corpus gives more; most were dropped as "
+              f"{drop_advice(summary['dropped'], depth=config.depth)})", file=sys.stderr)
     print(json.dumps(summary, sort_keys=True))
     return summary
 

@@ -146,3 +146,21 @@ def test_cli_prints_one_line_errors(tmp_path):
                            str(tmp_path / "x.jsonl")], env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "not a built simulator" in proc.stderr and proc.stderr.count("\n") == 1
+
+
+def test_drop_advice_names_the_main_reasons_and_what_to_try():
+    from sailorfog.cli import drop_advice
+
+    advice = drop_advice({"shallow": 90, "no type": 40, "oracle": 3})
+    assert advice.startswith("90 x shallow: ") and "--depth 0" in advice
+    assert "40 x no type" in advice and "--mode subgraph" in advice
+    assert "oracle" not in advice  # the two most frequent
+    assert "--depth 0" not in drop_advice({"shortcut": 5, "not unique": 2}, depth=0)
+    assert drop_advice({"error ValueError": 2}) == "see the reasons above"
+
+
+def test_a_small_corpus_that_yields_nothing_says_what_to_try(gensim_wiki, tmp_path):
+    """106 articles: too few look-alikes to hide a research task's answer; the error gives the counts and advice."""
+    with pytest.raises(SynthError, match=r"no task passed verification in 12 attempt\(s\): \{.*\}\. What to try: "
+                       r"\d+ x no type: .*--mode subgraph"):
+        run_synth(config(gensim_wiki, tmp_path / "r.jsonl", n=3, max_attempts=12, mode="research"))
