@@ -17,17 +17,19 @@ import numpy as np
 from wiki_sim.dense import (DEFAULT_DIM, DEFAULT_LAYER, DEFAULT_RECIPE, LEAD_CHARS, SIF_A, VECTOR_FILES,
                             VECTORS_DIR, VECTORS_FORMAT, Recipe, encode, load_tokenizer, model_vectors, page_text,
                             pca, sha256_file, sif_weights)
+from wiki_sim.contrast import TuneConfig, held_out, training_pairs, tune_record, tune_table
 from wiki_sim.errors import WikiSimError
 from wiki_sim.sim import WikiSim, build_fingerprint
 
 
 def build_vectors(sim_dir: str | Path, model_dir: str | Path, *, recipe: Recipe = DEFAULT_RECIPE,
                   layer: int = DEFAULT_LAYER, dim: int = DEFAULT_DIM, progress: bool = False,
-                  token_vectors: np.ndarray | None = None) -> dict[str, Any]:
+                  token_vectors: np.ndarray | None = None, tune: TuneConfig | None = None) -> dict[str, Any]:
     """Write ``<sim_dir>/vectors/`` for a built simulator (replacing one there); return its meta.
 
     ``token_vectors`` (V, H): the model's token vectors, when already computed (a benchmark
-    comparing settings computes them once)."""
+    comparing settings computes them once). ``tune``: train the table contrastively on the
+    simulator's own pairs before the pages are encoded (:mod:`wiki_sim.contrast`)."""
     sim_dir = Path(sim_dir)
     model_dir = Path(model_dir).expanduser()
     if not (model_dir / "config.json").is_file() or not (model_dir / "tokenizer.json").is_file():
@@ -40,17 +42,26 @@ def build_vectors(sim_dir: str | Path, model_dir: str | Path, *, recipe: Recipe 
         titles = list(sim.index.titles)
         leads = dict(sim.iter_leads())
         fingerprint = build_fingerprint(sim.build_info)
+        descriptions = [(page, value) for page, _, value, _, _ in sim.iter_facts("description")] if tune else []
     texts = [page_text(t, leads.get(t, "")) for t in titles]
-    del leads
     tokenizer = load_tokenizer(model_dir / "tokenizer.json")
     raw = token_vectors if token_vectors is not None else model_vectors(model_dir, recipe, layer, progress=progress)
     distilled = time.perf_counter()
     reduced = pca(raw, dim)
     counts = np.zeros(len(reduced), dtype=np.float64)
-    for enc in tokenizer.encode_batch(texts, add_special_tokens=False):
-        ids = np.asarray(enc.ids, dtype=np.int64)
-        np.add.at(counts, ids[ids < len(counts)], 1)
+    page_ids = _token_ids(tokenizer, texts, len(reduced))
+    for ids in page_ids:
+        np.add.at(counts, ids, 1)
     table = reduced * sif_weights(counts)[:, None]
+    tuned = None
+    if tune is not None:
+        tune_started = time.perf_counter()
+        queries, pair_pages, pair_counts = training_pairs(titles, leads, descriptions)
+        table, losses = tune_table(table, _token_ids(tokenizer, queries, len(table)), page_ids, pair_pages, tune,
+                                   progress=progress)
+        tuned = tune_record(tune, pair_counts, losses, len(titles), sum(map(held_out, titles)),
+                            time.perf_counter() - tune_started)
+    del leads, page_ids
     pages = encode(tokenizer, table, texts)
     prefix = f".{sim_dir.name}.{VECTORS_DIR}"  # beside the simulator: a killed embed leaves it untouched
     tmp = Path(tempfile.mkdtemp(prefix=f"{prefix}.building-{os.getpid()}-", dir=sim_dir.parent))
@@ -69,6 +80,7 @@ def build_vectors(sim_dir: str | Path, model_dir: str | Path, *, recipe: Recipe 
             "layer": layer if recipe == "hidden" else None,
             "sif_a": SIF_A,
             "text": f"title + lead (first {LEAD_CHARS} characters)",
+            "tune": tuned,
             "model": {"dir": str(model_dir), "name": model_dir.name,
                       "record": json.loads(model_record.read_text()) if model_record.is_file() else None},
             "files": {name: {"bytes": (tmp / name).stat().st_size, "sha256": sha256_file(tmp / name)}
@@ -90,3 +102,12 @@ def build_vectors(sim_dir: str | Path, model_dir: str | Path, *, recipe: Recipe 
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return meta
+
+
+def _token_ids(tokenizer: Any, texts: list[str], vocab: int) -> list[np.ndarray]:
+    """Each text's token ids below ``vocab``: (n texts) -> n int64 arrays."""
+    out = []
+    for enc in tokenizer.encode_batch(texts, add_special_tokens=False):
+        ids = np.asarray(enc.ids, dtype=np.int64)
+        out.append(ids[ids < vocab])
+    return out
