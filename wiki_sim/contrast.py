@@ -83,7 +83,7 @@ class TuneConfig:
 
     steps: int = 300
     """Optimizer steps."""
-    batch: int = 256
+    batch: int = 512
     """Pairs per step (distinct pages; the other pages of the batch are the negatives)."""
     lr: float = 0.01
     """Adam's learning rate (the table's rows have norms around 0.1-1)."""
@@ -165,7 +165,7 @@ def tune_table(table: np.ndarray, query_ids: list[np.ndarray], page_ids: list[np
                                                     freeze=False, mode="sum", sparse=True)
         optimizer = torch.optim.SparseAdam(bag.parameters(), lr=config.lr)
         losses: list[float] = []
-        started = time.perf_counter()
+        started = shown = time.perf_counter()
         for step, chosen in enumerate(batches(pair_pages, config.batch, config.steps, config.seed), 1):
             q = bag(*_bags([query_ids[i] for i in chosen]))
             p = bag(*_bags([page_ids[d] for d in pair_pages[chosen]]))
@@ -174,8 +174,9 @@ def tune_table(table: np.ndarray, query_ids: list[np.ndarray], page_ids: list[np
             loss.backward()
             optimizer.step()
             losses.append(float(loss.detach()))
-            if progress:
-                _bar(step, config.steps, losses, time.perf_counter() - started)
+            if progress and (step == config.steps or time.perf_counter() - shown > 0.5):
+                shown = time.perf_counter()
+                _bar(step, config.steps, losses, shown - started)
         if progress and config.steps:
             print()
         return bag.weight.detach().numpy().astype(np.float32), losses
