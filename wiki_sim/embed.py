@@ -52,6 +52,8 @@ def build_vectors(sim_dir: str | Path, model_dir: str | Path, *, recipe: Recipe 
     page_ids = _token_ids(tokenizer, texts, len(reduced))
     for ids in page_ids:
         np.add.at(counts, ids, 1)
+    if tune is None:
+        page_ids = []  # kept for tuning only
     table = reduced * sif_weights(counts)[:, None]
     tuned = None
     if tune is not None:
