@@ -212,6 +212,24 @@ def evaluate(config: Any, work: Path, name: str, model_dir: str, held: list[dict
     return out
 
 
+def extra_heldout(config: Any, work: Path, n: int) -> list[dict[str, Any]]:
+    """``n`` more held-out title lookups, descriptions and leads alternating, drawn with another seed than the
+    run's and on no page that any of the run's tasks (train, held out, synthesized) asks for; written once to
+    ``work/extra-heldout-N.jsonl`` and read from there after."""
+    from websailor import recipe, stages
+
+    file = work / f"extra-heldout-{n}.jsonl"
+    if file.is_file():
+        return stages.read_jsonl(file)
+    used = {str(t["answer"]) for t in stages.read_jsonl(work / "tasks" / "all.jsonl")}
+    pool = recipe.lookup_tasks(config.wiki_dir, 2 * n + len(used), seed=config.seed + 7_919)
+    picked = [{**t, "id": f"extra-{t['id']}"} for t in pool if str(t["answer"]) not in used][:n]
+    if len(picked) < n:
+        raise ValueError(f"--extra-heldout {n}: only {len(picked)} lookups remain outside the run's tasks")
+    stages.write_jsonl(file, picked)
+    return picked
+
+
 def mean(rates: dict[str, float]) -> float | None:
     return round(sum(rates.values()) / len(rates), 4) if rates else None
 
@@ -321,6 +339,10 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--smoke", action="store_true", help="the tiny config-built model at the tests' sizes")
     p.add_argument("--heldout-per-level", type=int, default=0,
                    help="evaluate only the first N held-out tasks of each level (0: all; to size a run down)")
+    p.add_argument("--extra-heldout", type=int, default=0, metavar="N",
+                   help="evaluate on N more held-out title lookups too (half descriptions, half leads; drawn with "
+                        "another seed, none on a page that any of the run's tasks asks for), to separate smaller "
+                        "differences; cached apart from the run's held-out evaluations")
     p.add_argument("--control-steps", type=int, default=None,
                    help="SFT steps of the sft+N control (default: GRPO's optimizer steps up to the largest dose)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
@@ -345,7 +367,7 @@ def main(argv: list[str] | None = None) -> dict:
         for name in ("samples",):
             if getattr(args, name) < 1:
                 raise ValueError(f"--{name} must be >= 1, got {getattr(args, name)}")
-        for name in ("heldout_per_level", "control_steps"):
+        for name in ("heldout_per_level", "control_steps", "extra_heldout"):
             if (getattr(args, name) or 0) < 0:
                 raise ValueError(f"--{name.replace('_', '-')} must be >= 0, got {getattr(args, name)}")
         from benchmarks.learning import overrides
@@ -376,14 +398,26 @@ def main(argv: list[str] | None = None) -> dict:
     held = stages.read_jsonl(work / "tasks" / "heldout.jsonl")
     if args.heldout_per_level:
         held = [t for lv in recipe.LEVELS for t in [t for t in held if t.get("level") == lv][:args.heldout_per_level]]
+    try:
+        extra = extra_heldout(config, work, args.extra_heldout) if args.extra_heldout else []
+    except ValueError as exc:
+        fail(str(exc))
+
+    def evaluate_all(name: str, model_dir: str) -> dict[str, dict[str, float]]:
+        rates = evaluate(config, work, name, model_dir, held, args.samples)
+        if extra:  # the extra tasks' evaluations are cached under their own names
+            more = evaluate(config, work, f"{name}-extra{len(extra)}", model_dir, extra, args.samples)
+            rates = {mode: {**rates[mode], **more[mode]} for mode in rates}
+        return rates
+
+    held = held + extra
     levels = {lv: {str(t["id"]) for t in held if t.get("level") == lv} for lv in recipe.LEVELS}
     levels = {lv: ids for lv, ids in levels.items() if ids}
     trained = train_doses(config, work, doses)
-    sft = evaluate(config, work, "step-0", str(work / "sft" / "model"), held, args.samples)
+    sft = evaluate_all("step-0", str(work / "sft" / "model"))
     rows, rates = [], {}
     for dose in doses:
-        rates[dose] = sft if dose == 0 else evaluate(config, work, f"step-{dose}", trained[dose]["model"], held,
-                                                     args.samples)
+        rates[dose] = sft if dose == 0 else evaluate_all(f"step-{dose}", trained[dose]["model"])
         rows.append(dose_row(dose, trained[dose], rates[dose], sft, levels))
     updates = trained[doses[-1]]["updates"] if args.control_steps is None else args.control_steps
     controls: dict[str, Any] = {"sft_sampled": mean(sft["sampled"]), "sft_greedy": mean(sft["greedy"])}
@@ -396,7 +430,7 @@ def main(argv: list[str] | None = None) -> dict:
                 if args.control_steps is None else f"set by --control-steps; GRPO took "
                 f"{trained[doses[-1]]['updates']} optimizer steps to step {doses[-1]}"))
     if updates > 0:
-        more = evaluate(config, work, "sft-more", train_sft_more(config, work, updates), held, args.samples)
+        more = evaluate_all("sft-more", train_sft_more(config, work, updates))
         controls["sft_more"] = {"name": name, "label": label, "steps": updates, "sampled": mean(more["sampled"]),
                                 "greedy": mean(more["greedy"]), "vs_sft": paired(more["sampled"], sft["sampled"]),
                                 "largest_dose_vs": paired(rates[doses[-1]]["sampled"], more["sampled"])}
@@ -409,7 +443,7 @@ def main(argv: list[str] | None = None) -> dict:
     print_table(rows, controls)
     result = {"benchmark": "grpo_dose", "mode": mode, "model": config.model, "device": stages.model_device(config),
               "run_dir": str(run_dir), "samples": args.samples, "temperature": config.temperature, "top_p": config.top_p,
-              "heldout_tasks": len(held), "heldout_per_level": {lv: len(ids) for lv, ids in levels.items()},
+              "heldout_tasks": len(held), "extra_heldout": len(extra), "heldout_per_level": {lv: len(ids) for lv, ids in levels.items()},
               "grpo": {"tasks_per_step": config.grpo_tasks_per_step, "group_size": config.group_size,
                        "lr": config.grpo_lr, "update_epochs": config.grpo_update_epochs,
                        "train_layers": config.train_layers},

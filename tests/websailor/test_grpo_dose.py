@@ -65,3 +65,21 @@ def test_bad_step_lists_are_one_line_errors(steps, capsys):
     assert exc.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("grpo_dose: error: --steps")
+
+
+def test_extra_heldout_adds_unseen_lookups_to_every_comparison(default_wiki, smoke):
+    from benchmarks.grpo_dose import main
+    from websailor.stages import read_jsonl
+
+    out, first = smoke
+    result = main(["--smoke", "--wiki-dir", str(default_wiki), "--out-dir", str(out), "--steps", "0,1,2",
+                   "--samples", "2", "--control-steps", "1", "--no-progress", "--extra-heldout", "4"])
+    assert result["extra_heldout"] == 4 and result["heldout_tasks"] == first["heldout_tasks"] + 4
+    extra = read_jsonl(out / "dose" / "extra-heldout-4.jsonl")
+    used = {t["answer"] for t in read_jsonl(out / "dose" / "tasks" / "all.jsonl")}
+    assert len(extra) == 4 and not used & {t["answer"] for t in extra}
+    assert {t["level"] for t in extra} == {"lookup-description", "lookup-lead"}
+    for dose in result["doses"]:
+        assert dose["vs_sft"]["tasks"] == result["heldout_tasks"]
+    assert result["controls"]["sft_more"]["largest_dose_vs"]["tasks"] == result["heldout_tasks"]
+    assert (out / "dose" / "eval" / "step-2-extra4-sampled.jsonl").is_file()
