@@ -423,6 +423,13 @@ def main(argv: list[str] | None = None) -> dict:
     controls: dict[str, Any] = {"sft_sampled": mean(sft["sampled"]), "sft_greedy": mean(sft["greedy"])}
     heuristic = (stages.read_jsonl(run_dir / "eval" / "heuristic.jsonl")
                  if (run_dir / "eval" / "heuristic.jsonl").is_file() else [])
+    if heuristic and extra:  # the scripted heuristic on the extra tasks too, so that it covers the same tasks
+        file = work / "eval" / f"heuristic-extra{len(extra)}.jsonl"
+        if not file.is_file():
+            stages.evaluate_policy(config, work, f"heuristic-extra{len(extra)}", "heuristic", extra,
+                                   recipe.compact_env_kwargs(config.wiki_dir, max_tool_calls=config.max_tool_calls),
+                                   kind="heuristic")
+        heuristic += stages.read_jsonl(file)
     controls["heuristic"] = mean(task_rates(heuristic)) if heuristic else None
     name = f"sft+{updates}"
     label = (f"the SFT model trained {updates} more SFT steps of {config.sft_batch} gold trajectories: "

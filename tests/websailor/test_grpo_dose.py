@@ -83,3 +83,4 @@ def test_extra_heldout_adds_unseen_lookups_to_every_comparison(default_wiki, smo
         assert dose["vs_sft"]["tasks"] == result["heldout_tasks"]
     assert result["controls"]["sft_more"]["largest_dose_vs"]["tasks"] == result["heldout_tasks"]
     assert (out / "dose" / "eval" / "step-2-extra4-sampled.jsonl").is_file()
+    assert len(read_jsonl(out / "dose" / "eval" / "heuristic-extra4.jsonl")) == 4  # the heuristic covers them too
