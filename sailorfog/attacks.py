@@ -85,6 +85,31 @@ def first_shortcut(sim: Any, question: str, answers: Iterable[str]) -> str | Non
     return None
 
 
+def neighbour_titles(task: dict[str, Any]) -> list[str]:
+    """Titles of the entities a task's subgraph links directly to its answer (``subgraph.edges``)."""
+    sub = task.get("subgraph") or {}
+    target = sub.get("target") or task.get("answer")
+    found = [e["target"] if e.get("source") == target else e.get("source") for e in sub.get("edges") or []
+             if target in (e.get("source"), e.get("target"))]
+    return list(dict.fromkeys(t for t in found if t and t != target))
+
+
+def answer_kind(task: dict[str, Any]) -> str:
+    """The type a task's question states for its answer (the ``X`` type clue), or ""."""
+    return next((str(c.get("value") or "") for c in task.get("clues") or []
+                 if c.get("kind") == "type" and c.get("subject") == "X"), "")
+
+
+def type_neighbour_rank(sim: Any, kind: str, neighbours: Iterable[str], answers: Iterable[str]) -> int | None:
+    """The answer's best rank in the top 10 when the asked type is searched with one neighbouring
+    entity's title ("officer Burkina Faso"): what a reader searches once knowledge names a neighbour.
+    ``None``: no such search lists it (or there is no type or neighbour to search)."""
+    from sailorfog.text import display_title
+
+    queries = [f"{kind} {display_title(n)}".strip() for n in neighbours] if kind else []
+    return _best_rank(sim, queries, set(answers)) if queries else None
+
+
 def _terms(text: str) -> set[str]:
     return {w.lower() for w in _WORD.findall(text) if len(w) > 3}
 

@@ -58,8 +58,9 @@ class SynthConfig:
     max_nodes: int = 7
     """Largest subgraph."""
     max_attempts: int | None = None
-    """Attempts at most (default: 5 per requested task in subgraph mode, 100 in research mode, where most
-    answers are dropped: no shared type, ambiguous, shallow, solved by one search)."""
+    """Attempts at most (default: 5 per requested task in subgraph mode, 400 in research mode, where most
+    answers are dropped: no shared type, given away by their type and a neighbour, ambiguous, shallow, solved by
+    one search; most drops cost a few milliseconds)."""
     heuristic: bool = True
     """Play the scripted heuristic agent on every task (part of its difficulty)."""
     llm_base_url: str = "http://127.0.0.1:8000/v1"
@@ -219,7 +220,7 @@ def run_research(config: SynthConfig, out: Path, partial: Path) -> dict[str, Any
     if not order:
         raise SynthError(f"no page of {config.wiki} has both a defining first sentence (\"X is a ...\") and a link; "
                          "research tasks need both")
-    limit = min(len(order), config.max_attempts or 100 * config.n)
+    limit = min(len(order), config.max_attempts or RESEARCH_ATTEMPTS_PER_TASK * config.n)
     subgraphs = [None] * limit
     done = read_partial(partial, config.seed, config.writer)
     shared = Shared(None, index, _make_writer(config), config.seed, {}, config.heuristic, config.wiki,
@@ -229,6 +230,10 @@ def run_research(config: SynthConfig, out: Path, partial: Path) -> dict[str, Any
     return _finish(config, summary, partial, out, limit)
 
 
+RESEARCH_ATTEMPTS_PER_TASK = 400
+"""Research mode's default attempt budget per requested task."""
+
+
 # What to try when most attempts end for a reason (the reason's prefix, as counted in "dropped").
 _ADVICE = {
     "no type": "few answers' first sentences define a type (\"X is a ...\") that enough other pages share: a "
@@ -236,6 +241,8 @@ _ADVICE = {
                "its clues quote the pages)",
     "no relation": "few answers link to a typed page through a sentence: a larger --max-attempts, a corpus with more "
                    "links between its pages (`websailor wiki build` derives them), or --mode subgraph",
+    "given away": "the answer's type searched with the title of any page it links to finds it (typical of a "
+                  "small corpus, where few pages compete): a larger corpus or --max-attempts",
     "not unique": "the clues leave several candidates: a corpus with more distinct pages, or --depth 0",
     "second answer": "a plain reading of the corpus accepts a second answer: a corpus with more distinct pages, "
                      "or --depth 0",

@@ -30,13 +30,29 @@ from sailorfog.text import display_title, distinctive_words, leaks
 from sailorfog.writers import WriterError
 from wiki_sim.records import title_to_url
 
-RESEARCH_VERSION = "sailorfog-research-0.2"
+RESEARCH_VERSION = "sailorfog-research-0.3"
+HUB_QUANTILE = 0.99
+"""Pages above this inbound-link quantile (the corpus's top 1%) are hubs: never answers or hidden intermediates."""
+FAMOUS_QUANTILE = 0.95
+"""Pages above this inbound-link quantile (the top 5%) are famous: their names get no first-letter or word-count
+hint (knowledge completes "emperor K" at once)."""
 LABELS = "BCDEFG"
 QUOTE_WORDS = 6
 """No run of this many consecutive question words may appear in a page of the task."""
 _WORDS = re.compile(r"[a-z0-9]+")
 TEXT_CACHE_BYTES = 32 << 20
 """Page texts kept per process (least recently read dropped first)."""
+
+
+def inbound_links(index: CorpusIndex) -> np.ndarray:
+    """Inbound links per page id (``int64``; empty when the index does not know them)."""
+    values = index.inbound.values if hasattr(index, "typed") else index.inbound  # the memory-mapped index: a column
+    return np.asarray(values, np.int64)
+
+
+def inbound_quantile(inbound: np.ndarray, q: float) -> int:
+    """The inbound-link count at quantile ``q`` of the corpus (pages above it are its top ``1 - q``)."""
+    return int(np.sort(inbound)[int(q * (len(inbound) - 1))]) if len(inbound) else 0
 
 
 def answer_order(index: CorpusIndex, seed: int, alpha: float = 0.5) -> list[int]:
@@ -47,13 +63,12 @@ def answer_order(index: CorpusIndex, seed: int, alpha: float = 0.5) -> list[int]
     n = len(index)
     if hasattr(index, "typed"):  # the memory-mapped index: per-page arrays
         typed, degree = index.typed(), index.degrees()
-        inbound = np.asarray(index.inbound.values, np.int64)
     else:
         typed = np.fromiter((bool(t) for t in index.page_type), bool, n)
         degree = np.fromiter((len(nb) for nb in index.neighbors), np.int64, n)
-        inbound = np.asarray(index.inbound, np.int64)
+    inbound = inbound_links(index)
     known = len(inbound) > 0
-    hub = int(np.sort(inbound)[int(0.99 * (len(inbound) - 1))]) if known else 0  # the top 1% are never answers
+    hub = inbound_quantile(inbound, HUB_QUANTILE)  # the top 1% are never answers
     full = np.zeros(n, np.int64)
     full[:min(n, len(inbound))] = inbound[:n]
     keep = typed & (degree > 0) & (full <= hub) if known else typed & (degree > 0)
@@ -161,6 +176,9 @@ class ResearchSynthesizer:
     leaves a second candidate answer."""
     texts: ByteLRU = field(default_factory=lambda: ByteLRU(TEXT_CACHE_BYTES))
     _reader: Any = field(default=None, repr=False)
+    _given_away: int = field(default=0, repr=False)
+    _bounds: tuple[int, int] | None = field(default=None, repr=False)
+    """Neighbours of the answer skipped in the current chain because its type and their title find it."""
 
     def second_answers(self, statements: Sequence[Statement], target: str) -> list[str]:
         """Pages other than ``target`` that the plain reading of ``statements`` also accepts."""
@@ -179,7 +197,9 @@ class ResearchSynthesizer:
 
     # --- choosing the chain -------------------------------------------------------------
     def _neighbor(self, title: str, avoid: set[str], rng: random.Random, label: str,
-                  other: tuple[str, str]) -> tuple[str, Statement, Statement] | None:
+                  other: tuple[str, str], kind: str = "") -> tuple[str, Statement, Statement] | None:
+        """A typed entity linked to ``title`` with a relation sentence; with ``kind`` (the answer's type,
+        when ``title`` is the answer) none whose title searched with ``kind`` lists the answer."""
         pid = self.index.ids[title]
         typed = self.index.typed() if hasattr(self.index, "typed") else None  # the memory-mapped index
         options = sorted(self.index.titles[n] for n in self.index.neighbors[pid]
@@ -187,16 +207,45 @@ class ResearchSynthesizer:
         rng.shuffle(options)
         found = []
         for cand in options[:12]:
-            if cand in avoid:
+            if cand in avoid or self._above(cand, self.inbound_bounds()[1]):  # no hub is a hidden entity
                 continue
-            kind = type_statement(self.index, label, cand, self.text(cand), f"{label}t")
+            if kind and self.type_neighbour_finds(kind, cand, title):
+                self._given_away += 1
+                continue
+            statement = type_statement(self.index, label, cand, self.text(cand), f"{label}t")
             rel = relation_statement(self.index, self.sim, other, (label, cand), f"r{other[0]}{label}")
-            if kind is None or rel is None:
+            if statement is None or rel is None:
                 continue
-            found.append((rel.predicate == "mentions", len(found), (cand, kind, rel)))
+            found.append((rel.predicate == "mentions", len(found), (cand, statement, rel)))
             if rel.predicate != "mentions":
                 break
         return min(found)[2] if found else None
+
+    def inbound_bounds(self) -> tuple[int, int]:
+        """(famous, hub): the corpus's inbound-link counts at :data:`FAMOUS_QUANTILE` and :data:`HUB_QUANTILE`."""
+        if self._bounds is None:
+            inbound = inbound_links(self.index)
+            self._bounds = (inbound_quantile(inbound, FAMOUS_QUANTILE), inbound_quantile(inbound, HUB_QUANTILE))
+        return self._bounds
+
+    def _above(self, title: str, bound: int) -> bool:
+        inbound = self.index.inbound
+        pid = self.index.ids[title]
+        return len(inbound) > pid and bound > 0 and int(inbound[pid]) > bound
+
+    def name_hints(self, label: str, title: str, letter: bool = True) -> list[Statement]:
+        """The first letter (with ``letter``) and word count of a name, none for a famous page."""
+        if self._above(title, self.inbound_bounds()[0]):
+            return []
+        found = [name_statement(self.index, label, title, f"{label}n")] if letter else []
+        return [s for s in (*found, name_words_statement(self.index, label, title, f"{label}w")) if s]
+
+    def type_neighbour_finds(self, kind: str, neighbour: str, target: str) -> bool:
+        """Whether a search of the answer's type with a neighbour's title ("officer Burkina Faso") lists
+        the answer in the top 10 (:func:`sailorfog.attacks.type_neighbour_rank`)."""
+        from sailorfog.attacks import type_neighbour_rank
+
+        return self.attack_filter and type_neighbour_rank(self.sim, kind, [neighbour], {target}) is not None
 
     def chain(self, target: str, rng: random.Random) -> Chain | str:
         min_type = max(2, min(self.min_answer_type, len(self.index) // 800))  # small corpora: fewer pages per type
@@ -205,10 +254,15 @@ class ResearchSynthesizer:
             return "no type: the answer's first sentence defines no type shared by enough pages"
         titles, base, far = {"X": target}, [x_type], []
         prev = ("X", target)
+        self._given_away = 0
         for k in range(max(self.depth, 1)):
             label = LABELS[k]
-            step = self._neighbor(prev[1], set(titles.values()), rng, label, prev)
+            step = self._neighbor(prev[1], set(titles.values()), rng, label, prev,
+                                  x_type.value if prev[0] == "X" else "")
             if step is None:
+                if self._given_away:
+                    return (f"given away: a search of the answer's type {x_type.value!r} with the title of each "
+                            f"usable linked entity finds it")
                 return "no relation: no linked entity with a type and a linking sentence"
             cand, kind, rel = step
             titles[label] = cand
@@ -216,7 +270,7 @@ class ResearchSynthesizer:
             far += distinct_periods(date_statements(self.index, label, cand, self.text(cand), f"{label}d", rng))[:3]
             far += number_statements(self.index, label, cand, self.text(cand), f"{label}q", rng)[:1]
             # a hidden entity's first letter gives it away to anyone who knows the field ("emperor K")
-            far += [s for s in (name_words_statement(self.index, label, cand, f"{label}w"),) if s]
+            far += self.name_hints(label, cand, letter=False)
             prev = (label, cand)
         path = [lab for lab in titles if lab != "X"]
         extra, extras = len(titles), []
@@ -224,7 +278,7 @@ class ResearchSynthesizer:
         for anchor in anchors if self.depth >= 1 else ():  # side branches: an entity known by its type
             if rng.random() < self.branch_p:
                 step = self._neighbor(titles[anchor], set(titles.values()), rng, LABELS[extra - 1],
-                                      (anchor, titles[anchor]))
+                                      (anchor, titles[anchor]), x_type.value if anchor == "X" else "")
                 if step is not None:
                     label, cand = LABELS[extra - 1], step[0]
                     titles[label] = cand
@@ -235,8 +289,7 @@ class ResearchSynthesizer:
                     extra += 1
         near = distinct_periods(date_statements(self.index, "X", target, self.text(target), "Xd", rng))[:2]
         near += number_statements(self.index, "X", target, self.text(target), "Xq", rng)[:1]
-        near += [s for s in (name_statement(self.index, "X", target, "Xn"),
-                             name_words_statement(self.index, "X", target, "Xw")) if s]
+        near += self.name_hints("X", target)
         if self.depth == 0:  # one hop: the neighbour is described by its type only
             far = []
         rng.shuffle(far)
@@ -412,6 +465,11 @@ class ResearchSynthesizer:
             hit = first_shortcut(self.sim, question, {target})
             if hit:
                 return Outcome(i, None, f"shortcut: one search of the {hit} finds the answer", steps)
+            near = [chain.titles[s.object if s.subject == "X" else s.subject] for s in statements
+                    if s.kind == "relation" and "X" in (s.subject, s.object)]
+            found = next((n for n in near if self.type_neighbour_finds(types.get("X", ""), n, target)), None)
+            if found:
+                return Outcome(i, None, f"shortcut: a search of the answer's type and {found!r} finds it", steps)
         sub, H = self.subgraph(chain, statements)
         record = {**task, **self.measures(question, target, statements, H, x_only, oracle.tool_calls)}
         record.update({

@@ -157,6 +157,7 @@ def test_drop_advice_names_the_main_reasons_and_what_to_try():
     assert "oracle" not in advice  # the two most frequent
     assert "--depth 0" not in drop_advice({"shortcut": 5, "not unique": 2}, depth=0)
     assert drop_advice({"error ValueError": 2}) == "see the reasons above"
+    assert "larger corpus" in drop_advice({"given away: a search of the answer's type 'city' ...": 7})
 
 
 def test_a_small_corpus_that_yields_nothing_says_what_to_try(gensim_wiki, tmp_path):

@@ -12,7 +12,8 @@ import gymnasium as gym
 import pytest
 
 import envs  # noqa: F401
-from sailorfog.attacks import ClauseAgent, clauses, content_query, name_constraints, shortcut_ranks
+from sailorfog.attacks import (ClauseAgent, answer_kind, clauses, content_query, name_constraints, neighbour_titles,
+                               shortcut_ranks, type_neighbour_rank)
 from sailorfog.constraints import candidates
 from sailorfog.corpus_index import open_corpus_index
 from sailorfog.describe import date_event, defining_type, other_names, predicate
@@ -155,6 +156,21 @@ def test_attacks_find_a_quoting_question_and_not_the_research_ones(research):
 
     info = run_episode(env, ClauseAgent(), options={"task": {"question": quoting, "answer": "Tomato"}}).info
     assert info["termination"] == "answer"
+
+
+def test_no_task_falls_to_its_type_searched_with_a_neighbours_title(research):
+    """A reader who knows a neighbour ("officer" + "Burkina Faso" -> Thomas Sankara) finds no research answer."""
+    sim, _, _, synth, records, _ = research
+    known = {"answer": "Thomas Sankara", "clues": [{"kind": "type", "subject": "X", "value": "officer"}],
+             "subgraph": {"target": "Thomas Sankara", "edges": [{"source": "Thomas Sankara", "target": "Burkina Faso"},
+                                                                {"source": "Burkina Faso", "target": "Mali"}]}}
+    assert answer_kind(known) == "officer" and neighbour_titles(known) == ["Burkina Faso"]
+    assert type_neighbour_rank(sim, "officer", ["Burkina Faso"], {"Thomas Sankara"}) is not None
+    assert type_neighbour_rank(sim, "", ["Burkina Faso"], {"Thomas Sankara"}) is None  # nothing to search
+    assert synth.type_neighbour_finds("officer", "Burkina Faso", "Thomas Sankara")
+    for r in records:
+        assert neighbour_titles(r) and answer_kind(r)
+        assert type_neighbour_rank(sim, answer_kind(r), neighbour_titles(r), {r["subgraph"]["target"]}) is None
 
 
 def test_curriculum_level_writes_one_hop_tasks(research):

@@ -148,7 +148,7 @@ def test_research_questions_hide_intermediates_letters_and_read_at_length(defaul
                    tasks=[{"question": "placeholder", "answer": "placeholder"}], tools=["search", "visit"])
     synth = ResearchSynthesizer(index, sim, seed=11)
     records = []
-    for i, pid in enumerate(answer_order(index, 11)[:500]):
+    for i, pid in enumerate(answer_order(index, 11)[:1000]):
         out = synth.attempt(i, index.titles[pid], env, DescribedWriter())
         if out.record:
             records.append(out.record)
@@ -161,6 +161,12 @@ def test_research_questions_hide_intermediates_letters_and_read_at_length(defaul
         assert "There is" not in q and "article" not in q.lower(), q
         assert 51 <= len(q.split()) <= 90, q
         assert not [c for c in r["clues"] if c["kind"] == "name" and c["subject"] != "X"], q
+        famous, hub = synth.inbound_bounds()
+        titles = {n["label"]: n["title"] for n in r["subgraph"]["nodes"]}
+        for c in r["clues"]:  # no name hint on a famous page; no hub among the hidden entities
+            if c["kind"] in ("name", "name_words"):
+                assert index.inbound[index.ids[titles[c["subject"]]]] <= famous, q
+        assert all(index.inbound[index.ids[t]] <= hub for lab, t in titles.items() if lab != "X"), q
         assert len({(c["subject"], c["value"]) for c in r["clues"] if c["kind"] == "date"}) == \
             sum(c["kind"] == "date" for c in r["clues"]), q  # no period stated twice for one entity
 
