@@ -23,6 +23,7 @@ prints a table, then one line of JSON.
 from __future__ import annotations
 
 import argparse
+from collections import Counter
 import json
 import tempfile
 import time
@@ -30,7 +31,8 @@ from pathlib import Path
 from typing import Any
 
 REFERENCE = Path(__file__).resolve().parents[1] / ".." / "shared" / "reference" / "sailorfog_qa_sample.jsonl"
-TARGETS = {"whole": 0.10, "clause": 0.25, "window": 0.25, "neighbour": 0.30, "heuristic": 0.10, "agent": (0.10, 0.70),
+TARGETS = {"whole": 0.10, "clause": 0.25, "window": 0.25, "neighbour": 0.30, "wl_classes": 10, "top_wl_share": 0.40,
+           "heuristic": 0.10, "agent": (0.10, 0.70),
            "words": (40, 110), "per_min": 100.0}
 
 
@@ -88,7 +90,9 @@ def attack(wiki: str, tasks: list[dict]) -> dict[str, Any]:
             "calls_mean": round(sum((t.get("difficulty") or {}).get("oracle_tool_calls", 0) for t in tasks) / n, 2),
             "answer_inbound_q50_q90_q99": quantiles(answers), "corpus_inbound_q50_q90_q99": quantiles(
                 list(inbound.values())),
-            "max_answer_repeats": max(__import__("collections").Counter(t["answer"] for t in tasks).values(),
+            "wl_classes": len({t.get("wl_hash") for t in tasks}),
+            "top_wl_share": round(max(Counter(t.get("wl_hash") for t in tasks).values(), default=0) / n, 3),
+            "max_answer_repeats": max(Counter(t["answer"] for t in tasks).values(),
                                       default=0)}
 
 
@@ -129,7 +133,7 @@ def main() -> None:
     if ref:
         rows["released SailorFog-QA sample"] = ref
     cols = ("tasks", "whole", "clause", "window", "neighbour", "heuristic", "agent", "oracle", "words_mean", "calls_mean",
-            "tasks_per_min")
+            "wl_classes", "top_wl_share", "tasks_per_min")
     print(f"{'':34s}" + "".join(f"{c:>12s}" for c in cols))
     for name, row in rows.items():
         print(f"{name:34s}" + "".join(f"{str(row.get(c, '-')):>12s}" for c in cols) + (

@@ -11,6 +11,7 @@ page, unsolvable) is dropped with its reason.
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 import re
@@ -168,6 +169,9 @@ class ResearchSynthesizer:
     branches: int = 3
     """Side branches tried at most (one on the answer, the others on the intermediates: a branch on the
     answer counts among its own clues)."""
+    cycle_p: float = 0.7
+    """Probability that a relation the pages state between two entities already chosen (not yet joined) is
+    added, closing a cycle."""
     attack_filter: bool = True
     """Drop a task when one search (the whole question, one clause, or one 6-word window of it)
     lists the answer in the top 10."""
@@ -287,6 +291,8 @@ class ResearchSynthesizer:
                         extras += distinct_periods(date_statements(self.index, label, cand, self.text(cand),
                                                                    f"{label}d", rng))[:1]
                     extra += 1
+        if self.depth >= 1:
+            base += self.cycles(titles, base, x_type.value, rng)
         near = distinct_periods(date_statements(self.index, "X", target, self.text(target), "Xd", rng))[:2]
         near += number_statements(self.index, "X", target, self.text(target), "Xq", rng)[:1]
         near += self.name_hints("X", target)
@@ -296,6 +302,25 @@ class ResearchSynthesizer:
         far.sort(key=lambda s: s.kind != "date" or not s.predicate)
         far += extras
         return Chain(titles, base, far, near, path)
+
+    def cycles(self, titles: Mapping[str, str], base: Sequence[Statement], kind: str,
+               rng: random.Random) -> list[Statement]:
+        """Relations between entities already chosen that the pages state (each with probability
+        ``cycle_p``): they close cycles, so the answer is reached by several paths. None gives the answer
+        away by its type (``kind``) and the other entity's title."""
+        joined = {frozenset(s.labels) for s in base if s.kind == "relation"}
+        out = []
+        for a, b in itertools.combinations(list(titles), 2):
+            if frozenset((a, b)) in joined or rng.random() >= self.cycle_p:
+                continue
+            if self.index.ids[titles[b]] not in set(self.index.neighbors[self.index.ids[titles[a]]]):
+                continue
+            if "X" in (a, b) and self.type_neighbour_finds(kind, titles[b if a == "X" else a], titles["X"]):
+                continue
+            rel = relation_statement(self.index, self.sim, (a, titles[a]), (b, titles[b]), f"r{a}{b}")
+            if rel is not None:
+                out.append(rel)
+        return out
 
     # --- uniqueness ------------------------------------------------------------------------
     def count(self, statements: Sequence[Statement], labels: Sequence[str]) -> int:
