@@ -47,7 +47,9 @@ class _Refs:
         if label not in self.introduced:
             earlier = [lab for lab in self._same(label) if lab in self.introduced]
             self.introduced.append(label)
-            return f"another {kind}" if earlier else f"{article(kind)} {kind}"
+            # "another archipelagic country" would call the first country archipelagic too
+            same_kind = any(self.types[lab] == kind for lab in earlier)
+            return f"another {kind}" if same_kind else f"{article(kind)} {kind}"
         same = [lab for lab in self.introduced if self._head(lab) == self._head(label)]
         if len(same) > 1:
             return f"the {('first', 'second', 'third', 'fourth')[min(same.index(label), 3)]} {self._head(label)}"

@@ -100,6 +100,28 @@ def _type_size(index: CorpusIndex, words: list[str]) -> int:
     return unary_size(index, {"type": "type", "words": list(words)})
 
 
+_MONTHS = frozenset("January February March April May June July August September October November December "
+                    "Jan Feb Mar Apr Jun Jul Aug Sep Sept Oct Nov Dec".split())
+_LEADS = frozenset("In By Since From Until Till During Before After Around About Circa And Or On As Between To "
+                   "Through Throughout Early Late Mid Spring Summer Autumn Winter".split())
+
+
+def year_in_name(sentence: str, year: int) -> bool:
+    """Whether every mention of ``year`` in ``sentence`` is part of a name ("the 1812 Overture", "Expo 2010",
+    "Windows 2000"): a capitalized word right after it, or right before it that is no month or leading word."""
+    found = False
+    for m in re.finditer(rf"(?<![\w-]){year}(?![\w-])", sentence):
+        found = True
+        before = re.search(r"([\w'’-]+)\s+$", sentence[max(0, m.start() - 40):m.start()])
+        after = re.match(r"\s+([A-Z][\w'’-]*)", sentence[m.end():m.end() + 40])
+        lead = before is not None and before.group(1).capitalize() in _LEADS  # "in 1812 Napoleon ..."
+        named = not lead and (after is not None and after.group(1) not in _MONTHS | _LEADS or
+                              before is not None and before.group(1)[:1].isupper() and before.group(1) not in _MONTHS)
+        if not named:
+            return False
+    return found
+
+
 def date_statements(index: CorpusIndex, label: str, title: str, text: str, sid: str,
                     rng: random.Random) -> list[Statement]:
     """One statement per dated event of the page (events with a verb first), the year blurred to a period."""
@@ -111,6 +133,8 @@ def date_statements(index: CorpusIndex, label: str, title: str, text: str, sid: 
         if not isinstance(year, int) or not 1000 <= year <= 2099 or year in seen:
             continue
         seen.add(year)
+        if year_in_name(d.get("sentence", ""), year):
+            continue  # "Tchaikovsky ... the 1812 Overture": no event of his in the 1810s
         verb = date_event(d.get("sentence", ""), year) or ""
         if verb and not sentence_subject_is(d.get("sentence", ""), title, kind):
             verb = ""  # "... after the Jamestown Settlement founded in 1607" on New England's page

@@ -14,7 +14,8 @@ from sailorfog.describe import date_event, defining_type, predicate
 from sailorfog.reader import PlainReader
 from sailorfog.prose import DescribedWriter, is_person
 from sailorfog.research import ResearchSynthesizer, answer_order, distinct_periods
-from sailorfog.statements import Statement, date_statements, modifier_use, other_place, own_name
+from sailorfog.statements import (Statement, date_statements, modifier_use, other_place, own_name,
+                                  year_in_name)
 from wiki_sim import WikiSim
 
 
@@ -139,6 +140,32 @@ def test_prose_reads_like_a_question_not_a_template():
     assert "was founded" not in question and "tied to a date in the 1970s" in question, question
     assert question.startswith("A province tied to a date in the 1880s and associated with a measurement"), question
     assert question.endswith("?") or question.endswith("."), question
+
+
+def test_a_year_inside_a_name_is_no_date_of_the_page(default_sim):
+    """Tchaikovsky is not "tied to a date in the 1810s" because he wrote the 1812 Overture."""
+    assert year_in_name("He wrote the 1812 Overture and Swan Lake.", 1812)
+    assert year_in_name("Expo 2010 was held in Shanghai.", 2010)
+    for sentence, year in (("In 1812 Napoleon invaded Russia.", 1812), ("She was born on 3 May 1812 in Paris.", 1812),
+                           ("It was founded in 1975.", 1975), ("The 1998 Cup and the 1998 election.", 1998),
+                           ("1984 is a novel.", 1984), ("Between 1939 and 1945 it grew.", 1939)):
+        assert not year_in_name(sentence, year), sentence
+    text = "Pyotr Tchaikovsky was a Russian composer. He wrote the 1812 Overture. He died in 1893."
+    stated = date_statements(default_sim[1], "X", "Pyotr Ilyich Tchaikovsky", text, "Xd", __import__("random").Random(0))
+    assert stated
+    assert all(not (s.checks[0]["lo"] <= 1812 <= s.checks[0]["hi"]) for s in stated)
+
+
+def test_another_is_said_only_of_an_entity_of_the_same_kind():
+    """"Another archipelagic country" after "a country" would say the first one is archipelagic too."""
+    link = lambda sid, a, b: _s(sid, "relation", a, predicate="mentions", object=b,  # noqa: E731
+                                checks=[{"type": "link", "a": a, "b": b}])
+    statements = [_type("X", "city"), _type("B", "union"), _type("C", "country"), _type("D", "archipelagic country"),
+                  _type("E", "country"), link("rBC", "B", "C"), link("rBD", "B", "D"), link("rBE", "B", "E"),
+                  link("rBX", "B", "X")]
+    question = DescribedWriter().write(statements, {s.subject: s.value for s in statements if s.kind == "type"})
+    assert "another archipelagic country" not in question and "an archipelagic country" in question, question
+    assert "another country" in question, question
 
 
 def test_research_questions_hide_intermediates_letters_and_read_at_length(default_sim, default_wiki):
