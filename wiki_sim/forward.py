@@ -129,6 +129,12 @@ def build_forward_index(store_path: str | Path, out_dir: str | Path,
     return {"pages": offsets.count - 1, "terms": terms, "positions": total, "chunks": chunks}
 
 
+TERM_ID_CACHE = 50_000
+"""Terms whose ids a forward index keeps (about 100 bytes each); the cache is emptied when full."""
+MAX_CACHED_TERM = 64
+"""Longer terms are not kept in the term-id cache."""
+
+
 class ForwardIndex:
     """A built forward index, memory-mapped (see the module docstring)."""
 
@@ -137,6 +143,8 @@ class ForwardIndex:
         self._ids = open_array(directory / "ids.i32")
         self._offsets = open_array(directory / "offsets.i64")
         self.vocab = StringTable(directory, "vocab")
+        self._term_ids: dict[str, int] = {}
+        """Term -> id (-1: no page has it) for the terms most recently asked (a binary search each, else)."""
         if len(self._offsets) == 0 or int(self._offsets[-1]) != len(self._ids):
             raise ValueError(f"the forward index at {directory} is inconsistent; rebuild the simulator")
 
@@ -148,8 +156,20 @@ class ForwardIndex:
 
     def ids(self, terms: list[str]) -> list[int]:
         """Term ids of ``terms`` (terms no page has are left out)."""
-        found = (self.vocab.find(t) for t in terms)
-        return [i for i in found if i >= 0]
+        cache = self._term_ids
+        out = []
+        for t in terms:
+            i = cache.get(t)
+            if i is None:
+                if len(cache) >= TERM_ID_CACHE:
+                    cache.clear()
+                if len(t) > MAX_CACHED_TERM:  # a hostile 10 MB word is looked up, never kept
+                    i = self.vocab.find(t)
+                else:
+                    i = cache[t] = self.vocab.find(t)
+            if i >= 0:
+                out.append(i)
+        return out
 
     def sequence(self, docnum: int, title: str = "", text: str = "") -> np.ndarray:
         return self._ids[self._offsets[docnum]:self._offsets[docnum + 1]]

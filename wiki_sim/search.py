@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Protocol
+from typing import Any, Protocol, Sequence
 
 import numpy as np
 
@@ -123,7 +123,7 @@ def proximity(sequences: list[np.ndarray], query_ids: np.ndarray, n_terms: int) 
     return np.minimum(1.0, counts / (n_terms - 1))
 
 
-def rerank(candidates: list[tuple[int, float]], titles: list[str], forward: Any, texts: dict[int, str],
+def rerank(candidates: list[tuple[int, float]], titles: Sequence[str], forward: Any, texts: dict[int, str],
            terms: list[str]) -> list[tuple[int, float]]:
     """Candidates (docnum, score) re-scored with the title and proximity bonuses, best
     first (stable). ``forward`` gives each page's term ids (``texts``: for a lazy one).
@@ -132,13 +132,14 @@ def rerank(candidates: list[tuple[int, float]], titles: list[str], forward: Any,
         return []
     top = max(score for _, score in candidates)
     query = set(terms)
+    names = [titles[doc] for doc, _ in candidates]  # a memory-mapped table decodes on every read: once each
     near = np.zeros(len(candidates))
     if len(terms) > 1:  # a lazy forward index assigns the ids of new terms as it goes: sequences first
-        sequences = [forward.sequence(doc, titles[doc], texts.get(doc, "")) for doc, _ in candidates]
+        sequences = [forward.sequence(doc, name, texts.get(doc, "")) for (doc, _), name in zip(candidates, names)]
         ids = [i for i in forward.ids(terms) if i != 0]  # 0 separates a page's title from its text
         near = proximity(sequences, np.array(ids, dtype=np.int64), len(terms))
-    rescored = [(doc, score + top * (TITLE_WEIGHT * title_similarity(query, titles[doc]) + PROXIMITY_WEIGHT * float(p)))
-                for (doc, score), p in zip(candidates, near)]
+    rescored = [(doc, score + top * (TITLE_WEIGHT * title_similarity(query, name) + PROXIMITY_WEIGHT * float(p)))
+                for (doc, score), name, p in zip(candidates, names, near)]
     rescored.sort(key=lambda item: -item[1])
     return rescored
 

@@ -217,6 +217,17 @@ def test_forward_index_holds_each_pages_terms_in_page_order(small_wiki):
         assert forward.ids(terms) == [vocab.index(t) for t in terms]
         assert len(lazy.sequence(doc, title, text)) == len(terms)
     assert IndexSearcher(small_wiki / "index").titles == [t for t, _ in rows]
+    # the term-id cache answers as the table does, for known, unknown and over-long terms, when full too
+    import wiki_sim.forward as fw
+
+    fresh, size = ForwardIndex(small_wiki / "terms"), fw.TERM_ID_CACHE
+    fw.TERM_ID_CACHE = 3
+    try:
+        asked = vocab[1:6] + ["zzzznotaterm", "x" * 100] + vocab[1:6]
+        assert fresh.ids(asked) == [vocab.index(t) for t in asked if t in vocab]
+        assert len(fresh._term_ids) <= 3 and "x" * 100 not in fresh._term_ids
+    finally:
+        fw.TERM_ID_CACHE = size
 
 
 def test_document_level_idf_for_title_terms(small_wiki):
