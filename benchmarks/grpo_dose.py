@@ -403,8 +403,10 @@ def main(argv: list[str] | None = None) -> dict:
     except ValueError as exc:
         fail(str(exc))
 
+    run_held = held  # the run's own held-out tasks (``held`` gains the extra ones below)
+
     def evaluate_all(name: str, model_dir: str) -> dict[str, dict[str, float]]:
-        rates = evaluate(config, work, name, model_dir, held, args.samples)
+        rates = evaluate(config, work, name, model_dir, run_held, args.samples)
         if extra:  # the extra tasks' evaluations are cached under their own names
             more = evaluate(config, work, f"{name}-extra{len(extra)}", model_dir, extra, args.samples)
             rates = {mode: {**rates[mode], **more[mode]} for mode in rates}

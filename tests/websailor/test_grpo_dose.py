@@ -72,6 +72,8 @@ def test_extra_heldout_adds_unseen_lookups_to_every_comparison(default_wiki, smo
     from websailor.stages import read_jsonl
 
     out, first = smoke
+    for cached in (out / "dose" / "eval").glob("step-2-*"):  # step 2 is evaluated afresh, with the extra tasks
+        cached.unlink()
     result = main(["--smoke", "--wiki-dir", str(default_wiki), "--out-dir", str(out), "--steps", "0,1,2",
                    "--samples", "2", "--control-steps", "1", "--no-progress", "--extra-heldout", "4"])
     assert result["extra_heldout"] == 4 and result["heldout_tasks"] == first["heldout_tasks"] + 4
@@ -83,4 +85,7 @@ def test_extra_heldout_adds_unseen_lookups_to_every_comparison(default_wiki, smo
         assert dose["vs_sft"]["tasks"] == result["heldout_tasks"]
     assert result["controls"]["sft_more"]["largest_dose_vs"]["tasks"] == result["heldout_tasks"]
     assert (out / "dose" / "eval" / "step-2-extra4-sampled.jsonl").is_file()
+    # a dose first evaluated here plays the extra tasks once, under their own name
+    own = read_jsonl(out / "dose" / "eval" / "step-2-sampled.jsonl")
+    assert own and not [r for r in own if str(r["id"]).startswith("extra-")]
     assert len(read_jsonl(out / "dose" / "eval" / "heuristic-extra4.jsonl")) == 4  # the heuristic covers them too
