@@ -65,14 +65,16 @@ def attack(wiki: str, tasks: list[dict]) -> dict[str, Any]:
     env = gym.make("websailor/WikiSim-v0", wiki_dir=wiki, tasks=[{"question": "placeholder", "answer": "placeholder"}],
                    tools=["search", "visit"])
     hits = {"whole": 0, "clause": 0, "window": 0, "neighbour": 0}
+    typed = 0
     solved = {"heuristic": 0, "agent": 0, "oracle": 0}
     with WikiSim(wiki) as sim:
         inbound = {p.title: p.inbound_links for p in sim.iter_pages()}
         for t in tasks:
             target = (t.get("subgraph") or {}).get("target") or t["answer"]
             ranks = shortcut_ranks(sim, t["question"], {target})
-            ranks["neighbour"] = type_neighbour_rank(sim, answer_kind(t) or asked_kind(t["question"]),
-                                                     neighbour_titles(t), {target})
+            kind = answer_kind(t) or asked_kind(t["question"])
+            typed += bool(kind)  # a question that states no type for its answer has no such attack
+            ranks["neighbour"] = type_neighbour_rank(sim, kind, neighbour_titles(t), {target})
             for k, r in ranks.items():
                 hits[k] += r is not None
             task = {k: t[k] for k in ("id", "question", "answer", "aliases") if k in t}
@@ -83,7 +85,9 @@ def attack(wiki: str, tasks: list[dict]) -> dict[str, Any]:
     n = max(1, len(tasks))
     words = [count_words(t["question"]) for t in tasks]
     answers = [inbound.get((t.get("subgraph") or {}).get("target") or t["answer"], 0) for t in tasks]
-    return {"tasks": len(tasks), **{k: round(v / n, 3) for k, v in hits.items()},
+    shares = {k: round(v / n, 3) for k, v in hits.items()}
+    shares["neighbour"] = round(hits["neighbour"] / typed, 3) if typed else None
+    return {"tasks": len(tasks), **shares,
             **{k: round(v / n, 3) for k, v in solved.items()},
             "words_mean": round(sum(words) / n, 1), "words_min": min(words, default=0),
             "words_max": max(words, default=0),
@@ -134,9 +138,9 @@ def main() -> None:
         rows["released SailorFog-QA sample"] = ref
     cols = ("tasks", "whole", "clause", "window", "neighbour", "heuristic", "agent", "oracle", "words_mean", "calls_mean",
             "wl_classes", "top_wl_share", "tasks_per_min")
-    print(f"{'':34s}" + "".join(f"{c:>12s}" for c in cols))
+    print(f"{'':34s}" + "".join(f"{c:>13s}" for c in cols))
     for name, row in rows.items():
-        print(f"{name:34s}" + "".join(f"{str(row.get(c, '-')):>12s}" for c in cols) + (
+        print(f"{name:34s}" + "".join(f"{'-' if row.get(c) is None else str(row[c]):>13s}" for c in cols) + (
             f"  {row['error']}" if "error" in row else ""))
     for name, row in rows.items():
         if "answer_inbound_q50_q90_q99" in row:
