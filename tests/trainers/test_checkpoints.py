@@ -59,8 +59,17 @@ def test_rng_state_round_trips_through_a_weights_only_load(tmp_path):
     assert (random.random(), np.random.rand(), torch.rand(1).item()) == expected
 
 
+@pytest.fixture
+def default_sigint():
+    """Python's own SIGINT handler for the test: a runner started under ``nohup`` (or some CI runners) ignores
+    SIGINT, and the trainer rightly keeps an ignored signal ignored."""
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, old)
+
+
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
-def test_sft_signal_saves_the_step_and_resume_matches_an_uninterrupted_run(tmp_path, signum):
+def test_sft_signal_saves_the_step_and_resume_matches_an_uninterrupted_run(tmp_path, signum, default_sigint):
     data = _write(tmp_path / "t.jsonl", [_record(i, calls=1 + i % 2) for i in range(6)])
     model, tok = tiny_lm(hidden=32, seed=1)
     train(_config(tmp_path / "a", data, save_every=100), model=model, tokenizer=tok)
