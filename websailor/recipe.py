@@ -366,19 +366,6 @@ def separated(a: Mapping[str, Any], b: Mapping[str, Any], key: str = "success_ci
 # ----------------------------------------------------------------------------- GRPO tasks
 
 
-def probe_tasks(unseen: Sequence[dict], per_level: int, seed: int) -> list[dict]:
-    """``per_level`` tasks of each level drawn at random (seeded) from the train tasks SFT never saw.
-    Not the first ones: the gold agent plays the train split in order until SFT has its trajectories,
-    so the first unseen tasks of a level are the ones it failed, and would read as the level's
-    success rate (a probe of them put description lookups at 0 and kept GRPO off them)."""
-    rng = random.Random(f"probe:{seed}")
-    out: list[dict] = []
-    for level in LEVELS:
-        pool = [t for t in unseen if t.get("level") == level]
-        out += rng.sample(pool, min(per_level, len(pool)))
-    return out
-
-
 def select_grpo_tasks(tasks: Sequence[dict], probe_outcomes: Mapping[str, Sequence[float]], n: int,
                       seed: int) -> tuple[list[dict], dict[str, Any]]:
     """Training tasks of useful difficulty for the current model.

@@ -266,7 +266,9 @@ def _probe(config: Any, run_dir: Path, model: Any, tokenizer: Any, train_tasks: 
     from trainers.rollout import RolloutConfig, collect
 
     unseen = unseen_train_tasks(config, run_dir, train_tasks)
-    probe = recipe.probe_tasks(unseen, config.probe, config.seed)
+    probe = []
+    for level in recipe.LEVELS:
+        probe += [t for t in unseen if t.get("level") == level][:config.probe]
     kwargs = recipe.compact_env_kwargs(config.wiki_dir, max_tool_calls=config.max_tool_calls)
     rollout = RolloutConfig(env_id="websailor/WikiSim-v0", env_kwargs={"tasks": probe, **kwargs},
                             max_new_tokens=config.max_new_tokens, temperature=config.temperature, top_p=1.0,
