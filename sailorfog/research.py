@@ -181,8 +181,9 @@ class ResearchSynthesizer:
     texts: ByteLRU = field(default_factory=lambda: ByteLRU(TEXT_CACHE_BYTES))
     _reader: Any = field(default=None, repr=False)
     _given_away: int = field(default=0, repr=False)
-    _bounds: tuple[int, int] | None = field(default=None, repr=False)
     """Neighbours of the answer skipped in the current chain because its type and their title find it."""
+    _bounds: tuple[int, int] | None = field(default=None, repr=False)
+    """(famous, hub) inbound-link bounds of the corpus, computed once (:meth:`inbound_bounds`)."""
 
     def second_answers(self, statements: Sequence[Statement], target: str) -> list[str]:
         """Pages other than ``target`` that the plain reading of ``statements`` also accepts."""
@@ -309,11 +310,12 @@ class ResearchSynthesizer:
         ``cycle_p``): they close cycles, so the answer is reached by several paths. None gives the answer
         away by its type (``kind``) and the other entity's title."""
         joined = {frozenset(s.labels) for s in base if s.kind == "relation"}
+        linked = {lab: set(self.index.neighbors[self.index.ids[t]]) for lab, t in titles.items()}
         out = []
         for a, b in itertools.combinations(list(titles), 2):
             if frozenset((a, b)) in joined or rng.random() >= self.cycle_p:
                 continue
-            if self.index.ids[titles[b]] not in set(self.index.neighbors[self.index.ids[titles[a]]]):
+            if self.index.ids[titles[b]] not in linked[a]:
                 continue
             if "X" in (a, b) and self.type_neighbour_finds(kind, titles[b if a == "X" else a], titles["X"]):
                 continue

@@ -104,6 +104,7 @@ _MONTHS = frozenset("January February March April May June July August September
                     "Jan Feb Mar Apr Jun Jul Aug Sep Sept Oct Nov Dec".split())
 _LEADS = frozenset("In By Since From Until Till During Before After Around About Circa And Or On As Between To "
                    "Through Throughout Early Late Mid Spring Summer Autumn Winter".split())
+_NOT_NAMES = _MONTHS | _LEADS
 
 
 def year_in_name(sentence: str, year: int) -> bool:
@@ -115,7 +116,7 @@ def year_in_name(sentence: str, year: int) -> bool:
         before = re.search(r"([\w'’-]+)\s+$", sentence[max(0, m.start() - 40):m.start()])
         after = re.match(r"\s+([A-Z][\w'’-]*)", sentence[m.end():m.end() + 40])
         lead = before is not None and before.group(1).capitalize() in _LEADS  # "in 1812 Napoleon ..."
-        named = not lead and (after is not None and after.group(1) not in _MONTHS | _LEADS or
+        named = not lead and (after is not None and after.group(1) not in _NOT_NAMES or
                               before is not None and before.group(1)[:1].isupper() and before.group(1) not in _MONTHS)
         if not named:
             return False
