@@ -31,10 +31,14 @@ indexes built there; the models' token vectors are cached in
 from __future__ import annotations
 
 import argparse
+import contextlib
+from collections import Counter
 import json
+import os
 import random
 import re
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -50,8 +54,8 @@ from wiki_sim.contrast import SPLIT_RULE, TuneConfig, held_out
 from wiki_sim.dense import model_vectors, rrf
 from wiki_sim.embed import build_vectors
 
-FAMILIES = ("description", "lead")
-Query = tuple[str, str]
+FAMILIES = ("description", "lead", "bridge", "clue", "research")
+Query = tuple  # (query, answer title) or (query, answer title, evidence titles)
 
 
 def lead_queries(wiki: Path, n: int, seed: int) -> list[Query]:
@@ -73,6 +77,132 @@ def held_out_queries(queries: list[Query], n: int) -> list[Query]:
 
 
 VARIANT = re.compile(r"(?P<recipe>input|hidden)(?:-L(?P<layer>\d+))?(?:-d(?P<dim>\d+))?(?P<tune>-contrastive)?")
+
+
+def _names(title: str, text: str) -> bool:
+    """Whether ``text`` holds a word of ``title`` (4+ letters)."""
+    words = {w.lower() for w in re.findall(r"\w+", text)}
+    return any(w.lower() in words for w in re.findall(r"\w{4,}", title))
+
+
+def bridge_queries(wiki: Path, n: int, seed: int) -> list[Query]:
+    """HotpotQA-style bridge questions built from the link graph: "Which <B's description> does the
+    <A's description> mention?" for a page A that links to B (both described, neither named), answered
+    by B; the evidence is A and B. B is a held-out page."""
+    described = {page: text for text, page in description_queries(wiki, 10 ** 9, seed)}
+    out: list[Query] = []
+    with WikiSim(wiki, search_processes=0) as sim:
+        for b in sorted(described):
+            if not held_out(b):
+                continue
+            sources = sorted(a for a in {link["source"] for link in sim.links(b, "in")} & described.keys()
+                             if a != b and not _names(b, described[a]) and not _names(a, described[b]))
+            if sources:
+                a = random.Random(f"bridge-{seed}-{b}").choice(sources)
+                out.append((f"Which {described[b]} does the {described[a]} mention?", b, (a, b)))
+    random.Random(f"bridge-{seed}").shuffle(out)
+    return out[:n]
+
+
+def research_tasks(wiki: Path, n: int, seed: int, work: Path) -> list[dict[str, Any]]:
+    """``n`` research tasks synthesized by ``websailor synth`` (its default research mode), with their graphs."""
+    from sailorfog.cli import SynthConfig, run_synth
+
+    out = work / "research.jsonl"
+    with contextlib.redirect_stdout(sys.stderr):  # its summary line is not this benchmark's output
+        run_synth(SynthConfig(wiki=str(wiki), out=str(out), n=n, seed=seed, workers=1, progress=False,
+                              heuristic=False))
+    return [json.loads(line) for line in out.open(encoding="utf-8")]
+
+
+def research_queries(tasks: list[dict[str, Any]]) -> dict[str, list[Query]]:
+    """Two families from synthesized research tasks:
+
+    - ``clue``: one query per entity of a task's graph, the words its question says of it (its type,
+      its dates and numbers, its neighbours' types), answered by the entity's page;
+    - ``research``: the whole question, answered by the task's answer; the evidence is every entity's
+      page (BrowseComp-Plus's evidence recall)."""
+    clue: list[Query] = []
+    research: list[Query] = []
+    for t in tasks:
+        nodes = {node["label"]: node["title"] for node in t["subgraph"]["nodes"]}
+        research.append((t["question"], t["subgraph"].get("target") or t["answer"], tuple(nodes.values())))
+        types = {c["subject"]: c["value"] for c in t["clues"] if c["kind"] == "type"}
+        for label, title in nodes.items():
+            words = [types.get(label, "")]
+            words += [c["value"] for c in t["clues"] if c["subject"] == label and c["kind"] in ("date", "number")]
+            words += [types.get(c["object"] if c["subject"] == label else c["subject"], "") for c in t["clues"]
+                      if c["kind"] == "relation" and label in (c["subject"], c["object"])]
+            clue.append((" ".join(w for w in words if w), title))
+    return {"clue": clue, "research": research}
+
+
+def lookup_tasks(wiki: Path, n: int, seed: int) -> list[tuple[str, dict[str, Any]]]:
+    """``n`` derived title lookups of each kind (:func:`envs.derived_tasks.derive_tasks`) on held-out pages."""
+    from envs.derived_tasks import derive_tasks
+
+    out: list[tuple[str, dict[str, Any]]] = []
+    for kind in ("description", "lead"):
+        tasks = [t for t in derive_tasks(wiki, 10 ** 9, seed=seed, kind=kind) if held_out(t.answer)][:n]
+        out += [(f"lookup-{kind}", {"id": t.id, "question": t.question, "answer": t.answer}) for t in tasks]
+    return out
+
+
+def heuristic_success(sims: dict[str, tuple[Path, str]],
+                      tasks: list[tuple[str, dict[str, Any]]]) -> dict[str, dict[str, float]]:
+    """The scripted heuristic agent's success through ``gym.make`` with each retriever, per task kind."""
+    import gymnasium as gym
+
+    import envs  # noqa: F401
+    from envs.baselines import HeuristicAgent
+    from envs.episode import run_episode
+
+    out: dict[str, dict[str, float]] = {}
+    for name, (wiki, retriever) in sims.items():
+        env = gym.make("websailor/WikiSim-v0", wiki_dir=str(wiki), tasks=[task for _, task in tasks],
+                       retriever=retriever, tools=["search", "visit"], share_sim=False)
+        solved: dict[str, list[bool]] = {}
+        try:
+            for kind, task in tasks:
+                episode = run_episode(env, HeuristicAgent(), options={"task": task})
+                solved.setdefault(kind, []).append(bool(episode.is_correct))
+        finally:
+            env.close()
+        out[name] = {kind: round(sum(v) / len(v), 3) for kind, v in solved.items()}
+    return out
+
+
+def padded_build(wiki: Path, pad: int, seed: int, work: Path) -> tuple[Path, dict[str, Any]]:
+    """Rebuild ``wiki``'s pages from JSONL (title and text) with ``pad`` pages recombined from its
+    sentences (:func:`benchmarks._scale_corpus.write_corpus`) after them; return the simulator and
+    the build's time and peak memory (``websailor wiki build --source jsonl``, measured from outside)."""
+    from benchmarks._scale_corpus import load_pool, write_corpus
+    from benchmarks.scale import timed_build
+
+    corpus = work / "corpus.jsonl"
+    extra = work / "recombined.jsonl"
+    if pad:
+        write_corpus(load_pool([wiki / "store.sqlite"]), pad, extra, queries=0, seed=seed)
+    with corpus.open("w", encoding="utf-8") as fh:
+        for title, text in store_docs(wiki):
+            fh.write(json.dumps({"title": title, "text": text}, ensure_ascii=False) + "\n")
+        if pad:
+            with extra.open(encoding="utf-8") as recombined:
+                shutil.copyfileobj(recombined, fh)
+            extra.unlink()
+    out = work / "padded" / "wiki"
+    build = timed_build([sys.executable, "-m", "websailor.cli", "wiki", "build", "--source", "jsonl", str(corpus),
+                         "--out", str(out), "--no-progress", "--workers", "2"], out.parent, out)
+    corpus.unlink()
+    return out, build
+
+
+def embed_command(sim: Path, model: Path, variant: str, dim: int, tune_seed: int) -> list[str]:
+    """The ``websailor wiki embed`` command line that writes a variant's dense index."""
+    recipe, layer, dim, tuned = parse_variant(variant, dim)
+    cmd = [sys.executable, "-m", "websailor.cli", "wiki", "embed", str(sim), "--model", str(model),
+           "--recipe", recipe, "--layer", str(layer), "--dim", str(dim), "--no-progress"]
+    return cmd + (["--tune", "contrastive", "--seed", str(tune_seed)] if tuned else [])
 
 
 def parse_variant(variant: str, dim: int) -> tuple[str, int, int, bool]:
@@ -111,64 +241,94 @@ def token_vectors(model: Path, recipe: str, layer: int) -> np.ndarray:
 def measure(systems: dict[str, Callable[[str, int], list[str]]], queries: list[Query]) -> dict[str, Any]:
     """Recall@1 and @10 of the k=10 search (timed), recall@100 of a k=100 search, the systems
     taking turns per query."""
-    hits = {name: np.zeros(3) for name in systems}
+    hits = {name: np.zeros(4) for name in systems}
     times: dict[str, list[float]] = {name: [] for name in systems}
     names = list(systems)
-    for i, (query, answer) in enumerate(queries):
+    for i, (query, answer, *evidence) in enumerate(queries):
         order = names[i % len(names):] + names[:i % len(names)]
         for name in order:
             start = time.perf_counter()
             top = systems[name](query, 10)
             times[name].append(time.perf_counter() - start)
-            hits[name] += (int(answer in top[:1]), int(answer in top), int(answer in systems[name](query, 100)))
+            deep = systems[name](query, 100)
+            pages = evidence[0] if evidence else (answer,)
+            hits[name] += (int(answer in top[:1]), int(answer in top), int(answer in deep),
+                           sum(p in deep for p in pages) / len(pages))
     n = max(1, len(queries))
     return {name: {"recall@1": round(hits[name][0] / n, 3), "recall@10": round(hits[name][1] / n, 3),
-                   "recall@100": round(hits[name][2] / n, 3),
+                   "recall@100": round(hits[name][2] / n, 3), "evidence@100": round(hits[name][3] / n, 3),
                    "p50_ms": round(1000 * percentile(times[name], 0.5), 2),
                    "p99_ms": round(1000 * percentile(times[name], 0.99), 2)} for name in names}
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    from benchmarks.scale import timed_build
+
     wiki = Path(args.wiki)
     model = Path(args.model).expanduser()
-    work = Path(tempfile.mkdtemp(prefix="retrieval-"))
+    work = Path(tempfile.mkdtemp(prefix="retrieval-", dir=args.work_dir))
     sims: list[WikiSim] = []
     try:
         every = 10 ** 9
         families = {"description": held_out_queries(description_queries(wiki, every, args.seed), args.n),
-                    "lead": held_out_queries(lead_queries(wiki, every, args.seed), args.n)}
-        fts5 = build_fts5(store_docs(wiki), work, stopwords=True)
+                    "lead": held_out_queries(lead_queries(wiki, every, args.seed), args.n),
+                    "bridge": bridge_queries(wiki, args.n, args.seed)}
+        research = research_tasks(wiki, args.research_tasks, args.seed, work) if args.research_tasks else []
+        families.update({k: v for k, v in research_queries(research).items() if v})
+        played = lookup_tasks(wiki, args.episodes, args.seed) if args.episodes else []
+        played += [("research", {k: t[k] for k in ("id", "question", "answer", "aliases") if k in t})
+                   for t in research]
+        builds: dict[str, dict[str, Any]] = {}
+        searched = wiki
+        if args.pad is not None:
+            searched, builds["bm25"] = padded_build(wiki, args.pad, args.seed, work)
+            print(f"built {searched}: {builds['bm25']}", file=sys.stderr, flush=True)
+        agent_sims = {"bm25": (searched, "bm25")}
+        fts5 = build_fts5(store_docs(searched), work, stopwords=True)
         systems: dict[str, Callable[[str, int], list[str]]] = {}
 
         def simulator(sim: WikiSim) -> Callable[[str, int], list[str]]:
             sims.append(sim)
             return lambda q, k: [h.title for h in sim.search([q], k=k)[0]]
 
-        systems["bm25"] = simulator(WikiSim(wiki, search_processes=0, cache_size=0))
+        systems["bm25"] = simulator(WikiSim(searched, search_processes=0, cache_size=0))
         embed_s: dict[str, float] = {}
         tunes: dict[str, Any] = {}
         for variant in args.variants:
             copy = work / f"wiki-{variant}"
-            shutil.copytree(wiki, copy, ignore=shutil.ignore_patterns("synth_index"))
             recipe, layer, dim, tuned = parse_variant(variant, args.dim)
-            vectors = token_vectors(model, recipe, layer)
-            started = time.perf_counter()
-            meta = build_vectors(copy, model, recipe=recipe, layer=layer, dim=dim, token_vectors=vectors,
-                                 tune=TuneConfig(seed=args.tune_seed) if tuned else None, progress=tuned)
-            embed_s[variant] = round(time.perf_counter() - started, 1)
+            if args.pad is not None:  # the padded build is this run's own: share its files
+                shutil.copytree(searched, copy, copy_function=os.link)
+                builds[variant] = timed_build(embed_command(copy, model, variant, args.dim, args.tune_seed),
+                                              work / f"embed-{variant}", copy / "vectors")
+                print(f"embedded {variant}: {builds[variant]}", file=sys.stderr, flush=True)
+                meta = json.loads((copy / "vectors" / "meta.json").read_text(encoding="utf-8"))
+                embed_s[variant] = builds[variant]["build_s"]
+            else:
+                shutil.copytree(wiki, copy, ignore=shutil.ignore_patterns("synth_index"))
+                vectors = token_vectors(model, recipe, layer)
+                started = time.perf_counter()
+                meta = build_vectors(copy, model, recipe=recipe, layer=layer, dim=dim, token_vectors=vectors,
+                                     tune=TuneConfig(seed=args.tune_seed) if tuned else None, progress=tuned)
+                embed_s[variant] = round(time.perf_counter() - started, 1)
             if meta["tune"]:
                 tunes[variant] = meta["tune"]
             for mode in ("dense", "hybrid"):
                 systems[f"{mode}-{variant}"] = simulator(WikiSim(copy, retriever=mode, search_processes=0,
                                                                  cache_size=0))
+                agent_sims[f"{mode}-{variant}"] = (copy, mode)
             for weight in args.dense_weights:
                 systems[f"fused-{variant}@{weight:g}"] = fused(sims[-1], weight)
         systems["fts5"] = lambda q, k: [t for t, _ in fts5(q, k)]
         results = {family: measure(systems, queries) for family, queries in families.items()}
+        agent = heuristic_success(agent_sims, played) if played else {}
         return {"benchmark": "retrieval", "wiki": str(wiki), "pages": sims[0].store.count(),
+                "pad": args.pad, "builds": builds,
                 "queries": {f: len(q) for f, q in families.items()}, "seed": args.seed,
-                "query_pages": f"held out of contrastive tuning ({SPLIT_RULE})", "dim": args.dim,
-                "model": model.name, "page_embed_s": embed_s, "tune": tunes, "results": results,
+                "query_pages": f"description, lead, bridge answers: held out of contrastive tuning ({SPLIT_RULE}); "
+                               "clue, research: any page",
+                "dim": args.dim, "model": model.name, "page_embed_s": embed_s, "tune": tunes, "results": results,
+                "heuristic": agent, "episodes": dict(Counter(kind for kind, _ in played)),
                 "note": "latency on a shared 2-core machine: noisy; compare ratios within one run"}
     finally:
         for sim in sims:
@@ -177,14 +337,21 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def print_table(r: dict[str, Any]) -> None:
-    print(f"retrieval on {r['wiki']} ({r['pages']} pages), queries {r['queries']} (seed {r['seed']}) of "
-          f"held-out pages, dense dim {r['dim']}")
+    padded = f" rebuilt with {r['pad']} recombined pages" if r["pad"] is not None else ""
+    print(f"retrieval on {r['wiki']}{padded} ({r['pages']} pages), queries {r['queries']} (seed {r['seed']}), "
+          f"dense dim {r['dim']}")
+    for name, b in r["builds"].items():
+        print(f"  build {name}: {b['build_s']} s, peak {b['peak_pss_mb']} MB (PSS), {b['final_mb']} MB on disk")
     for family, rows in r["results"].items():
         print(f"\n{family}:")
-        print(f"{'system':<28}{'R@1':>7}{'R@10':>7}{'R@100':>7}{'p50 ms':>9}{'p99 ms':>9}")
+        print(f"{'system':<28}{'R@1':>7}{'R@10':>7}{'R@100':>7}{'E@100':>7}{'p50 ms':>9}{'p99 ms':>9}")
         for name, m in rows.items():
             print(f"{name:<28}{m['recall@1']:>7.3f}{m['recall@10']:>7.3f}{m['recall@100']:>7.3f}"
-                  f"{m['p50_ms']:>9.2f}{m['p99_ms']:>9.2f}")
+                  f"{m['evidence@100']:>7.3f}{m['p50_ms']:>9.2f}{m['p99_ms']:>9.2f}")
+    if r["heuristic"]:
+        print(f"\nheuristic agent's success through gym.make ({r['episodes']} episodes):")
+        for name, by_kind in r["heuristic"].items():
+            print(f"{name:<28}" + "  ".join(f"{k} {v:.3f}" for k, v in by_kind.items()))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -200,6 +367,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="embedding variants: input or hidden-L<layer>, each optionally -d<dim> (else --dim) "
                              "and then -contrastive (tuned on the simulator's pairs)")
     parser.add_argument("--tune-seed", type=int, default=0, help="the -contrastive variants' training seed")
+    parser.add_argument("--research-tasks", type=int, default=40,
+                        help="research tasks to synthesize for the clue and research families (0: none)")
+    parser.add_argument("--episodes", type=int, default=50,
+                        help="held-out lookups of each kind the heuristic agent plays per retriever (0: none)")
+    parser.add_argument("--pad", type=int, default=None,
+                        help="rebuild the simulator from JSONL (titles and texts) with this many pages recombined "
+                             "from its sentences after them (benchmarks/scale.py's pages; 90000: 100k in all), "
+                             "timing the BM25 build and each dense index; the queries stay the real pages'")
+    parser.add_argument("--work-dir", default=None, help="where the temporary simulators go (default: $TMPDIR)")
     parser.add_argument("--dense-weights", type=float, nargs="*", default=[],
                         help="also rank each variant's hybrid with these dense weights (fused-<variant>@<w>)")
     args = parser.parse_args(argv)
