@@ -94,19 +94,22 @@ def build_engine_index(engine: str, store_path: Path, out_dir: Path, *, workers:
 
         info = build_tantivy_index(store_path, out_dir / index_dir_name(engine), threads=workers, progress=progress,
                                    **budget)
-        return {**info, "spelling": build_engine_spelling(out_dir, store_path)}
-    from wiki_sim.index import build_index
+        from wiki_sim.tantivy_index import TantivySearcher
 
-    return build_index(store_path, out_dir / index_dir_name(engine), procs=workers, progress=progress, **budget)
+        vocabulary = TantivySearcher(out_dir / index_dir_name(engine), store_path).vocabulary()
+        return {**info, "spelling": build_engine_spelling(vocabulary, out_dir)}
+    from wiki_sim.index import build_index, index_vocabulary
+
+    info = build_index(store_path, out_dir / index_dir_name(engine), procs=workers, progress=progress, **budget)
+    return {**info, "spelling": build_engine_spelling(index_vocabulary(out_dir / index_dir_name(engine)), out_dir)}
 
 
-def build_engine_spelling(out_dir: Path, store_path: Path) -> dict[str, Any]:
-    """The tantivy engine's spelling index (:mod:`wiki_sim.spelling`) into ``out_dir``/spelling."""
+def build_engine_spelling(vocabulary: list[tuple[str, int]], out_dir: Path) -> dict[str, Any]:
+    """An engine's spelling index (:mod:`wiki_sim.spelling`) of ``vocabulary`` (term, document
+    frequency) into ``out_dir``/spelling."""
     from wiki_sim.spelling import SPELLING_DIR, build_spelling_index
-    from wiki_sim.tantivy_index import TantivySearcher
 
-    searcher = TantivySearcher(out_dir / index_dir_name("tantivy"), store_path)
-    return build_spelling_index(searcher.vocabulary(), out_dir / SPELLING_DIR)
+    return build_spelling_index(vocabulary, out_dir / SPELLING_DIR)
 
 
 def open_engine(path: Path, build_info: dict[str, Any], term_cache_bytes: int | None = None) -> tuple[str, Any]:

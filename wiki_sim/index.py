@@ -425,6 +425,8 @@ class IndexSearcher:
         self._avgfl = {f: self._searcher.avg_field_length(f) or 1 for f in SEARCH_FIELDS}
         self._boost = {f: self.ix.schema[f].format.field_boost for f in SEARCH_FIELDS}
         self._lock = threading.Lock()
+        self._speller: Any = None  # the spelling index, opened on the first unknown word
+        self._speller_lock = threading.Lock()
 
     @property
     def max_cache_bytes(self) -> int:
@@ -528,14 +530,33 @@ class IndexSearcher:
 
     def suggest(self, term: str) -> str | None:
         """The indexed term closest in spelling to ``term`` (edit distance 1, or 2 for
-        words of 5+ letters; ties go to the term with the same letters, then to the
-        commoner term), ``None`` if none is close."""
+        words of 5+ letters; same first letter; ties go to the term with the same letters,
+        then to the commoner term), ``None`` if none is close: through the simulator's
+        deletion index (:mod:`wiki_sim.spelling`, opened or built on first use), whose
+        cost does not grow with the vocabulary as :meth:`suggest_by_scan`'s does."""
+        if self._speller is None:
+            from wiki_sim.spelling import open_spelling_index
+
+            with self._speller_lock:  # not self._lock: vocabulary() takes that one
+                if self._speller is None:
+                    self._speller = open_spelling_index(self.index_dir.parent, self.vocabulary)
+        return self._speller.suggest(term)
+
+    def vocabulary(self) -> list[tuple[str, int]]:
+        """Every term of the title and body fields with its body document frequency (0 for a
+        title-only term), the order the spelling index keeps."""
+        with self._lock:
+            return reader_vocabulary(self._reader)
+
+    def suggest_by_scan(self, term: str) -> str | None:
+        """:meth:`suggest` by Whoosh's scan of every term with the same first letter (the
+        reference the deletion index is tested against)."""
         maxdist = 2 if len(term) >= 5 else 1
         best: tuple[int, int, int, str] | None = None
         with self._lock:
             for field in ("title", "body"):
                 for cand in self._reader.terms_within(field, term, maxdist, prefix=1):
-                    cand = cand.decode("utf-8") if isinstance(cand, bytes) else cand
+                    cand = _text(cand)
                     if cand == term:
                         continue
                     key = (edit_distance(term, cand), letters_apart(term, cand),
@@ -581,6 +602,28 @@ def letters_apart(a: str, b: str) -> int:
     """How many letters differ between two words as multisets (``ghandi``/``gandhi``: 0)."""
     ca, cb = Counter(a), Counter(b)
     return sum(((ca - cb) + (cb - ca)).values())
+
+
+def _text(term: str | bytes) -> str:
+    return term.decode("utf-8") if isinstance(term, bytes) else term
+
+
+def reader_vocabulary(reader: Any) -> list[tuple[str, int]]:
+    """Every term of a Whoosh reader's title and body fields with its body document frequency
+    (0 for a title-only term)."""
+    df: dict[str, int] = {}
+    for field in ("title", "body"):
+        for term in reader.lexicon(field):
+            term = _text(term)
+            if term not in df:
+                df[term] = reader.doc_frequency("body", term)
+    return list(df.items())
+
+
+def index_vocabulary(index_dir: str | Path) -> list[tuple[str, int]]:
+    """:func:`reader_vocabulary` of the Whoosh index in ``index_dir``."""
+    with open_index(Path(index_dir), make_schema()).reader() as reader:
+        return reader_vocabulary(reader)
 
 
 def edit_distance(a: str, b: str) -> int:

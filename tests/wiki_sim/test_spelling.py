@@ -103,9 +103,16 @@ def tantivy_sim(tmp_path_factory):
     return build_jsonl(tmp_path_factory.mktemp("spell"), PAGES, engine="tantivy")
 
 
-def test_tantivy_builds_use_the_index_with_the_scans_answers(tantivy_sim):
-    assert (tantivy_sim / SPELLING_DIR / "keys.u64").is_file()
-    with WikiSim(tantivy_sim, cache_size=0) as sim:
+@pytest.fixture(scope="module")
+def whoosh_sim(tmp_path_factory):
+    return build_jsonl(tmp_path_factory.mktemp("spell-whoosh"), PAGES, engine="whoosh")
+
+
+@pytest.mark.parametrize("engine", ["tantivy", "whoosh"])
+def test_builds_use_the_index_with_the_scans_answers(engine, request):
+    built = request.getfixturevalue(f"{engine}_sim")
+    assert (built / SPELLING_DIR / "keys.u64").is_file()
+    with WikiSim(built, cache_size=0) as sim:
         engine = sim.index
         vocabulary = engine.vocabulary()
         rng = random.Random(3)
