@@ -1,12 +1,14 @@
-"""Spelling retry: the tantivy engine's old scan (every term with the word's first letter,
-in Python) against the deletion index (:mod:`wiki_sim.spelling`), per misspelt word, side by
-side in one run, at two vocabularies:
+"""Spelling retry: the engines' scans (every term with the word's first letter: the tantivy
+engine's in Python, the Whoosh engine's ``terms_within``) against the deletion index
+(:mod:`wiki_sim.spelling`), per misspelt word, side by side in one run, at three vocabularies:
 
 - ``default``: the tantivy simulator of the embedded default corpus (built into a temporary
   directory, or ``--wiki DIR`` for an existing tantivy build);
 - ``large``: a real tantivy index whose vocabulary is the default corpus's terms plus
   ``--large-terms`` compounds of two of its words (``rivermuseum``; Zipf-like frequencies),
-  the size of a Wikipedia-scale vocabulary (wiki-18 has millions of distinct terms).
+  the size of a Wikipedia-scale vocabulary (wiki-18 has millions of distinct terms);
+- ``default-whoosh``: the Whoosh simulator of the embedded default corpus (``--whoosh-wiki DIR``
+  for an existing one; ``--no-whoosh`` to skip), its title and body terms.
 
 Misspellings: vocabulary words (letters only, 3+) with 1 to 3 random edits, unknown to the
 index, the same for both methods; the two are interleaved word by word. Reported per
@@ -50,11 +52,11 @@ def misspell(rng: random.Random, word: str) -> str:
     return word
 
 
-def default_simulator(workdir: Path) -> Path:
+def default_simulator(workdir: Path, engine: str = "tantivy") -> Path:
     from wiki_sim.build import build
 
-    out = workdir / "default-tantivy"
-    build("default", None, out, progress=False, engine="tantivy")
+    out = workdir / f"default-{engine}"
+    build("default", None, out, progress=False, engine=engine)
     return out
 
 
@@ -95,8 +97,13 @@ def _mkdir(path: Path) -> Path:
     return path
 
 
-def measure(sim_dir: Path, words_n: int, seed: int) -> dict[str, Any]:
-    engine = TantivySearcher(sim_dir / "tantivy", sim_dir / "store.sqlite")
+def measure(sim_dir: Path, words_n: int, seed: int, engine_name: str = "tantivy") -> dict[str, Any]:
+    if engine_name == "whoosh":
+        from wiki_sim.index import IndexSearcher
+
+        engine: Any = IndexSearcher(sim_dir / "index")
+    else:
+        engine = TantivySearcher(sim_dir / "tantivy", sim_dir / "store.sqlite")
     vocabulary = engine.vocabulary()
     shutil.rmtree(sim_dir / SPELLING_DIR, ignore_errors=True)
     start = time.perf_counter()
@@ -143,6 +150,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         else:
             sim = default_simulator(workdir)
         results = {"default": measure(sim, args.words, args.seed)}
+        if args.whoosh:
+            whoosh = workdir / "default-whoosh"
+            if args.whoosh_wiki:
+                shutil.copytree(args.whoosh_wiki, whoosh, ignore=shutil.ignore_patterns("synth_index", "vectors"))
+            else:
+                whoosh = default_simulator(workdir, "whoosh")
+            results["default-whoosh"] = measure(whoosh, args.words, args.seed, "whoosh")
         base = [w for w, _ in TantivySearcher(sim / "tantivy", sim / "store.sqlite").vocabulary()]
         if args.large_terms > 0:
             results["large"] = measure(large_index(base, args.large_terms, workdir, args.seed), args.words, args.seed)
@@ -154,14 +168,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--words", type=int, default=300, help="misspelt words per vocabulary")
     parser.add_argument("--large-terms", type=int, default=2_000_000, help="terms of the large vocabulary (0: skip)")
     parser.add_argument("--wiki", default=None, help="an existing tantivy simulator of the default corpus")
+    parser.add_argument("--whoosh", action=argparse.BooleanOptionalAction, default=True,
+                        help="also the Whoosh engine's scan against the index on the default corpus")
+    parser.add_argument("--whoosh-wiki", default=None, help="an existing Whoosh simulator of the default corpus")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     results = run(args)
-    print(f"{'vocabulary':<10} {'terms':>9} {'build s':>8} {'disk MB':>8} {'scan mean/p50/p99 ms':>24} "
+    print(f"{'vocabulary':<15} {'terms':>9} {'build s':>8} {'disk MB':>8} {'scan mean/p50/p99 ms':>24} "
           f"{'index mean/p50/p99 ms':>24} {'x':>6} {'agree':>9}")
     for name, r in results.items():
         s, i = r["scan"], r["index"]
-        print(f"{name:<10} {r['terms']:>9} {r['index_build_s']:>8} {r['index_disk_mb']:>8} "
+        print(f"{name:<15} {r['terms']:>9} {r['index_build_s']:>8} {r['index_disk_mb']:>8} "
               f"{s['mean_ms']:>8}/{s['p50_ms']}/{s['p99_ms']:<8} {i['mean_ms']:>8}/{i['p50_ms']}/{i['p99_ms']:<8} "
               f"{r['speedup_mean']:>6} {r['agree']:>4}/{r['words']}")
     large = results.get("large", results["default"])
