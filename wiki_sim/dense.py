@@ -28,7 +28,7 @@ import hashlib
 import json
 import time
 from pathlib import Path
-from typing import Any, Iterable, Literal
+from typing import Any, Iterable, Iterator, Literal
 
 import numpy as np
 
@@ -79,6 +79,10 @@ def model_vectors(model_dir: str | Path, recipe: Recipe = DEFAULT_RECIPE, layer:
     config = AutoConfig.from_pretrained(model_dir)
     if recipe == "hidden" and not 1 <= layer <= config.num_hidden_layers:
         raise ValueError(f"layer must be in 1..{config.num_hidden_layers}, got {layer!r}")
+    if recipe == "input":
+        stored = stored_input_table(Path(model_dir), config.vocab_size, config.hidden_size)
+        if stored is not None:
+            return stored
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
     model.eval()
     table = model.get_input_embeddings().weight.detach().float().numpy()
@@ -102,6 +106,30 @@ def model_vectors(model_dir: str | Path, recipe: Recipe = DEFAULT_RECIPE, layer:
     if progress:
         print()
     return out
+
+
+INPUT_TABLE_NAMES = ("embed_tokens.weight", "wte.weight", "word_embeddings.weight")
+"""How causal LMs name their input-embedding table in a checkpoint (Llama/Qwen, GPT-2, BLOOM)."""
+
+
+def stored_input_table(model_dir: Path, vocab: int, hidden: int) -> np.ndarray | None:
+    """The input-embedding table read alone from a one-file ``model.safetensors`` (V, hidden)
+    float32, without building the model (its other weights are never read); ``None`` when the
+    checkpoint is sharded, names no single such table, or stores another shape or dtype."""
+    path = model_dir / "model.safetensors"
+    if not path.is_file():
+        return None
+    try:
+        from safetensors import safe_open
+
+        with safe_open(str(path), "np") as f:
+            names = [k for k in f.keys() if k.endswith(INPUT_TABLE_NAMES)]
+            table = f.get_tensor(names[0]) if len(names) == 1 else None
+    except (ImportError, OSError, ValueError, TypeError):  # e.g. bfloat16, which numpy lacks
+        return None
+    if table is None or table.shape != (vocab, hidden) or table.dtype.kind != "f":
+        return None
+    return np.ascontiguousarray(table, dtype=np.float32)
 
 
 def pca(vectors: np.ndarray, dim: int) -> np.ndarray:
@@ -128,17 +156,35 @@ def load_tokenizer(path: str | Path) -> Any:
     return Tokenizer.from_file(str(path))
 
 
+ENCODE_CHUNK = 1024
+"""Texts tokenized at once: a tokenizer's encodings hold far more than their ids (offsets,
+token strings), so tokenizing 100k pages at once measured about 2 GB."""
+
+
+def token_ids(tokenizer: Any, texts: list[str], vocab: int) -> Iterator[np.ndarray]:
+    """Each text's token ids below ``vocab``, tokenized :data:`ENCODE_CHUNK` texts at a time:
+    (n texts) -> n int32 arrays."""
+    for start in range(0, len(texts), ENCODE_CHUNK):
+        for enc in tokenizer.encode_batch(texts[start:start + ENCODE_CHUNK], add_special_tokens=False):
+            ids = np.asarray(enc.ids, dtype=np.int32)
+            yield ids[ids < vocab]
+
+
+def encode_ids(table: np.ndarray, ids: Iterable[np.ndarray], n: int) -> np.ndarray:
+    """L2-normalized sums of token rows: ``n`` id arrays -> (n, dim) float32 (zeros for an
+    empty one)."""
+    out = np.zeros((n, table.shape[1]), dtype=np.float32)
+    for i, row in enumerate(ids):
+        if len(row):
+            out[i] = np.asarray(table[row], dtype=np.float32).sum(axis=0)
+    norms = np.linalg.norm(out, axis=1, keepdims=True)
+    return out / np.maximum(norms, 1e-12)
+
+
 def encode(tokenizer: Any, table: np.ndarray, texts: list[str]) -> np.ndarray:
     """L2-normalized sums of the texts' token rows: (n texts) -> (n, dim) float32 (zeros for
     a text with no token)."""
-    out = np.zeros((len(texts), table.shape[1]), dtype=np.float32)
-    for i, enc in enumerate(tokenizer.encode_batch(texts, add_special_tokens=False)):
-        ids = np.asarray(enc.ids, dtype=np.int64)
-        ids = ids[ids < len(table)]
-        if len(ids):
-            out[i] = np.asarray(table[ids], dtype=np.float32).sum(axis=0)
-    norms = np.linalg.norm(out, axis=1, keepdims=True)
-    return out / np.maximum(norms, 1e-12)
+    return encode_ids(table, token_ids(tokenizer, texts, len(table)), len(texts))
 
 
 def page_text(title: str, lead: str) -> str:

@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 
 from wiki_sim.dense import (DEFAULT_DIM, DEFAULT_LAYER, DEFAULT_RECIPE, LEAD_CHARS, SIF_A, VECTOR_FILES,
-                            VECTORS_DIR, VECTORS_FORMAT, Recipe, encode, load_tokenizer, model_vectors, page_text,
-                            pca, sha256_file, sif_weights)
+                            VECTORS_DIR, VECTORS_FORMAT, Recipe, encode, encode_ids, load_tokenizer, model_vectors,
+                            page_text, pca, sha256_file, sif_weights, token_ids)
 from wiki_sim.contrast import TuneConfig, held_out, training_pairs, tune_record, tune_table
 from wiki_sim.errors import WikiSimError
 from wiki_sim.sim import WikiSim, build_fingerprint
@@ -49,22 +49,23 @@ def build_vectors(sim_dir: str | Path, model_dir: str | Path, *, recipe: Recipe 
     distilled = time.perf_counter()
     reduced = pca(raw, dim)
     counts = np.zeros(len(reduced), dtype=np.float64)
-    page_ids = _token_ids(tokenizer, texts, len(reduced))
-    for ids in page_ids:
+    page_ids: list[np.ndarray] = []  # kept for tuning only; else the pages are tokenized again below
+    for ids in token_ids(tokenizer, texts, len(reduced)):
         np.add.at(counts, ids, 1)
-    if tune is None:
-        page_ids = []  # kept for tuning only
+        if tune is not None:
+            page_ids.append(ids)
     table = reduced * sif_weights(counts)[:, None]
     tuned = None
     if tune is not None:
         tune_started = time.perf_counter()
         queries, pair_pages, pair_counts = training_pairs(titles, leads, descriptions)
-        table, losses = tune_table(table, _token_ids(tokenizer, queries, len(table)), page_ids, pair_pages, tune,
+        table, losses = tune_table(table, list(token_ids(tokenizer, queries, len(table))), page_ids, pair_pages, tune,
                                    progress=progress)
         tuned = tune_record(tune, pair_counts, losses, len(titles), sum(map(held_out, titles)),
                             time.perf_counter() - tune_started)
-    del leads, page_ids
-    pages = encode(tokenizer, table, texts)
+    del leads
+    pages = encode_ids(table, page_ids, len(texts)) if page_ids else encode(tokenizer, table, texts)
+    del page_ids
     prefix = f".{sim_dir.name}.{VECTORS_DIR}"  # beside the simulator: a killed embed leaves it untouched
     tmp = Path(tempfile.mkdtemp(prefix=f"{prefix}.building-{os.getpid()}-", dir=sim_dir.parent))
     try:
@@ -104,12 +105,3 @@ def build_vectors(sim_dir: str | Path, model_dir: str | Path, *, recipe: Recipe 
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return meta
-
-
-def _token_ids(tokenizer: Any, texts: list[str], vocab: int) -> list[np.ndarray]:
-    """Each text's token ids below ``vocab``: (n texts) -> n int64 arrays."""
-    out = []
-    for enc in tokenizer.encode_batch(texts, add_special_tokens=False):
-        ids = np.asarray(enc.ids, dtype=np.int64)
-        out.append(ids[ids < vocab])
-    return out

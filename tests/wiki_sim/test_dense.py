@@ -163,3 +163,37 @@ def test_input_recipe_needs_no_forward_pass(built, tmp_path: Path):
     assert meta["recipe"] == "input" and meta["layer"] is None and meta["dim"] == 8
     with WikiSim(wiki, retriever="hybrid") as sim:
         assert _top(sim, "Mount Everest")[0] == "Mount Everest"
+
+
+def test_the_input_table_is_read_alone_and_equals_the_models(built, tmp_path: Path, monkeypatch):
+    import torch
+    import transformers
+
+    from wiki_sim.dense import ENCODE_CHUNK, encode, load_tokenizer, model_vectors, token_ids
+
+    model_dir = built[1]
+    expected = transformers.AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32) \
+        .get_input_embeddings().weight.detach().numpy()
+
+    def no_model(*args, **kwargs):
+        raise AssertionError("the model was built")
+
+    with monkeypatch.context() as m:
+        m.setattr(transformers.AutoModelForCausalLM, "from_pretrained", no_model)
+        np.testing.assert_array_equal(model_vectors(model_dir, "input"), expected)
+    sharded = tmp_path / "sharded"  # no one-file checkpoint: built through transformers
+    sharded.mkdir()
+    for f in model_dir.iterdir():
+        if f.name != "model.safetensors":
+            (sharded / f.name).symlink_to(f)
+    with monkeypatch.context() as m:
+        m.setattr(transformers.AutoModelForCausalLM, "from_pretrained", no_model)
+        with pytest.raises(AssertionError, match="the model was built"):
+            model_vectors(sharded, "input")
+    tokenizer = load_tokenizer(model_dir / "tokenizer.json")  # chunked tokenizing: the same ids in order
+    texts = [f"page {i} about Mount Everest" for i in range(ENCODE_CHUNK + 5)]
+    ids = list(token_ids(tokenizer, texts, len(expected)))
+    assert len(ids) == len(texts) and [list(x) for x in ids[-2:]] == [
+        list(np.asarray(e.ids)[np.asarray(e.ids) < len(expected)]) for e in tokenizer.encode_batch(texts[-2:],
+                                                                                                      add_special_tokens=False)]
+    assert encode(tokenizer, expected, texts).shape == (len(texts), expected.shape[1])
