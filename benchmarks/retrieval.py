@@ -1,14 +1,32 @@
 """Retrieval: BM25, dense and hybrid retrievers of the simulator, and SQLite FTS5, side by side.
 
-Queries come from the corpus, each answered by one page title:
+Query families, each query answered by one page title:
 
 - ``description``: a page's unique short description with the title's words removed
   (:func:`benchmarks.search.description_queries`): a page described, not named;
 - ``lead``: a page's first sentence with its name masked (:func:`envs.derived_tasks.masked_first_sentence`,
-  the ``___`` dropped): text the page itself holds.
+  the ``___`` dropped): text the page itself holds;
+- ``bridge``: HotpotQA-style multi-hop questions from the link graph, "Which <B's description>
+  does the <A's description> mention?" for a page A linking to B (:func:`bridge_queries`);
+  the evidence is A and B;
+- ``clue``: per entity of a synthesized research task (``--research-tasks``, ``websailor synth``'s
+  default mode), the words its question says of it: its type, dates, numbers and its
+  neighbours' types (:func:`research_queries`);
+- ``research``: the whole question of each research task, answered by the task's answer; the
+  evidence is every entity's page (BrowseComp-Plus's evidence recall).
 
-Queries come from held-out pages only (:func:`wiki_sim.contrast.held_out`: 10% of the pages,
-by a hash of the title), the pages ``--tune contrastive`` never trains on.
+The description, lead and bridge answers are held-out pages (:func:`wiki_sim.contrast.held_out`:
+10% of the pages, by a hash of the title), which ``--tune contrastive`` never trains on; the
+research tasks' entities are any pages. ``evidence@100`` is the share of a query's evidence
+pages in the top 100 (the answer alone where a family names no other). The scripted heuristic
+agent then plays ``--episodes`` held-out lookups of each kind and the research tasks through
+``gym.make("websailor/WikiSim-v0", retriever=...)`` with each retriever.
+
+``--pad N`` rebuilds the simulator from JSONL (its pages' titles and texts: no aliases, no short
+descriptions) with N pages recombined from its sentences after them (the scale benchmark's
+pages: ``Base (word word)`` titles, each page's first sentence one of its base page's), times
+the BM25 build and each dense index (``websailor wiki embed``) from outside (seconds, peak PSS),
+and searches that; the queries stay the real pages'.
 
 Systems: ``bm25`` (the simulator's default search), ``dense-<variant>`` and
 ``hybrid-<variant>`` (:mod:`wiki_sim.dense`, one per embedding variant: ``input``, the
@@ -25,7 +43,7 @@ being comparable (no snippets are made), to choose :data:`wiki_sim.dense.DENSE_W
 indexes built there; the models' token vectors are cached in
 ``<cache>/embeddings/`` (the ``hidden`` recipe runs the model once per token).
 
-    python -m benchmarks.retrieval --wiki data/wiki --n 300 --seed 1
+    python -m benchmarks.retrieval --wiki data/wiki --n 300 --seed 1 [--pad 90000]
 """
 
 from __future__ import annotations
@@ -53,6 +71,7 @@ from wiki_sim.common.cache import cache_dir
 from wiki_sim.contrast import SPLIT_RULE, TuneConfig, held_out
 from wiki_sim.dense import model_vectors, rrf
 from wiki_sim.embed import build_vectors
+from wiki_sim.sentences import sentence_spans
 
 FAMILIES = ("description", "lead", "bridge", "clue", "research")
 Query = tuple  # (query, answer title) or (query, answer title, evidence titles)
@@ -174,22 +193,37 @@ def heuristic_success(sims: dict[str, tuple[Path, str]],
 
 def padded_build(wiki: Path, pad: int, seed: int, work: Path) -> tuple[Path, dict[str, Any]]:
     """Rebuild ``wiki``'s pages from JSONL (title and text) with ``pad`` pages recombined from its
-    sentences (:func:`benchmarks._scale_corpus.write_corpus`) after them; return the simulator and
-    the build's time and peak memory (``websailor wiki build --source jsonl``, measured from outside)."""
+    sentences (:func:`benchmarks._scale_corpus.write_corpus`) after them, none opening with a real
+    page's first sentence (so that a first-sentence lookup keeps one answer); return the simulator
+    and the build's time and peak memory (``websailor wiki build --source jsonl``, measured from
+    outside)."""
     from benchmarks._scale_corpus import load_pool, write_corpus
     from benchmarks.scale import timed_build
 
     corpus = work / "corpus.jsonl"
     extra = work / "recombined.jsonl"
-    if pad:
-        write_corpus(load_pool([wiki / "store.sqlite"]), pad, extra, queries=0, seed=seed)
+    docs = store_docs(wiki)
+    if pad:  # twice as many drawn: a page that opens with a real page's first sentence is left out
+        write_corpus(load_pool([wiki / "store.sqlite"]), 2 * pad, extra, queries=0, seed=seed)
+    leads: dict[str, list[str]] = {}  # real first sentences by their first 12 characters
+    for _, text in docs:
+        for start, end in sentence_spans(text)[:1]:
+            lead = text[start:end].strip()
+            leads.setdefault(lead[:12], []).append(lead)
+    written = 0
     with corpus.open("w", encoding="utf-8") as fh:
-        for title, text in store_docs(wiki):
+        for title, text in docs:
             fh.write(json.dumps({"title": title, "text": text}, ensure_ascii=False) + "\n")
         if pad:
             with extra.open(encoding="utf-8") as recombined:
-                shutil.copyfileobj(recombined, fh)
+                for line in recombined:
+                    text = json.loads(line)["text"]
+                    if written < pad and not any(text.startswith(lead) for lead in leads.get(text[:12], ())):
+                        fh.write(line)
+                        written += 1
             extra.unlink()
+    if written < pad:
+        raise SystemExit(f"--pad {pad}: only {written} recombined pages open with no real page's first sentence")
     out = work / "padded" / "wiki"
     build = timed_build([sys.executable, "-m", "websailor.cli", "wiki", "build", "--source", "jsonl", str(corpus),
                          "--out", str(out), "--no-progress", "--workers", "2"], out.parent, out)

@@ -54,3 +54,20 @@ def test_padded_build_keeps_the_real_pages_and_adds_recombined_ones(default_wiki
         assert padded.page("Fidel Castro") is not None
     assert build["build_s"] > 0 and build["peak_pss_mb"] > 0
     assert not (tmp_path / "corpus.jsonl").exists()
+
+
+def test_padded_pages_never_open_with_a_real_pages_first_sentence(default_wiki: Path, tmp_path: Path):
+    from wiki_sim.sentences import sentence_spans
+
+    sim_dir, _ = padded_build(default_wiki, 500, seed=1, work=tmp_path)
+    with WikiSim(default_wiki, search_processes=0) as real, WikiSim(sim_dir, search_processes=0) as padded:
+        titles = {p.title for p in real.iter_pages()}
+        firsts = set()
+        for title in titles:
+            text = real.page(title)["text"]
+            firsts.update(text[s:e].strip() for s, e in sentence_spans(text)[:1])
+        added = [p.title for p in padded.iter_pages() if p.title not in titles]
+        assert len(added) == 500
+        for title in added:
+            text = padded.page(title)["text"]
+            assert not any(text.startswith(first) for first in firsts if text[:20] == first[:20])
