@@ -11,11 +11,12 @@ import re
 from typing import Iterable
 
 from wiki_sim.focus import STOPWORDS, tokenize
+from wiki_sim.sentences import NOT_AN_ABBREVIATION
 
 _PAREN = re.compile(r"\s*\([^)]*\)$")
 YEAR = re.compile(r"(?<![\d.,])(1[0-9]{3}|20[0-9]{2})(?!\d|,\d|\.\d)")
 NUMBER = re.compile(r"(?<![\w.,])(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?(?!\w|,\d|\.\d)")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[“])")
+_SENTENCE_END = re.compile(r"(?<=[.!?])" + NOT_AN_ABBREVIATION + r"\s+(?=[A-Z0-9\"'(\[“])")
 # Words too common in titles to give a page away on their own.
 GENERIC_TITLE_WORDS = frozenset(
     "list history city river state university national international united kingdom county district "

@@ -17,9 +17,10 @@ from dataclasses import dataclass
 from typing import Protocol, Sequence, runtime_checkable
 
 from wiki_sim.evidence import focus
+from wiki_sim.sentences import NOT_AN_ABBREVIATION
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
+_SENTENCE_END = re.compile(r"(?<=[.!?])" + NOT_AN_ABBREVIATION + r"\s+(?=[A-Z0-9\"'(\[])")
 _HEADING = re.compile(r"^(#{1,6})\s+(.*)$")
 STOPWORDS = frozenset(
     "a an and are as at be by for from has have in is it its of on or that the this to was were "

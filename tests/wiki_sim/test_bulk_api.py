@@ -140,3 +140,11 @@ def test_old_store_asks_for_a_rebuild(default_wiki, tmp_path):
         conn.execute("DELETE FROM meta WHERE key = 'store_format'")
     with pytest.raises(WikiSimError, match="store format 1.*rebuild"):
         Store(path)
+
+
+def test_initials_and_abbreviations_end_no_sentence():
+    text = ("J. R. R. Tolkien was an English writer. It ended after World War I. He lived in St. Louis. "
+            "He died c. 1200. John F. Kennedy was president.")
+    assert [text[s:e] for s, e in sentence_spans(text)] == [
+        "J. R. R. Tolkien was an English writer.", "It ended after World War I.", "He lived in St. Louis.",
+        "He died c. 1200.", "John F. Kennedy was president."]
