@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import sys
 import time
 from dataclasses import asdict, dataclass
 from typing import Any, Iterable
@@ -178,7 +179,7 @@ def tune_table(table: np.ndarray, query_ids: list[np.ndarray], page_ids: list[np
                 shown = time.perf_counter()
                 _bar(step, config.steps, losses, shown - started)
         if progress and config.steps:
-            print()
+            print(file=sys.stderr)
         return bag.weight.detach().numpy().astype(np.float32), losses
     finally:
         torch.set_num_threads(threads)
@@ -189,7 +190,7 @@ def _bar(step: int, steps: int, losses: list[float], seconds: float) -> None:
     done = width * step // max(1, steps)
     recent = losses[-20:]
     print(f"\rtune [{'#' * done}{'.' * (width - done)}] {step}/{steps} loss {sum(recent) / len(recent):.3f} "
-          f"({seconds:.0f} s)", end="", flush=True)
+          f"({seconds:.0f} s)", end="", flush=True, file=sys.stderr)
 
 
 def tune_record(config: TuneConfig, counts: dict[str, int], losses: list[float], pages: int, held: int,

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Literal
@@ -102,9 +103,9 @@ def model_vectors(model_dir: str | Path, recipe: Recipe = DEFAULT_RECIPE, layer:
             out[start:start + len(ids)] = states[layer][:, 1].float().numpy()
             if progress:
                 print(f"\rtokens {start + len(ids)}/{vocab} ({time.perf_counter() - started:.0f} s)", end="",
-                      flush=True)
+                      flush=True, file=sys.stderr)
     if progress:
-        print()
+        print(file=sys.stderr)
     return out
 
 
