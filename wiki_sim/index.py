@@ -32,7 +32,6 @@ import shutil
 import sqlite3
 import threading
 import time
-from collections import Counter
 from array import array
 from math import log
 from pathlib import Path
@@ -51,6 +50,7 @@ from whoosh.writing import SegmentWriter
 from wiki_sim.analysis import WikiText, analyze
 from wiki_sim.budget import check_budget, resident_bytes
 from wiki_sim.errors import WikiSimError
+from wiki_sim.spelling import edit_distance, letters_apart, open_spelling_index
 from wiki_sim.term_cache import TermCache
 from wiki_sim.whoosh_mmap import read_segments_in_place
 from wiki_sim.whoosh_safe import index_exists, open_index
@@ -535,8 +535,6 @@ class IndexSearcher:
         deletion index (:mod:`wiki_sim.spelling`, opened or built on first use), whose
         cost does not grow with the vocabulary as :meth:`suggest_by_scan`'s does."""
         if self._speller is None:
-            from wiki_sim.spelling import open_spelling_index
-
             with self._speller_lock:  # not self._lock: vocabulary() takes that one
                 if self._speller is None:
                     self._speller = open_spelling_index(self.index_dir.parent, self.vocabulary)
@@ -598,12 +596,6 @@ def top_indices(scores: np.ndarray, ids: np.ndarray, n: int) -> list[int]:
     return part[order].tolist()
 
 
-def letters_apart(a: str, b: str) -> int:
-    """How many letters differ between two words as multisets (``ghandi``/``gandhi``: 0)."""
-    ca, cb = Counter(a), Counter(b)
-    return sum(((ca - cb) + (cb - ca)).values())
-
-
 def _text(term: str | bytes) -> str:
     return term.decode("utf-8") if isinstance(term, bytes) else term
 
@@ -624,18 +616,3 @@ def index_vocabulary(index_dir: str | Path) -> list[tuple[str, int]]:
     """:func:`reader_vocabulary` of the Whoosh index in ``index_dir``."""
     with open_index(Path(index_dir), make_schema()).reader() as reader:
         return reader_vocabulary(reader)
-
-
-def edit_distance(a: str, b: str) -> int:
-    """Optimal-string-alignment distance (a transposition counts 1: ``Einstien``, ``Ghandi``)."""
-    prev2: list[int] = []
-    prev = list(range(len(b) + 1))
-    for i in range(1, len(a) + 1):
-        cur = [i] + [0] * len(b)
-        for j in range(1, len(b) + 1):
-            cost = a[i - 1] != b[j - 1]
-            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
-            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
-                cur[j] = min(cur[j], prev2[j - 2] + 1)
-        prev2, prev = prev, cur
-    return prev[len(b)]

@@ -20,6 +20,7 @@ so processes share them): ``terms.bin`` (UTF-8 terms, newline-separated), ``offs
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 import json
 import os
 import shutil
@@ -29,7 +30,6 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from wiki_sim.index import letters_apart
 
 SPELLING_DIR = "spelling"
 SPELLING_FILES = frozenset({"terms.bin", "offsets.npy", "df.npy", "lens.u8", "keys.u64", "rows.u32", "meta.json"})
@@ -49,6 +49,27 @@ _CHUNK = 200_000
 # One random odd multiplier per position (a fixed seed: keys must match across processes).
 _MULT = (np.random.default_rng(20260522).integers(1, 2 ** 63, size=PREFIX, dtype=np.uint64) * 2 + 1).astype(np.uint64)
 _PATTERNS = [()] + [(i,) for i in range(1, PREFIX)] + list(itertools.combinations(range(1, PREFIX), 2))
+
+
+def letters_apart(a: str, b: str) -> int:
+    """How many letters differ between two words as multisets (``ghandi``/``gandhi``: 0)."""
+    ca, cb = Counter(a), Counter(b)
+    return sum(((ca - cb) + (cb - ca)).values())
+
+
+def edit_distance(a: str, b: str) -> int:
+    """Optimal-string-alignment distance (a transposition counts 1: ``Einstien``, ``Ghandi``)."""
+    prev2: list[int] = []
+    prev = list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        cur = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            cost = a[i - 1] != b[j - 1]
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                cur[j] = min(cur[j], prev2[j - 2] + 1)
+        prev2, prev = prev, cur
+    return prev[len(b)]
 
 
 def max_distance(word: str) -> int:

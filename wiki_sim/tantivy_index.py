@@ -23,7 +23,8 @@ from typing import Any, Sequence
 
 from wiki_sim.analysis import analyze
 from wiki_sim.errors import WikiSimError
-from wiki_sim.index import DEFAULT_TERM_CACHE_BYTES, _documents, _ids, edit_distance, letters_apart
+from wiki_sim.index import DEFAULT_TERM_CACHE_BYTES, _documents, _ids
+from wiki_sim.spelling import edit_distance, letters_apart, open_spelling_index
 from wiki_sim.term_cache import TermCache
 
 TANTIVY_DIR = "tantivy"
@@ -194,8 +195,6 @@ class TantivySearcher:
         """The indexed term closest in spelling to ``term`` (as IndexSearcher.suggest), through
         the simulator's deletion index (:mod:`wiki_sim.spelling`, opened or built on first use)."""
         if self._speller is None:
-            from wiki_sim.spelling import open_spelling_index
-
             with self._lock:
                 if self._speller is None:
                     self._speller = open_spelling_index(self.index_dir.parent, self.vocabulary)

@@ -13,7 +13,8 @@ from envs.formatting import format_search
 from tests.wiki_sim.simhelpers import ENGINES, build_jsonl
 from wiki_sim import WikiSim
 from wiki_sim.errors import WikiSimError
-from wiki_sim.index import edit_distance, query_terms
+from wiki_sim.index import query_terms
+from wiki_sim.spelling import edit_distance
 from wiki_sim.search import title_similarity
 
 FILLER = ("The committee met in the old town hall to discuss the harbour, the railway and the new "

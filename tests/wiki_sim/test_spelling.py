@@ -12,10 +12,9 @@ import pytest
 from tests.wiki_sim.simhelpers import build_jsonl
 from tests.wiki_sim.test_search import PAGES
 from wiki_sim import WikiSim
-from wiki_sim.index import edit_distance, letters_apart
 from wiki_sim.search import SUGGEST_MAX_LETTERS
 from wiki_sim.spelling import (MAX_WORD_LETTERS, SPELLING_DIR, SpellingIndex, bounded_distance,
-                               build_spelling_index, open_spelling_index)
+                               build_spelling_index, edit_distance, letters_apart, open_spelling_index)
 
 
 def scan(vocabulary: list[tuple[str, int]], word: str) -> str | None:
