@@ -125,10 +125,13 @@ def stored_input_table(model_dir: Path, vocab: int, hidden: int) -> np.ndarray |
 
         with safe_open(str(path), "np") as f:
             names = [k for k in f.keys() if k.endswith(INPUT_TABLE_NAMES)]
-            table = f.get_tensor(names[0]) if len(names) == 1 else None
-    except (ImportError, OSError, ValueError, TypeError):  # e.g. bfloat16, which numpy lacks
-        return None
-    if table is None or table.shape != (vocab, hidden) or table.dtype.kind != "f":
+            if len(names) != 1:
+                return None
+            header = f.get_slice(names[0])  # shape and dtype checked before anything is read
+            if list(header.get_shape()) != [vocab, hidden] or header.get_dtype() not in ("F32", "F16", "F64"):
+                return None
+            table = f.get_tensor(names[0])
+    except (ImportError, OSError, ValueError, TypeError):
         return None
     return np.ascontiguousarray(table, dtype=np.float32)
 

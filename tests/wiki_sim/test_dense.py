@@ -197,3 +197,15 @@ def test_the_input_table_is_read_alone_and_equals_the_models(built, tmp_path: Pa
         list(np.asarray(e.ids)[np.asarray(e.ids) < len(expected)]) for e in tokenizer.encode_batch(texts[-2:],
                                                                                                       add_special_tokens=False)]
     assert encode(tokenizer, expected, texts).shape == (len(texts), expected.shape[1])
+
+
+def test_a_stored_table_of_another_shape_is_not_read(built, tmp_path: Path):
+    from safetensors.numpy import save_file
+
+    from wiki_sim.dense import stored_input_table
+
+    save_file({"model.embed_tokens.weight": np.zeros((3, 4), np.float32)}, str(tmp_path / "model.safetensors"))
+    assert stored_input_table(tmp_path, 3, 4).shape == (3, 4)
+    assert stored_input_table(tmp_path, 5, 4) is None
+    (tmp_path / "model.safetensors").write_bytes(b"\xff" * 64)  # not a safetensors file
+    assert stored_input_table(tmp_path, 3, 4) is None
