@@ -18,6 +18,16 @@ from wiki_sim.common.jsonl import read_jsonl, write_json_atomic, write_jsonl_ato
 TINY = "tiny"
 """``--model tiny``: a 2-layer model built from a config with a locally trained subword tokenizer
 (tests; shows the machinery, learns little)."""
+SCHEDULE = "lockstep"
+"""How every model stage batches its episodes (probe, GRPO rollouts, evaluation): one generation once every
+running episode waits for the model, so the batches, hence the samples, are the same on every run. With
+``async`` (generate for whichever half is ready first) a batch's padding varied with tool-call timing; its
+float noise flipped near-tied tokens (two GRPO runs from the same SFT model parted at step 4), and the
+main job's ``grpo - sft`` came out +0.065, +0.130 and +0.141 on three runs of the same code."""
+EPISODE_TOKENS = 4096
+"""Prompt plus trajectory tokens an episode may hold in every model stage, and the tokens of one GRPO update pass
+(a group of ``--group-size`` episodes; the main job's are under 1,000 tokens each). Fixed, not sized from the
+free memory, so that the passes, hence the gradients' last bits, are the same on every machine."""
 
 
 def write_json(path: Path, value: Any) -> None:
@@ -121,8 +131,8 @@ def evaluate_policy(config: Any, run_dir: Path, name: str, policy: Any, tasks: l
                         top_p=config.top_p, max_new_tokens=config.max_new_tokens, k=samples)
     rollout = RolloutConfig(env_id="websailor/WikiSim-v0", env_kwargs={"tasks": tasks, **kwargs},
                             max_new_tokens=config.max_new_tokens, temperature=temperature, top_p=config.top_p,
-                            num_envs=len(tasks) * samples, tool_workers=2, max_total_tokens=4096,
-                            max_episode_seconds=900.0, policy_name=name, seed=config.seed)
+                            num_envs=len(tasks) * samples, tool_workers=2, max_total_tokens=EPISODE_TOKENS,
+                            max_episode_seconds=900.0, policy_name=name, seed=config.seed, schedule=SCHEDULE)
     start = time.perf_counter()
     if isinstance(policy, str):
         trajectories = play_baseline(policy, tasks, rollout, samples)
@@ -272,8 +282,8 @@ def _probe(config: Any, run_dir: Path, model: Any, tokenizer: Any, train_tasks: 
     kwargs = recipe.compact_env_kwargs(config.wiki_dir, max_tool_calls=config.max_tool_calls)
     rollout = RolloutConfig(env_id="websailor/WikiSim-v0", env_kwargs={"tasks": probe, **kwargs},
                             max_new_tokens=config.max_new_tokens, temperature=config.temperature, top_p=1.0,
-                            num_envs=max(1, len(probe)), tool_workers=2, max_total_tokens=4096,
-                            policy_name="sft-probe", seed=config.seed + 1)
+                            num_envs=max(1, len(probe)), tool_workers=2, max_total_tokens=EPISODE_TOKENS,
+                            policy_name="sft-probe", seed=config.seed + 1, schedule=SCHEDULE)
     model.eval()
     policy = TransformersPolicy(model, tokenizer, device=model_device(config))
     trajectories = collect(policy, probe, rollout, progress=config.progress)
@@ -315,6 +325,8 @@ def stage_grpo(config: Any, run_dir: Path) -> dict[str, Any]:
                       temperature=config.temperature, top_p=1.0, dynamic_sampling_rounds=2,
                       update_epochs=config.grpo_update_epochs,
                       pool_size=max(per_step, len(tasks)), retire_window=1, equal_groups="drop", save_every=1,
+                      lockstep_rollouts=SCHEDULE == "lockstep", max_total_tokens=EPISODE_TOKENS,
+                      micro_batch_tokens=EPISODE_TOKENS,
                       overlong="penalize",
                       seed=config.seed, device=model_device(config), tensorboard="off", progress=config.progress,
                       resume=True)

@@ -27,6 +27,10 @@ def _state(run_dir: Path) -> dict:
     return json.loads((run_dir / RUN_FILE).read_text(encoding="utf-8"))
 
 
+def _sampled_ids(trajectories: Path) -> list[tuple[str, list[int]]]:
+    return sorted((row["id"], row["token_ids"]) for row in _jsonl(trajectories))
+
+
 def _mtimes(run_dir: Path) -> dict[str, int]:
     return {str(p.relative_to(run_dir)): p.stat().st_mtime_ns for p in sorted(run_dir.rglob("*")) if p.is_file()}
 
@@ -214,6 +218,7 @@ def test_an_interrupted_run_resumes_from_its_last_finished_stage(small_run, defa
     summary = json.loads((run / "eval" / "summary.json").read_text())
     (run / "eval" / "summary.json").write_text(json.dumps({k: summary[k] for k in ("random", "heuristic",
                                                                                   "fewshot")}))
+    sampled = {name: _sampled_ids(run / "eval" / f"{name}.trajectories.jsonl") for name in ("sft", "grpo")}
     for name in ("sft", "grpo"):
         (run / "eval" / f"{name}.jsonl").unlink()
         (run / "eval" / f"{name}.trajectories.jsonl").unlink()
@@ -240,6 +245,8 @@ def test_an_interrupted_run_resumes_from_its_last_finished_stage(small_run, defa
     assert after["finished"] is True and list(after["stages"]) == list(STAGES)
     assert {k: v for k, v in _mtimes(run).items() if k in earlier} == earlier  # nothing earlier rewritten
     assert sorted(json.loads((run / "eval" / "summary.json").read_text())) == sorted(POLICIES)
+    # The evaluation played again samples the same tokens: its batches do not depend on tool-call timing.
+    assert {name: _sampled_ids(run / "eval" / f"{name}.trajectories.jsonl") for name in sampled} == sampled
     assert "run:" in capsys.readouterr().out
 
 
