@@ -11,17 +11,12 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Iterable
 
 from wiki_sim.analysis import stem_word
 
 _HEADING_MARK = re.compile(r"(?m)^#{1,6}[ \t]*")
 _SPACES = re.compile(r"\s+")
 REPEAT_BONUS = 0.05
-
-
-def _candidates(terms: Iterable[str]) -> re.Pattern[str]:
-    return _candidates_for(tuple(sorted(terms)))
 
 
 @lru_cache(maxsize=4096)
@@ -36,15 +31,56 @@ def _candidates_for(terms: tuple[str, ...]) -> re.Pattern[str]:
     return re.compile(r"(?<!\w)(?:" + alternatives + r")\w*", re.IGNORECASE)
 
 
+@lru_cache(maxsize=4096)
+def _ascii_prefixes(terms: tuple[str, ...]) -> tuple[str, ...] | None:
+    """:func:`_candidates_for`'s prefixes, lower case; ``None`` when one is empty or not ASCII."""
+    prefixes = tuple(sorted({t[:-1] if len(t) >= 3 else t for t in terms}))
+    return prefixes if all(p and p.isascii() and p == p.lower() for p in prefixes) else None
+
+
+_WORD_TAIL = re.compile(r"\w*")
+_CASE_ODDITIES = ("\u0130", "\u0131", "\u017f", "\u212a")
+"""The only characters that ``re.IGNORECASE`` matches to an ASCII letter other than its two cases
+(İ, ı, ſ, K), and the only ones whose ``lower()`` is ASCII or longer than one character."""
+
+
+def _word_starts(text: str, prefixes: tuple[str, ...]) -> list[tuple[int, int]]:
+    """(start, end) of every word of ``text`` that starts with one of the lower-case ASCII ``prefixes``,
+    case-insensitively: what ``_candidates_for(...).finditer(text)`` finds, by ``str.find`` on the lower-case
+    text (no pattern compiled per query). Call only when ``text`` holds none of :data:`_CASE_ODDITIES`: then
+    ``text.lower()`` keeps every offset, and a match in it is a case-insensitive match in ``text``."""
+    low = text.lower()
+    longest: dict[int, int] = {}
+    for prefix in prefixes:
+        i = low.find(prefix)
+        while i != -1:
+            before = text[i - 1] if i else " "
+            if not (before.isalnum() or before == "_") and longest.get(i, 0) < len(prefix):
+                longest[i] = len(prefix)
+            i = low.find(prefix, i + 1)
+    spans, end = [], 0
+    for start in sorted(longest):
+        if start >= end:  # a match never starts inside the one before (as ``finditer`` resumes at its end)
+            end = _WORD_TAIL.match(text, start + longest[start]).end()
+            spans.append((start, end))
+    return spans
+
+
 def find_matches(text: str, weights: dict[str, float]) -> list[tuple[int, int, str]]:
     """(start, end, term) of every word in ``text`` whose index term is in ``weights``."""
     if not weights or not text:
         return []
+    terms = tuple(sorted(weights))
+    prefixes = _ascii_prefixes(terms)
+    if prefixes is not None and not any(c in text for c in _CASE_ODDITIES):
+        spans = _word_starts(text, prefixes)
+    else:
+        spans = [m.span() for m in _candidates_for(terms).finditer(text)]
     matches = []
-    for m in _candidates(weights).finditer(text):
-        term = stem_word(m.group())
+    for start, end in spans:
+        term = stem_word(text[start:end])
         if term in weights:
-            matches.append((m.start(), m.end(), term))
+            matches.append((start, end, term))
     return matches
 
 

@@ -134,6 +134,23 @@ def test_matches_are_found_through_their_stems(word):
     assert [(text[s:e], t) for s, e, t in matches] == [(word, term)]
 
 
+@pytest.mark.parametrize("text", [
+    "İzmir and Izmir; ſtate and state; the KELVIN and Kelvin; ıi", "O'Neil met x_city, CITY and city's mayor",
+    "Zürich, ZÜRICH and zurich — 1990–2000 Cities", "cities" * 50 + " cities", "", "   ", "_city 2city city2 city_",
+])
+@pytest.mark.parametrize("words", ["city state kelvin", "izmir neil mayor", "zürich zurich cities", "o'neil x"])
+def test_matches_equal_those_of_the_one_pattern_per_query(text, words):
+    """The matches are found with ``str.find`` on the lower-case text where that is exact (ASCII terms,
+    none of the four letters that IGNORECASE maps to ASCII ones): they equal the candidate pattern's."""
+    from wiki_sim.search import query_terms
+    from wiki_sim.snippets import _candidates_for
+
+    weights = {t: 1.0 for t in query_terms(words)}
+    reference = [(m.start(), m.end(), stem_word(m.group())) for m in
+                 _candidates_for(tuple(sorted(weights))).finditer(text)] if text else []
+    assert find_matches(text, weights) == [m for m in reference if m[2] in weights]
+
+
 def test_clip_widens_to_width_and_marks_cuts():
     text = "one two three four five six seven eight nine ten eleven twelve"
     s = clip(text, text.index("six"), text.index("six") + 3, width=20)
