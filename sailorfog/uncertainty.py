@@ -28,25 +28,37 @@ def _ordinal(n: int) -> str:
     return f"{n}{'th' if 10 <= n % 100 <= 20 else _ORDINALS.get(n % 10, 'th')}"
 
 
+PART_READINGS = {"early": (0, 4), "mid": (3, 7), "late": (6, 9)}
+"""Years of a decade that readers count as its early, mid and late part (the early 1940s: 1940-1943 to
+some, up to 1944 to others): a period is checked over every reading."""
+
+
 def period(year: int, rng: random.Random) -> tuple[str, int, int]:
-    """A vague period that contains ``year``: ``(phrase, first year, last year)``."""
+    """A vague period that contains ``year`` under every common reading: ``(phrase, first year, last year)``,
+    the range the union of the readings, so that the checks count every page a reader would accept.
+
+    "The fifth decade of the 20th century" is 1940-1949 to some readers and 1941-1950 to others, and "the
+    first half" 1900-1949 or 1901-1950: these are said only of a year inside both readings (never of 1940
+    or 1950), and a year on such a boundary gets its decade ("the 1940s") instead."""
     decade = year - year % 10
     century = year // 100 + 1
+    start = (century - 1) * 100
     choice = rng.randrange(4)
+    if choice == 3 and year % 10 == 0 or choice == 2 and year % 50 == 0:
+        choice = 0
     if choice == 0:
         return f"the {decade}s", decade, decade + 9
     if choice == 1:
-        part, lo, hi = next(p for p in (("early", 0, 3), ("mid", 4, 6), ("late", 7, 9)) if p[1] <= year % 10 <= p[2])
+        part = "early" if year % 10 <= 3 else "mid" if year % 10 <= 6 else "late"
+        lo, hi = PART_READINGS[part]
         return f"the {part} {decade}s", decade + lo, decade + hi
     if choice == 2:
-        start = (century - 1) * 100
         half = "first" if year - start < 50 else "second"
         lo = start if half == "first" else start + 50
-        return f"the {half} half of the {_ordinal(century)} century", lo, lo + 49
-    start = (century - 1) * 100
+        return f"the {half} half of the {_ordinal(century)} century", lo, lo + 50
     nth = (year - start) // 10
     names = ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "last"]
-    return f"the {names[nth]} decade of the {_ordinal(century)} century", start + nth * 10, start + nth * 10 + 9
+    return f"the {names[nth]} decade of the {_ordinal(century)} century", start + nth * 10, start + nth * 10 + 10
 
 
 def _nice(value: float, up: bool) -> float:

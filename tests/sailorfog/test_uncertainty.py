@@ -39,6 +39,20 @@ def test_period_phrases():
     assert "the last decade of the 19th century" in {period(1895, random.Random(s))[0] for s in range(40)}
 
 
+def test_a_period_holds_the_year_under_every_reading_and_is_checked_over_all_of_them():
+    """"The fifth decade of the 20th century" is 1940-1949 or 1941-1950, "the first half" 1900-1949 or
+    1901-1950: never said of a year on such a boundary, and checked over both readings."""
+    said = {year: {period(year, random.Random(s)) for s in range(40)} for year in (1940, 1945, 1950, 1900, 1999)}
+    assert not any("decade of" in phrase for phrase, _, _ in said[1940] | said[1950] | said[1900])
+    assert not any("half of" in phrase for phrase, _, _ in said[1950] | said[1900])
+    assert ("the first half of the 20th century", 1900, 1950) in said[1940]
+    assert ("the fifth decade of the 20th century", 1940, 1950) in said[1945]
+    assert ("the first half of the 20th century", 1900, 1950) in said[1945]
+    assert ("the mid 1940s", 1943, 1947) in said[1945]
+    assert ("the last decade of the 20th century", 1990, 2000) in said[1999]
+    assert all(lo <= year <= hi for year, periods in said.items() for _, lo, hi in periods)
+
+
 @pytest.mark.parametrize("value", [0.4, 3, 57, 230, 2450, 84000, 3.2e6])
 def test_fuzzy_range_contains_the_value(value):
     for seed in range(10):
