@@ -39,6 +39,9 @@ def _ascii_prefixes(terms: tuple[str, ...]) -> tuple[str, ...] | None:
 
 
 _WORD_TAIL = re.compile(r"\w*")
+FIND_MAX_CHARS = 100_000
+"""Longer texts are matched with the compiled pattern: ``str.find`` stops at every occurrence of a prefix,
+inside words too (a one-letter term in a 10 MB page: a million Python steps), the pattern only at word starts."""
 _CASE_ODDITIES = ("\u0130", "\u0131", "\u017f", "\u212a")
 """The only characters that ``re.IGNORECASE`` matches to an ASCII letter other than its two cases
 (İ, ı, ſ, K), and the only ones whose ``lower()`` is ASCII or longer than one character."""
@@ -72,7 +75,7 @@ def find_matches(text: str, weights: dict[str, float]) -> list[tuple[int, int, s
         return []
     terms = tuple(sorted(weights))
     prefixes = _ascii_prefixes(terms)
-    if prefixes is not None and not any(c in text for c in _CASE_ODDITIES):
+    if prefixes is not None and len(text) <= FIND_MAX_CHARS and not any(c in text for c in _CASE_ODDITIES):
         spans = _word_starts(text, prefixes)
     else:
         spans = [m.span() for m in _candidates_for(terms).finditer(text)]
