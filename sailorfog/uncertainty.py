@@ -69,12 +69,21 @@ def _nice(value: float, up: bool) -> float:
     return float((math.ceil if up else math.floor)(value / step) * step)
 
 
+BELOW = (0.1, 0.2, 0.3, 0.4)
+"""How far below the value a stated range may start (a share of the value), one drawn per range."""
+ABOVE = (0.15, 0.3, 0.45, 0.6)
+"""How far above the value it may end, drawn apart from :data:`BELOW`: the value sits from about a seventh
+to three quarters of the way into the range, so no midpoint or ratio names it. A range is 0.62 of the value
+wide on average (one spread of 0.2, 0.3 or 0.5 on both sides: 0.67)."""
+
+
 def fuzzy_range(value: float, rng: random.Random) -> tuple[str, float, float]:
     """A range or qualitative statement containing ``value``: ``(phrase, lo, hi)``."""
     if value < 1:
         return "less than 1", 0.0, 1.0
-    spread = rng.choice((0.2, 0.3, 0.5))
-    lo, hi = _nice(value * (1 - spread), up=False), _nice(value * (1 + spread), up=True)
+    # Each side drawn on its own: a range centred on the value gives it away (1,900-3,800 km: 2,850 km).
+    below, above = rng.choice(BELOW), rng.choice(ABOVE)
+    lo, hi = _nice(value * (1 - below), up=False), _nice(value * (1 + above), up=True)
     if rng.random() < 0.25:
         return f"more than {lo:,.0f}", lo, float("inf")
     return f"between {lo:,.0f} and {hi:,.0f}", lo, hi

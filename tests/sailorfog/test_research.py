@@ -71,7 +71,7 @@ def research(default_wiki):
     synth = ResearchSynthesizer(index, sim, seed=3)
     order = answer_order(index, 3)
     records, reasons = [], Counter()
-    for i, pid in enumerate(order[:400]):
+    for i, pid in enumerate(order[:1000]):
         out = synth.attempt(i, index.titles[pid], env, DescribedWriter())
         if out.record:
             records.append(out.record)
@@ -97,7 +97,7 @@ def test_answers_are_long_tail_and_never_repeat(research):
 
 def test_the_stated_clues_alone_single_out_the_answer_through_a_hidden_entity(research):
     sim, index, _, _, records, reasons = research
-    assert len(records) == 4, reasons
+    assert len(records) >= 3, reasons  # about 1 answer in 100 makes a task on this corpus (benchmarks: 46 of 4,181)
     for r in records:
         stated = [Statement(**c) for c in r["clues"]]
         labels = sorted({lab for s in stated for lab in s.labels})

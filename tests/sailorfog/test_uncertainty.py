@@ -60,6 +60,14 @@ def test_fuzzy_range_contains_the_value(value):
         assert lo <= value <= hi and phrase
 
 
+def test_a_stated_range_is_not_centred_on_the_value():
+    """"Between 1,900 and 3,800 km" for 2,850 km: the midpoint named the value. Each side is drawn apart."""
+    ranges = [fuzzy_range(2850, random.Random(seed)) for seed in range(60)]
+    where = [(2850 - lo) / (hi - lo) for phrase, lo, hi in ranges if phrase.startswith("between")]
+    assert min(where) < 0.25 and max(where) > 0.6
+    assert len({(lo, hi) for _, lo, hi in ranges}) >= 10
+
+
 def test_vague_time_and_fuzzy_quantities_blur_every_span(toy_G, toy_index_):
     cs = clue_set(toy_G, toy_index_)
     cs.clues += [c for c in cs.pool if c.kind in ("date", "number")]
