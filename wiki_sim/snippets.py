@@ -19,14 +19,19 @@ _SPACES = re.compile(r"\s+")
 REPEAT_BONUS = 0.05
 
 
+def _prefixes(terms: tuple[str, ...]) -> list[str]:
+    """The word starts that may stem to one of ``terms``: Porter stemming rewrites only a word's
+    ending, and at most the stem's last letter differs from the word (``city`` -> ``citi``), so
+    every word starting with a stem minus its last letter is a candidate. (Over the default corpus
+    and the gensim sample, 9 of 70,000 distinct words break this: a few Porter oddities and words
+    whose lower case gains a letter, like ``İzmir``.)"""
+    return sorted({t[:-1] if len(t) >= 3 else t for t in terms})
+
+
 @lru_cache(maxsize=4096)
 def _candidates_for(terms: tuple[str, ...]) -> re.Pattern[str]:
-    """Words that may stem to one of ``terms``: Porter stemming rewrites only a word's
-    ending, and at most the stem's last letter differs from the word (``city`` ->
-    ``citi``), so every word starting with a stem minus its last letter is a candidate.
-    (Over the default corpus and the gensim sample, 9 of 70,000 distinct words break this:
-    a few Porter oddities and words whose lower case gains a letter, like ``İzmir``.)"""
-    prefixes = {t[:-1] if len(t) >= 3 else t for t in terms}
+    """Words that start with one of :func:`_prefixes`, case-insensitively."""
+    prefixes = _prefixes(terms)
     alternatives = "|".join(re.escape(p) for p in sorted(prefixes, key=len, reverse=True))
     return re.compile(r"(?<!\w)(?:" + alternatives + r")\w*", re.IGNORECASE)
 
@@ -34,7 +39,7 @@ def _candidates_for(terms: tuple[str, ...]) -> re.Pattern[str]:
 @lru_cache(maxsize=4096)
 def _ascii_prefixes(terms: tuple[str, ...]) -> tuple[str, ...] | None:
     """:func:`_candidates_for`'s prefixes, lower case; ``None`` when one is empty or not ASCII."""
-    prefixes = tuple(sorted({t[:-1] if len(t) >= 3 else t for t in terms}))
+    prefixes = tuple(_prefixes(terms))
     return prefixes if all(p and p.isascii() and p == p.lower() for p in prefixes) else None
 
 

@@ -20,16 +20,15 @@ so processes share them): ``terms.bin`` (UTF-8 terms, newline-separated), ``offs
 from __future__ import annotations
 
 import itertools
-from collections import Counter
 import json
 import os
 import shutil
 import tempfile
+from collections import Counter
 from pathlib import Path
 from typing import Callable, Iterable
 
 import numpy as np
-
 
 SPELLING_DIR = "spelling"
 SPELLING_FILES = frozenset({"terms.bin", "offsets.npy", "df.npy", "lens.u8", "keys.u64", "rows.u32", "meta.json"})
