@@ -179,6 +179,10 @@ _UNIT_NAMES = {"km": "kilometres", "km2": "square kilometres", "km²": "square k
                "kg": "kilograms", "%": "per cent", "ft": "feet", "mi2": "square miles"}
 
 
+MAX_QUANTITY = 1e15
+"""The largest quantity stated as a range; a larger number on a page is a typo, a code or an attack."""
+
+
 def number_statements(index: CorpusIndex, label: str, title: str, text: str, sid: str,
                       rng: random.Random) -> list[Statement]:
     """A quantity with a unit from the page, as a range around it (``between 2,000 and 3,000 kilometres``)."""
@@ -189,8 +193,8 @@ def number_statements(index: CorpusIndex, label: str, title: str, text: str, sid
         unit, raw = q.get("unit") or "", q.get("text", "")
         if not unit or unit in ("USD", "EUR", "GBP", "years", "days", "hours", "minutes", "seconds", "%",
                                         "percent", "per cent") \
-                or re.search(r"thousand|million|billion|trillion", raw) or q["value"] < 10:
-            continue
+                or re.search(r"thousand|million|billion|trillion", raw) or not 10 <= q["value"] <= MAX_QUANTITY:
+            continue  # (a 400-digit number reads as infinity: no range can hold it)
         phrase, lo, hi = fuzzy_range(float(q["value"]), rng)
         unit = _UNIT_NAMES.get(unit, unit)
         out.append(Statement(f"{sid}{len(out)}", "number", label, value=f"{phrase} {unit}",

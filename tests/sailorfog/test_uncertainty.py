@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 import re
 
@@ -181,3 +182,13 @@ def test_blur_pool_blurs_only_the_pool(toy_G, toy_index_):
     assert [c.text for c in out.clues] == [c.text for c in cs.clues] and out.uncertainty == cs.uncertainty
     assert all(s.get("blurred") for c in out.pool for s in c.spans if s["type"] == "year")
     assert any(c.text != d.text for c, d in zip(out.pool, cs.pool))
+
+
+def test_a_quantity_no_range_can_hold_is_never_stated(toy_index_):
+    """A 400-digit number on a page reads as infinity; such a page states its other quantities only."""
+    from sailorfog.statements import number_statements
+
+    text = "The tower is " + "9" * 400 + " metres tall. The road is 2,850 kilometres long."
+    out = number_statements(toy_index_, "X", "Velmora Observatory", text, "n", random.Random(0))
+    assert [s.value.endswith("kilometres") for s in out] == [True]
+    assert all(math.isfinite(c["lo"]) for s in out for c in s.checks)
