@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Iterable, Sequence
 
 from sailorfog.constraints import unary_pages
@@ -33,6 +34,7 @@ from sailorfog.describe import PERSON_HEADS, first_sentence
 from sailorfog.statements import Statement
 from sailorfog.text import display_title
 from wiki_sim.focus import tokenize
+from wiki_sim.snippets import CASE_ODDITIES
 
 PLACE_PREDICATES = frozenset([
     "is located in", "is found in", "originated in", "was born in", "died in", "is spoken in", "is grown in",
@@ -50,9 +52,14 @@ UNSTATED_MODIFIERS = frozenset("large small big little major minor famous import
 _EXTINCT = re.compile(r"\b(?:extinct|fossils?|million years ago|dinosaurs?|Cretaceous|Jurassic|Triassic|Permian|"
                       r"Carboniferous|Devonian|Pleistocene|Miocene|Eocene)\b", re.I)
 MAX_NAMES = 400
+"""Text mentions are read when a side has at most this many candidates (links alone beyond)."""
 MAX_CONTAINERS = 40
 """Containment is read from the container's side when at most this many candidates are left there."""
-"""Text mentions are read when a side has at most this many candidates (links alone beyond)."""
+LOOSE_SCAN_TEXTS = 32
+LOOSE_SCAN_NAMES = 4
+"""Loose mentions are looked for text by text, each with a pattern of only the names whose words it holds,
+unless both the texts and the names exceed these counts (one pattern of every name is then cheaper than
+scanning every text for every name's words)."""
 
 
 TYPE_SYNONYMS = (
@@ -87,6 +94,44 @@ def _loose(name: str) -> str:
         else:
             parts.append(re.escape(w))
     return r"\s+".join(parts)
+
+
+@lru_cache(maxsize=1024)
+def _loose_pattern(names: tuple[str, ...]) -> re.Pattern:
+    """One pattern for any of ``names`` read loosely (:func:`_loose`) as whole words, any case. The reader
+    asks for the same names again and again while its candidate sets settle, so patterns are kept."""
+    return re.compile(r"(?<!\w)(?:" + "|".join(_loose(n) for n in sorted(names, key=len, reverse=True))
+                      + r")(?!\w)", re.I)
+
+
+def _loose_key(name: str) -> str | None:
+    """Lower-case ASCII text that every loose match of ``name`` holds (its longest word, or that word's
+    stem); ``None`` when the name is not ASCII. A text whose lower case lacks the key, and holds none of
+    :data:`~wiki_sim.snippets.CASE_ODDITIES`, cannot match the name's :func:`_loose_pattern`."""
+    words = [w[:max(5, len(w) - 4)] if w.isalpha() and len(w) >= 6 else w for w in name.split()]
+    return max(words, key=len).lower() if name.isascii() and words else None
+
+
+def _is_word_char(c: str) -> bool:
+    """``re``'s ``\\w`` for one character of a ``str``."""
+    return c.isalnum() or c == "_"
+
+
+def _has_word(text: str, name: str) -> bool:
+    """Whether ``text`` holds ``name`` literally as whole words (``(?<!\\w)name(?!\\w)``), by
+    ``str.find``: no pattern to compile per name."""
+    start = text.find(name)
+    while start >= 0:
+        end = start + len(name)
+        if (start == 0 or not _is_word_char(text[start - 1])) and (end == len(text) or not _is_word_char(text[end])):
+            return True
+        start = text.find(name, start + 1)
+    return False
+
+
+def _keys(text: str) -> set[str]:
+    """The words of ``text`` that index defining sentences: those opening with a capital or a digit."""
+    return {w for w in re.findall(r"\w+", text) if w[0].isupper() or w[0].isdigit()}
 
 
 def synonyms(head: str) -> set[str]:
@@ -125,6 +170,9 @@ class PlainReader:
     _defining: dict[str, set[int]] | None = field(default=None, repr=False)
     _texts: dict[int, str] = field(default_factory=dict, repr=False)
     _places: set[int] | None = field(default=None, repr=False)
+    _firsts: dict[int, str] = field(default_factory=dict, repr=False)
+    _lowers: dict[int, str | None] = field(default_factory=dict, repr=False)
+    _place_keys: dict[str, set[int]] | None = field(default=None, repr=False)
 
     # --- what the reader accepts for one entity ------------------------------------------
     def defining_words(self) -> dict[str, set[int]]:
@@ -143,6 +191,38 @@ class PlainReader:
         if found is None:
             found = self._texts[pid] = (self.sim.page(self.index.titles[pid]) or {}).get("text", "")[:20_000]
         return found
+
+    def _lower(self, pid: int) -> str | None:
+        """The page's text in lower case, ``None`` when it holds a :data:`~wiki_sim.snippets.CASE_ODDITIES`
+        character (kept once read)."""
+        if pid not in self._lowers:
+            text = self.text(pid)
+            self._lowers[pid] = None if any(c in text for c in CASE_ODDITIES) else text.lower()
+        return self._lowers[pid]
+
+    def defining_sentence(self, pid: int) -> str:
+        """The page's first sentence, where a place says what it lies in (kept once read)."""
+        found = self._firsts.get(pid)
+        if found is None:
+            found = self._firsts[pid] = first_sentence(self.text(pid), 300)
+        return found
+
+    def _defining_mentions(self, pages: set[int], name: str) -> set[int]:
+        """The pages of ``pages`` whose defining sentence may hold ``name`` as whole words: every word of a
+        name found in a text is a whole word there too, so a place qualifies only if its sentence has the
+        name's capitalized words (looked up in an index of the places' sentences); other pages all do."""
+        keys = _keys(name)
+        if not keys:
+            return pages
+        if self._place_keys is None:
+            index: dict[str, set[int]] = {}
+            for p in self.places():
+                for w in _keys(self.defining_sentence(p)):
+                    index.setdefault(w, set()).add(p)
+            self._place_keys = index
+        places = self.places()
+        found = min((self._place_keys.get(k, set()) for k in keys), key=len)
+        return (pages & found) | {p for p in pages if p not in places}
 
     def type_pages(self, s: Statement) -> set[int]:
         """Pages a reader takes to be of the stated type: the head in the defining sentence, or the
@@ -190,13 +270,23 @@ class PlainReader:
                     names[n] = p
         if not names:
             return set()
-        if defining:
-            pattern = re.compile(r"(?<!\w)(?:" + "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
-                                 + r")(?!\w)")
-            return {p for p in texts_of if pattern.search(first_sentence(self.text(p), 300))}
-        pattern = re.compile(r"(?<!\w)(?:" + "|".join(_loose(n) for n in sorted(names, key=len, reverse=True))
-                             + r")(?!\w)", re.I)
-        return {p for p in texts_of if pattern.search(self.text(p))}
+        if defining:  # a name at a time, on the few places whose sentence has its capitalized words
+            pages, out = set(texts_of), set()
+            for n in names:
+                out |= {p for p in self._defining_mentions(pages - out, n) if _has_word(self.defining_sentence(p), n)}
+            return out
+        texts = list(texts_of)
+        if len(texts) > LOOSE_SCAN_TEXTS and len(names) > LOOSE_SCAN_NAMES:
+            pattern = _loose_pattern(tuple(sorted(names)))
+            return {p for p in texts if pattern.search(self.text(p))}
+        keys = {n: _loose_key(n) for n in names}
+        out = set()
+        for p in texts:  # only the names whose words the text holds: often none, and a small pattern
+            low = self._lower(p)
+            hit = tuple(sorted(n for n, k in keys.items() if low is None or k is None or k in low))
+            if hit and _loose_pattern(hit).search(self.text(p)):
+                out.add(p)
+        return out
 
     def related(self, xs: set[int], ys: set[int], place: bool) -> set[int]:
         """The pages of ``xs`` a reader relates to some page of ``ys``."""

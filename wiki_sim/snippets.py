@@ -47,7 +47,7 @@ _WORD_TAIL = re.compile(r"\w*")
 FIND_MAX_CHARS = 100_000
 """Longer texts are matched with the compiled pattern: ``str.find`` stops at every occurrence of a prefix,
 inside words too (a one-letter term in a 10 MB page: a million Python steps), the pattern only at word starts."""
-_CASE_ODDITIES = ("\u0130", "\u0131", "\u017f", "\u212a")
+CASE_ODDITIES = ("\u0130", "\u0131", "\u017f", "\u212a")
 """The only characters that ``re.IGNORECASE`` matches to an ASCII letter other than its two cases
 (İ, ı, ſ, K), and the only ones whose ``lower()`` is ASCII or longer than one character."""
 
@@ -55,7 +55,7 @@ _CASE_ODDITIES = ("\u0130", "\u0131", "\u017f", "\u212a")
 def _word_starts(text: str, prefixes: tuple[str, ...]) -> list[tuple[int, int]]:
     """(start, end) of every word of ``text`` that starts with one of the lower-case ASCII ``prefixes``,
     case-insensitively: what ``_candidates_for(...).finditer(text)`` finds, by ``str.find`` on the lower-case
-    text (no pattern compiled per query). Call only when ``text`` holds none of :data:`_CASE_ODDITIES`: then
+    text (no pattern compiled per query). Call only when ``text`` holds none of :data:`CASE_ODDITIES`: then
     ``text.lower()`` keeps every offset, and a match in it is a case-insensitive match in ``text``."""
     low = text.lower()
     longest: dict[int, int] = {}
@@ -80,7 +80,7 @@ def find_matches(text: str, weights: dict[str, float]) -> list[tuple[int, int, s
         return []
     terms = tuple(sorted(weights))
     prefixes = _ascii_prefixes(terms)
-    if prefixes is not None and len(text) <= FIND_MAX_CHARS and not any(c in text for c in _CASE_ODDITIES):
+    if prefixes is not None and len(text) <= FIND_MAX_CHARS and not any(c in text for c in CASE_ODDITIES):
         spans = _word_starts(text, prefixes)
     else:
         spans = [m.span() for m in _candidates_for(terms).finditer(text)]

@@ -1,0 +1,87 @@
+"""The plain reader's mention checks: the fast paths (``str.find``, word keys, an index of defining
+sentences) read exactly what one regular expression over every name reads."""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+
+from sailorfog.corpus_index import open_corpus_index
+from sailorfog.describe import first_sentence
+from sailorfog.reader import PlainReader, _has_word, _loose, _loose_key, _loose_pattern
+from sailorfog.text import display_title
+from wiki_sim import WikiSim
+from wiki_sim.snippets import CASE_ODDITIES
+
+ALPHABET = "aAbBsSkKiIeE_1 .,-'()éÉßİıſKΣσς"
+
+
+def _random_text(rng: random.Random, n: int) -> str:
+    return "".join(rng.choice(ALPHABET) for _ in range(n))
+
+
+def test_a_literal_name_is_found_as_whole_words_exactly_as_the_pattern_finds_it():
+    rng = random.Random(0)
+    for _ in range(20_000):
+        text, name = _random_text(rng, rng.randint(0, 30)), _random_text(rng, rng.randint(1, 4))
+        expected = re.search(r"(?<!\w)" + re.escape(name) + r"(?!\w)", text) is not None
+        assert _has_word(text, name) == expected, (text, name)
+
+
+@pytest.mark.parametrize("name, key", [
+    ("Romanticism", "romanti"), ("New York City", "york"), ("Ancient Rome", "ancie"), ("Bass Strait", "strai"),
+    ("São Paulo", None), ("C++", "c++"),
+])
+def test_a_loose_key_is_the_longest_word_or_its_stem(name, key):
+    assert _loose_key(name) == key
+
+
+def test_every_loose_match_holds_the_key_in_a_text_without_case_oddities():
+    rng = random.Random(1)
+    words = ["Romanticism", "Rome", "sea", "Strait", "Kassel", "Isis", "I", "K2", "Bass", "ISIS"]
+    for _ in range(5_000):
+        name = " ".join(rng.sample(words, rng.randint(1, 3)))
+        text = _random_text(rng, rng.randint(0, 12)) + " " + " ".join(
+            rng.choice([w, w.upper(), w.lower(), w[:6] + "ic"]) for w in rng.sample(words, 3)) + _random_text(rng, 5)
+        if _loose_pattern((name,)).search(text) and not any(c in text for c in CASE_ODDITIES):
+            assert _loose_key(name) in text.lower(), (name, text)
+
+
+def _reference_mentions(reader: PlainReader, texts_of, names_of, defining: bool = False) -> set[int]:
+    """The reading the fast paths must equal: one pattern of every name over every text."""
+    names = {n for p in names_of for n in {reader.index.titles[p], display_title(reader.index.titles[p])}
+             if len(n) >= 4}
+    if not names:
+        return set()
+    ordered = sorted(names, key=len, reverse=True)
+    if defining:
+        pattern = re.compile(r"(?<!\w)(?:" + "|".join(re.escape(n) for n in ordered) + r")(?!\w)")
+        return {p for p in texts_of if pattern.search(first_sentence(reader.text(p), 300))}
+    pattern = re.compile(r"(?<!\w)(?:" + "|".join(_loose(n) for n in ordered) + r")(?!\w)", re.I)
+    return {p for p in texts_of if pattern.search(reader.text(p))}
+
+
+def test_mentions_equal_one_pattern_of_every_name(default_wiki):
+    """Random page sets of the default corpus, few and many texts and names (both sides of the scan
+    limits), places' defining sentences and whole texts, linked pages (which mention each other)."""
+    sim = WikiSim(default_wiki)
+    try:
+        index = open_corpus_index(sim)
+        reader = PlainReader(index, sim)
+        rng = random.Random(2)
+        places, pages = sorted(reader.places()), range(len(index))
+        found = {True: 0, False: 0}
+        for trial in range(60):
+            names_of = set(rng.sample(pages, rng.choice([1, 2, 5, 40])))
+            linked = {q for p in names_of for q in index.neighbors[p]}
+            pool = places if trial % 2 else sorted(linked) or list(pages)
+            texts_of = set(rng.sample(pool, min(len(pool), rng.choice([3, 10, 50, 200]))))
+            defining = trial % 3 == 0
+            got = reader._mentions(texts_of, names_of, defining=defining)
+            assert got == _reference_mentions(reader, texts_of, names_of, defining), trial
+            found[defining] += len(got)
+        assert min(found.values()) > 5, found  # the cases are not all empty
+    finally:
+        sim.close()
