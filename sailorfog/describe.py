@@ -16,6 +16,8 @@ from wiki_sim.focus import tokenize
 # The defining sentence: "<Name> is a/an/the <phrase>".
 _DEFINING = re.compile(r"\b(?:is|was)\s+(?:an\s+|a\s+|the\s+(?=(?:capital|largest|chief|main|\d+(?:st|nd|rd|th))\b))"
                        r"([^.;:]{2,160})")
+_MEASURE_MODIFIER = re.compile(r"^\d[\d,.]*-\w+(?:-\w+)*,?\s+")
+"""A leading measure compound ("102-story", "1,046-foot"): a modifier, even when a comma follows it."""
 # Where the head noun phrase of a definition ends.
 _PHRASE_END = re.compile(
     r",|\(|\s(?:that|which|who|whom|whose|where|when|of|in|on|at|from|for|with|by|to|as|is|was|are|were|"
@@ -100,7 +102,7 @@ def defining_type(text: str) -> list[str]:
     m = _DEFINING.search(sentence)
     if not m or m.start() > 160 or _GENERIC.match(sentence):
         return []
-    rest = m.group(1)
+    rest = _MEASURE_MODIFIER.sub("", m.group(1), count=1)  # "a 102-story, supertall skyscraper"
     end = _PHRASE_END.search(rest)
     phrase = rest[: end.start()] if end else rest
     ends_at_of = bool(end) and end.group(0).strip().lower() == "of"
@@ -316,3 +318,56 @@ def date_event(sentence: str, year: int) -> str | None:
                 return None  # "the Confederacy, which was formed in 1861": another entity's event
             return "born" if verb == "born" else verb
     return None
+
+
+_AREA_UNITS = frozenset(["km²", "km2", "mi2", "sq mi", "square kilometres", "square kilometers", "square miles", "ha",
+                         "hectares", "acres"])
+_LENGTH_UNITS = frozenset("km kilometres kilometers metres meters miles m cm mm ft feet inches".split())
+_PEOPLE_UNITS = frozenset("people inhabitants residents".split())
+_COUNT_UNITS = frozenset("species members students employees languages islands seats".split())
+_AFTER_CONVERSION = re.compile(r"^\s*\([^()]{0,40}\)")
+_ELSEWHERE = re.compile(r"^\s*(?:(?:north|south|east|west)\w*|from|away|off|inland|upstream|downstream|outside|"
+                        r"beyond|apart|of|to|behind|ahead|per|below|deep|further)\b")
+_DISTANCE_BEFORE = re.compile(r"\b(?:from|distance|away|apart)\b")
+_MEASURES_AFTER = (("length", re.compile(r"^\s*(?:long|in length)\b")),
+                   ("height", re.compile(r"^\s*(?:high|tall|in height)\b")),
+                   ("elevation", re.compile(r"^\s*above (?:mean )?sea level\b")),
+                   ("width", re.compile(r"^\s*(?:across|wide|in width|in diameter)\b")))
+_MEASURES_BEFORE = (("length", re.compile(r"\b(?:length|long|stretches|runs for|flows for|extends for)\b[^,;()]{0,25}$")),
+                    ("height", re.compile(r"\b(?:height|tall|rises to|stands)\b[^,;()]{0,25}$")),
+                    ("elevation", re.compile(r"\b(?:elevation|altitude)\b[^,;()]{0,25}$")),
+                    ("width", re.compile(r"\b(?:width|wide|diameter)\b[^,;()]{0,25}$")))
+_AREA_BEFORE = re.compile(r"\b(?:area|covers?|covering|spans?|spanning|surface)\b[^;()]{0,40}$")
+_PEOPLE_BEFORE = re.compile(r"\b(?:population|populated|home to|inhabited by)\b[^;()]{0,40}$")
+_NOT_RESIDENTS = re.compile(r"^\s*(?:were |had been |have been )?(?:killed|died|dead|deaths|injured|displaced|"
+                            r"evacuated|attended|visited|arrested|executed|fled)\b")
+
+
+def quantity_predicate(sentence: str, raw: str, unit: str) -> str | None:
+    """What a quantity in a sentence measures of the page's entity, read from the words around it:
+    ``"area"``, ``"length"``, ``"height"``, ``"elevation"``, ``"width"``, ``"population"`` or ``"count"``
+    (islands, species, members, ...); ``None`` when the words do not say, or say it is something else:
+    a distance to another place ("196 kilometres east of Ottawa"), the people a war killed, a unit that
+    measures nothing of the entity by itself. Only these are stated, so that the question says what
+    the number is ("covering between 12,000 and 25,000 square kilometres")."""
+    at = sentence.find(raw)
+    if at < 0:
+        return None
+    before = sentence[max(0, at - 60):at].lower()
+    after = sentence[at + len(raw):at + len(raw) + 60].lower()
+    after = after[_AFTER_CONVERSION.match(after).end():] if _AFTER_CONVERSION.match(after) else after
+    if unit in _AREA_UNITS:
+        return "area" if _AREA_BEFORE.search(before) and not _ELSEWHERE.match(after) else None
+    if unit in _LENGTH_UNITS:
+        if _ELSEWHERE.match(after) or _DISTANCE_BEFORE.search(before):
+            return None
+        for name, pattern in _MEASURES_AFTER:
+            if pattern.match(after):
+                return name
+        return next((name for name, pattern in _MEASURES_BEFORE if pattern.search(before)), None)
+    if unit in _PEOPLE_UNITS:
+        if _NOT_RESIDENTS.match(after):
+            return None
+        return "population" if unit != "people" or _PEOPLE_BEFORE.search(before) else None
+    return "count" if unit in _COUNT_UNITS and not _ELSEWHERE.match(after) else None
+

@@ -69,10 +69,26 @@ def _dateless(s: Statement, person: bool) -> bool:
     return s.kind == "date" and (not s.predicate or person and s.predicate not in ("born", "died"))
 
 
+MEASURES = {"area": ("covering {}", "covers {}"), "length": ("{} long", "is {} long"),
+            "height": ("with a height of {}", "has a height of {}"),
+            "elevation": ("lying at an elevation of {}", "lies at an elevation of {}"),
+            "width": ("measuring {} across", "measures {} across"), "population": ("home to {}", "is home to {}"),
+            "count": ("with {}", "has {}")}
+"""How a quantity reads for what it measures (:func:`sailorfog.describe.quantity_predicate`): a participial
+phrase ("covering between 12,000 and 25,000 square kilometres") and a predicate for a sentence ("covers ...")."""
+
+
+def measure_phrase(s: Statement, finite: bool = False) -> str:
+    """The quantity's phrase: participial, or ``finite`` for a sentence of its own."""
+    if s.predicate not in MEASURES:
+        raise ValueError(f"a number statement measures one of {sorted(MEASURES)}, got {s.predicate!r}")
+    return MEASURES[s.predicate][int(finite)].format(s.value)
+
+
 def _participle(s: Statement, person: bool = False) -> str | None:
     """A participial phrase for a dateless event or a range ("tied to a date in the 1880s")."""
     if s.kind == "number":
-        return f"associated with a measurement of {s.value}"
+        return measure_phrase(s)
     if _dateless(s, person):
         return f"tied to a date in {s.value}"
     return None

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
-from sailorfog.prose import TARGET, DescribedWriter
+from sailorfog.prose import TARGET, DescribedWriter, measure_phrase
 from sailorfog.statements import Statement
 from sailorfog.text import article
 from sailorfog.writers import RetryingLLMWriter
@@ -44,7 +44,7 @@ def statement_sentence(s: Statement, types: Mapping[str, str]) -> str:
     if s.kind == "name_words":
         return f"The name of {ref} is {'a single word' if s.value == 'one' else s.value + ' words long'}."
     if s.kind == "number":
-        return f"{ref[:1].upper()}{ref[1:]} is associated with a measurement of {s.value}."
+        return f"{ref[:1].upper()}{ref[1:]} {measure_phrase(s, finite=True)}."
     obj = _ref(s.object, types)
     if s.predicate == "mentions":
         return f"{ref[:1].upper()}{ref[1:]} is connected with {obj}."

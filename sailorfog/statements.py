@@ -18,7 +18,7 @@ from typing import Any, Literal
 from sailorfog.constraints import linked_size, unary_size
 from sailorfog.corpus import CorpusIndex
 from sailorfog.describe import (PERSON_HEADS, date_event, defining_type, find_name, first_sentence, predicate,
-                                sentence_subject_is)
+                                quantity_predicate, sentence_subject_is)
 from sailorfog.extract import extract_dates, extract_numbers
 from sailorfog.text import display_title
 from sailorfog.uncertainty import period
@@ -43,7 +43,8 @@ class Statement:
     """``type``: the type phrase; ``date``: the period; ``name``: the first letter."""
     predicate: str = ""
     """``relation``: how the subject relates to the object (``"is a member of"``; ``"mentions"`` when the
-    sentence gives no known predicate); ``date``: the event verb (``"founded"``; empty: an event)."""
+    sentence gives no known predicate); ``date``: the event verb (``"founded"``; empty: an event); ``number``:
+    what the quantity measures (``"area"``, ``"length"``, ``"population"``, ...)."""
     object: str = ""
     """``relation``: label of the other entity."""
     checks: list[dict[str, Any]] = field(default_factory=list)
@@ -185,19 +186,22 @@ MAX_QUANTITY = 1e15
 
 def number_statements(index: CorpusIndex, label: str, title: str, text: str, sid: str,
                       rng: random.Random) -> list[Statement]:
-    """A quantity with a unit from the page, as a range around it (``between 2,000 and 3,000 kilometres``)."""
+    """A quantity with a unit from the page, as a range around it (``between 2,000 and 3,000 kilometres``),
+    with what it measures (``predicate``: ``area``, ``length``, ...; :func:`~sailorfog.describe.quantity_predicate`).
+    A quantity whose sentence does not say what it measures of the entity is not stated."""
     from sailorfog.uncertainty import fuzzy_range
 
     out = []
     for q in extract_numbers(text, max_chars=6000, max_items=6):
         unit, raw = q.get("unit") or "", q.get("text", "")
-        if not unit or unit in ("USD", "EUR", "GBP", "years", "days", "hours", "minutes", "seconds", "%",
-                                        "percent", "per cent") \
-                or re.search(r"thousand|million|billion|trillion", raw) or not 10 <= q["value"] <= MAX_QUANTITY:
+        if not unit or re.search(r"thousand|million|billion|trillion", raw) or not 10 <= q["value"] <= MAX_QUANTITY:
             continue  # (a 400-digit number reads as infinity: no range can hold it)
+        measure = quantity_predicate(q.get("sentence", ""), raw, unit)
+        if measure is None:
+            continue
         phrase, lo, hi = fuzzy_range(float(q["value"]), rng)
         unit = _UNIT_NAMES.get(unit, unit)
-        out.append(Statement(f"{sid}{len(out)}", "number", label, value=f"{phrase} {unit}",
+        out.append(Statement(f"{sid}{len(out)}", "number", label, value=f"{phrase} {unit}", predicate=measure,
                              checks=[{"type": "number", "node": label, "lo": lo, "hi": hi}],
                              evidence=_evidence(index, title, q.get("sentence", "")),
                              alone=unary_size(index, {"type": "number", "lo": lo, "hi": hi}),

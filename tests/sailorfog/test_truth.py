@@ -10,7 +10,7 @@ import envs  # noqa: F401
 
 from sailorfog.constraints import candidates
 from sailorfog.corpus_index import open_corpus_index
-from sailorfog.describe import date_event, defining_type, predicate
+from sailorfog.describe import date_event, defining_type, predicate, quantity_predicate
 from sailorfog.reader import PlainReader
 from sailorfog.prose import DescribedWriter, is_person
 from sailorfog.research import ResearchSynthesizer, answer_order, distinct_periods
@@ -23,6 +23,8 @@ from wiki_sim import WikiSim
     # the head of the first predicate nominal, not a later phrase or a noun inside a modifier
     ("John Snow was an English physician and a leader in the development of anaesthesia.", ["English", "physician"]),
     ("Bass Strait is a strait separating the island state of Tasmania from the Australian mainland.", ["strait"]),
+    ("The Empire State Building is a 102-story, supertall skyscraper in the Midtown South neighborhood of Manhattan.",
+     ["supertall", "skyscraper"]),
     ("José de San Martín was an Argentine general and the primary leader of the independence.",
      ["Argentine", "general"]),
     ("Malay is an Austronesian language native to several islands of Maritime Southeast Asia.",
@@ -128,7 +130,7 @@ def test_prose_reads_like_a_question_not_a_template():
         _s("rXB", "relation", "X", predicate="was born in", object="B", checks=[{"type": "link", "a": "X", "b": "B"}]),
         _s("Bd0", "date", "B", value="the 1880s", predicate="", checks=[{"type": "year", "node": "B", "lo": 1880, "hi": 1889}]),
         _s("Bd1", "date", "B", value="the 1880s", predicate="", checks=[{"type": "year", "node": "B", "lo": 1880, "hi": 1889}]),
-        _s("Bq0", "number", "B", value="between 700 and 1,300 kilometres", checks=[{"type": "number", "node": "B", "lo": 700, "hi": 1300}]),
+        _s("Bq0", "number", "B", value="between 700 and 1,300 square kilometres", predicate="area", checks=[{"type": "number", "node": "B", "lo": 700, "hi": 1300}]),
         _s("Bw", "name_words", "B", value="one", checks=[{"type": "name_words", "node": "B", "n": 1}]),
         _s("Xd0", "date", "X", value="the 1970s", predicate="founded", checks=[{"type": "year", "node": "X", "lo": 1970, "hi": 1979}]),
         _s("Xn", "name", "X", value="B", checks=[{"type": "prefix", "node": "X", "prefix": "B"}]),
@@ -138,7 +140,8 @@ def test_prose_reads_like_a_question_not_a_template():
     assert "There is" not in question and "article" not in question.lower(), question
     assert question.count("the 1880s") == 1, question
     assert "was founded" not in question and "tied to a date in the 1970s" in question, question
-    assert question.startswith("A province tied to a date in the 1880s and associated with a measurement"), question
+    assert question.startswith("A province tied to a date in the 1880s and covering between 700 and 1,300 square "
+                               "kilometres"), question
     assert question.endswith("?") or question.endswith("."), question
 
 
@@ -383,3 +386,35 @@ def test_the_article_follows_the_sound():
     from sailorfog.text import article
 
     assert [article(w) for w in ("union", "European city", "island", "university", "owl")] == ["a", "a", "an", "a", "an"]
+
+
+@pytest.mark.parametrize("sentence, raw, unit, expected", [
+    ("The population in 2021 was 2,142,939 inhabitants, and its area is 728.26 km2 (281.18 sq mi).",
+     "2,142,939 inhabitants", "inhabitants", "population"),
+    ("The population in 2021 was 2,142,939 inhabitants, and its area is 728.26 km2 (281.18 sq mi).", "728.26 km2", "km2",
+     "area"),
+    ("It is the oldest city, with a population of about 1,208,333 people according to the 2019 census.",
+     "1,208,333 people", "people", "population"),
+    ("Home to 588,911 inhabitants, the city accounts for a third of Latvia's total population.", "588,911 inhabitants",
+     "inhabitants", "population"),
+    ("It measures about 2,000 km (1,200 mi) across and about 2,800 km (1,700 mi) from north to south.", "2,000 km", "km",
+     "width"),
+    ("The river is 2,850 km long and drains a basin.", "2,850 km", "km", "length"),
+    ("The tower stands 870 feet tall.", "870 feet", "feet", "height"),
+    ("The city lies at an elevation of 1,600 metres above sea level.", "1,600 metres", "metres", "elevation"),
+    ("The archipelago consists of 1,000 islands.", "1,000 islands", "islands", "count"),
+    # a distance to another place, the people of an event, a unit that measures nothing by itself: not stated
+    ("It lies 196 kilometres (122 mi) east of the national capital, Ottawa, and 258 kilometres southwest of Quebec City.",
+     "196 kilometres", "kilometres", None),
+    ("It is located 187 kilometres (116 mi) northwest of the country's second largest city, Tartu.", "187 kilometres",
+     "kilometres", None),
+    ("It measures about 2,000 km (1,200 mi) across and about 2,800 km (1,700 mi) from north to south.", "2,800 km", "km",
+     None),
+    ("The distance to the coast is 300 km.", "300 km", "km", None),
+    ("About 3,000 people were killed in the fighting.", "3,000 people", "people", None),
+    ("The city had 3,000 people.", "3,000 people", "people", None),
+    ("Its largest towers reach 240 feet", "240 feet", "feet", None),
+    ("The plant produces 1,200 MW.", "1,200 MW", "MW", None),
+])
+def test_a_quantity_is_stated_only_with_what_it_measures(sentence, raw, unit, expected):
+    assert quantity_predicate(sentence, raw, unit) == expected
