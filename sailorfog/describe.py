@@ -327,17 +327,19 @@ _PEOPLE_UNITS = frozenset("people inhabitants residents".split())
 _COUNT_UNITS = frozenset("species members students employees languages islands seats".split())
 _AFTER_CONVERSION = re.compile(r"^\s*\([^()]{0,40}\)")
 _ELSEWHERE = re.compile(r"^\s*(?:(?:north|south|east|west)\w*|from|away|off|inland|upstream|downstream|outside|"
-                        r"beyond|apart|of|to|behind|ahead|per|below|deep|further)\b")
+                        r"beyond|apart|of|to|behind|ahead|per|below|further)\b")
 _DISTANCE_BEFORE = re.compile(r"\b(?:from|distance|away|apart)\b")
 _MEASURES_AFTER = (("length", re.compile(r"^\s*(?:long|in length)\b")),
                    ("height", re.compile(r"^\s*(?:high|tall|in height)\b")),
                    ("elevation", re.compile(r"^\s*above (?:mean )?sea level\b")),
-                   ("width", re.compile(r"^\s*(?:across|wide|in width|in diameter)\b")))
-_MEASURES_BEFORE = (("length", re.compile(r"\b(?:length|long|stretches|runs for|flows for|extends for)\b[^,;()]{0,25}$")),
+                   ("width", re.compile(r"^\s*(?:across|wide|in width|in diameter)\b")),
+                   ("depth", re.compile(r"^\s*(?:deep|in depth)\b")))
+_MEASURES_BEFORE = (("length", re.compile(r"\b(?:length|long|stretches|runs|flows|extends)\b[^,;()]{0,25}$")),
                     ("height", re.compile(r"\b(?:height|tall|rises to|stands)\b[^,;()]{0,25}$")),
                     ("elevation", re.compile(r"\b(?:elevation|altitude)\b[^,;()]{0,25}$")),
-                    ("width", re.compile(r"\b(?:width|wide|diameter)\b[^,;()]{0,25}$")))
-_AREA_BEFORE = re.compile(r"\b(?:area|covers?|covering|spans?|spanning|surface)\b[^;()]{0,40}$")
+                    ("width", re.compile(r"\b(?:width|wide|diameter)\b[^,;()]{0,25}$")),
+                    ("depth", re.compile(r"\b(?:depth|deep)\b[^,;()]{0,25}$")))
+_AREA_BEFORE = re.compile(r"\b(?:area|covers?|covered|covering|spans?|spanning|surface|size|over)\b[^;()]{0,40}$")
 _PEOPLE_BEFORE = re.compile(r"\b(?:population|populated|home to|inhabited by)\b[^;()]{0,40}$")
 _NOT_RESIDENTS = re.compile(r"^\s*(?:were |had been |have been )?(?:killed|died|dead|deaths|injured|displaced|"
                             r"evacuated|attended|visited|arrested|executed|fled)\b")
@@ -345,7 +347,7 @@ _NOT_RESIDENTS = re.compile(r"^\s*(?:were |had been |have been )?(?:killed|died|
 
 def quantity_predicate(sentence: str, raw: str, unit: str) -> str | None:
     """What a quantity in a sentence measures of the page's entity, read from the words around it:
-    ``"area"``, ``"length"``, ``"height"``, ``"elevation"``, ``"width"``, ``"population"`` or ``"count"``
+    ``"area"``, ``"length"``, ``"height"``, ``"elevation"``, ``"width"``, ``"depth"``, ``"population"`` or ``"count"``
     (islands, species, members, ...); ``None`` when the words do not say, or say it is something else:
     a distance to another place ("196 kilometres east of Ottawa"), the people a war killed, a unit that
     measures nothing of the entity by itself. Only these are stated, so that the question says what

@@ -72,7 +72,9 @@ def _dateless(s: Statement, person: bool) -> bool:
 MEASURES = {"area": ("covering {}", "covers {}"), "length": ("{} long", "is {} long"),
             "height": ("with a height of {}", "has a height of {}"),
             "elevation": ("lying at an elevation of {}", "lies at an elevation of {}"),
-            "width": ("measuring {} across", "measures {} across"), "population": ("home to {}", "is home to {}"),
+            "width": ("measuring {} across", "measures {} across"),
+            "depth": ("reaching a depth of {}", "reaches a depth of {}"),
+            "population": ("home to {}", "is home to {}"),
             "count": ("with {}", "has {}")}
 """How a quantity reads for what it measures (:func:`sailorfog.describe.quantity_predicate`): a participial
 phrase ("covering between 12,000 and 25,000 square kilometres") and a predicate for a sentence ("covers ...")."""

@@ -164,12 +164,18 @@ def name_statement(index: CorpusIndex, label: str, title: str, sid: str) -> Stat
 
 
 _NUMBER_WORDS = ("one", "two", "three", "four", "five", "six")
+_CLASS_NOUNS = frozenset(["language", "languages", "people", "peoples"])
+"""Words a title adds to a name to tell it from a namesake ("Portuguese language", "Igbo people")."""
 
 
 def name_words_statement(index: CorpusIndex, label: str, title: str, sid: str) -> Statement | None:
-    """How many words the entity's name has (one to six)."""
-    n = len(display_title(title).split())
-    if not 1 <= n <= len(_NUMBER_WORDS):
+    """How many words the entity's name has (one to six); not said of a hyphenated name ("Timor-Leste": one
+    word or two?) nor of a title that adds a class noun to the name ("Portuguese language": the name is
+    "Portuguese")."""
+    words = display_title(title).split()
+    n = len(words)
+    if not 1 <= n <= len(_NUMBER_WORDS) or any(c in title for c in "-\u2010\u2011\u2013") \
+            or words[-1].lower() in _CLASS_NOUNS:
         return None
     return Statement(sid, "name_words", label, value=_NUMBER_WORDS[n - 1],
                      checks=[{"type": "name_words", "node": label, "n": n}], evidence=_evidence(index, title, title),

@@ -14,8 +14,8 @@ from sailorfog.describe import date_event, defining_type, predicate, quantity_pr
 from sailorfog.reader import PlainReader
 from sailorfog.prose import DescribedWriter, is_person
 from sailorfog.research import ResearchSynthesizer, answer_order, distinct_periods
-from sailorfog.statements import (Statement, date_statements, modifier_use, other_place, own_name,
-                                  year_in_name)
+from sailorfog.statements import (Statement, date_statements, modifier_use, name_words_statement, other_place,
+                                  own_name, year_in_name)
 from wiki_sim import WikiSim
 
 
@@ -403,6 +403,10 @@ def test_the_article_follows_the_sound():
     ("The tower stands 870 feet tall.", "870 feet", "feet", "height"),
     ("The city lies at an elevation of 1,600 metres above sea level.", "1,600 metres", "metres", "elevation"),
     ("The archipelago consists of 1,000 islands.", "1,000 islands", "islands", "count"),
+    ("It flows east for 1,465 kilometres (910 mi), draining the states of Maharashtra.", "1,465 kilometres", "kilometres",
+     "length"),
+    ("Its greatest depth is 1,370 m (4,490 ft).", "1,370 m", "m", "depth"),
+    ("The city is distributed over 589 km2 (227 sq mi), of which 293 km2 is urban.", "589 km2", "km2", "area"),
     # a distance to another place, the people of an event, a unit that measures nothing by itself: not stated
     ("It lies 196 kilometres (122 mi) east of the national capital, Ottawa, and 258 kilometres southwest of Quebec City.",
      "196 kilometres", "kilometres", None),
@@ -418,3 +422,13 @@ def test_the_article_follows_the_sound():
 ])
 def test_a_quantity_is_stated_only_with_what_it_measures(sentence, raw, unit, expected):
     assert quantity_predicate(sentence, raw, unit) == expected
+
+
+@pytest.mark.parametrize("title, expected", [
+    ("Niger River", "two"), ("Nineteen Eighty-Four", None), ("Timor-Leste", None), ("Portuguese language", None),
+    ("Igbo people", None), ("Mercury (planet)", "one"),
+])
+def test_a_name_is_counted_only_where_its_words_are_plain(default_sim, title, expected):
+    sim, index = default_sim
+    s = name_words_statement(index, "X", title, "Xw")
+    assert (s.value if s else None) == expected
