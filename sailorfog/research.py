@@ -160,9 +160,9 @@ class ResearchSynthesizer:
     """The answer's type is stated with words that fit at least this many pages (a search for it
     alone cannot list the answer; a person of a rarer type is "a person")."""
     min_statements: int = 12
+    """Weak, true statements are added (without changing the answer) until the question has this many."""
     min_words: int = 51
     """Shorter questions are dropped (they say too little to be research tasks); 20 at ``depth=0``."""
-    """Weak, true statements are added (without changing the answer) until the question has this many."""
     branch_p: float = 0.8
     """Probability of each side branch (an entity known only by its type, linked to the answer or to
     the last intermediate)."""
