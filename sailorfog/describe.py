@@ -341,6 +341,7 @@ _MEASURES_BEFORE = (("length", re.compile(r"\b(?:length|long|stretches|runs|flow
                     ("depth", re.compile(r"\b(?:depth|deep)\b[^,;()]{0,25}$")))
 _AREA_BEFORE = re.compile(r"\b(?:area|covers?|covered|covering|spans?|spanning|surface|size|over)\b[^;()]{0,40}$")
 _PEOPLE_BEFORE = re.compile(r"\b(?:population|populated|home to|inhabited by)\b[^;()]{0,40}$")
+_LIVE_AFTER = re.compile(r"^\s*(?:live|living|lived|reside|residing)\b")
 _NOT_RESIDENTS = re.compile(r"^\s*(?:were |had been |have been )?(?:killed|died|dead|deaths|injured|displaced|"
                             r"evacuated|attended|visited|arrested|executed|fled)\b")
 
@@ -370,6 +371,7 @@ def quantity_predicate(sentence: str, raw: str, unit: str) -> str | None:
     if unit in _PEOPLE_UNITS:
         if _NOT_RESIDENTS.match(after):
             return None
-        return "population" if unit != "people" or _PEOPLE_BEFORE.search(before) else None
-    return "count" if unit in _COUNT_UNITS and not _ELSEWHERE.match(after) else None
+        return "population" if unit != "people" or _PEOPLE_BEFORE.search(before) or _LIVE_AFTER.match(after) else None
+    return "count" if unit in _COUNT_UNITS and (not _ELSEWHERE.match(after) or after.lstrip().startswith("of ")) \
+        else None  # "a genus of 700 species of flowering plants"
 

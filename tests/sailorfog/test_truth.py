@@ -406,6 +406,8 @@ def test_the_article_follows_the_sound():
     ("It flows east for 1,465 kilometres (910 mi), draining the states of Maharashtra.", "1,465 kilometres", "kilometres",
      "length"),
     ("Its greatest depth is 1,370 m (4,490 ft).", "1,370 m", "m", "depth"),
+    ("Eucalyptus is a genus of more than 700 species of flowering plants.", "700 species", "species", "count"),
+    ("About 694,000 people live in the municipality.", "694,000 people", "people", "population"),
     ("The city is distributed over 589 km2 (227 sq mi), of which 293 km2 is urban.", "589 km2", "km2", "area"),
     # a distance to another place, the people of an event, a unit that measures nothing by itself: not stated
     ("It lies 196 kilometres (122 mi) east of the national capital, Ottawa, and 258 kilometres southwest of Quebec City.",
