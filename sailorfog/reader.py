@@ -210,7 +210,8 @@ class PlainReader:
     def _defining_mentions(self, pages: set[int], name: str) -> set[int]:
         """The pages of ``pages`` whose defining sentence may hold ``name`` as whole words: every word of a
         name found in a text is a whole word there too, so a place qualifies only if its sentence has the
-        name's capitalized words (looked up in an index of the places' sentences); other pages all do."""
+        name's words that open with a capital or a digit (looked up in an index of the places' sentences);
+        other pages all do."""
         keys = _keys(name)
         if not keys:
             return pages
