@@ -163,10 +163,12 @@ class ResearchSynthesizer:
     """Weak, true statements are added (without changing the answer) until the question has this many."""
     min_words: int = 51
     """Shorter questions are dropped (they say too little to be research tasks); 20 at ``depth=0``."""
-    branch_p: float = 0.8
+    branch_p: float = 1.0
     """Probability of each side branch (an entity known only by its type, linked to the answer or to
-    the last intermediate)."""
-    branches: int = 3
+    the last intermediate). Every branch by default: on the default corpus, 60 asked, 0.8 with 3 branches
+    kept 29 research tasks (9 WL classes), 1.0 with 4 kept 57 (16 classes): a question without its side
+    entities often says too little to reach ``min_words`` or to single out its answer."""
+    branches: int = 4
     """Side branches tried at most (one on the answer, the others on the intermediates: a branch on the
     answer counts among its own clues)."""
     cycle_p: float = 0.7
