@@ -39,13 +39,19 @@ def period(year: int, rng: random.Random) -> tuple[str, int, int]:
 
     "The fifth decade of the 20th century" is 1940-1949 to some readers and 1941-1950 to others, and "the
     first half" 1900-1949 or 1901-1950: these are said only of a year inside both readings (never of 1940
-    or 1950), and a year on such a boundary gets its decade ("the 1940s") instead."""
+    or 1950), and a year on such a boundary gets its decade ("the 1940s") instead. The decade that opens a
+    century is never "the 1900s" (many read the whole century): it is "the first decade of the 20th century",
+    and the year 1900 itself "the turn of the 20th century" (1890-1910)."""
     decade = year - year % 10
     century = year // 100 + 1
     start = (century - 1) * 100
     choice = rng.randrange(4)
     if choice == 3 and year % 10 == 0 or choice == 2 and year % 50 == 0:
         choice = 0
+    if decade % 100 == 0 and choice < 2:  # "the 1900s" and "the late 1900s" read as a whole century too
+        choice = 3 if year % 10 else 4
+    if choice == 4:
+        return f"the turn of the {_ordinal(century)} century", year - 10, year + 10
     if choice == 0:
         return f"the {decade}s", decade, decade + 9
     if choice == 1:

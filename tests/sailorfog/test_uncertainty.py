@@ -33,6 +33,16 @@ def test_period_contains_the_year(year):
         assert lo <= year <= hi and hi - lo >= 2 and not re.search(rf"\b{year}\b", phrase)
 
 
+def test_the_decade_that_opens_a_century_is_never_read_as_the_century():
+    """"The late 1900s" is 1906-1909 to some readers and the 1970s-1990s to others."""
+    for year in [*range(1800, 1810), *range(1900, 1910), *range(2000, 2010)]:
+        for seed in range(12):
+            phrase, lo, hi = period(year, random.Random(seed))
+            assert not re.search(r"\d00s\b", phrase) and lo <= year <= hi, (year, phrase)
+    assert period(1906, random.Random(0))[0] == "the first decade of the 20th century"
+    assert period(1900, random.Random(0))[:3] == ("the turn of the 20th century", 1890, 1910)
+
+
 def test_period_phrases():
     phrases = {period(2011, random.Random(s))[0] for s in range(40)}
     assert phrases == {"the 2010s", "the early 2010s", "the first half of the 21st century",
