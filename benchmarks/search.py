@@ -29,6 +29,9 @@ query served by the simulator's cache.
 Engines:
 - ``simulator``: ``wiki_sim.WikiSim`` on the Whoosh index (BM25F, title and proximity
   re-ranking, spelling retry), the default build;
+- ``simulator-postings``: the same build with its score table removed
+  (:mod:`wiki_sim.score_table`): term scores computed from Whoosh's postings on first use
+  and cached per term, as in builds made without the table;
 - ``simulator-tantivy``: the same ``WikiSim`` built with ``--engine tantivy``;
 - ``fts5``: stdlib sqlite3 FTS5, ``porter unicode61`` tokenizer (Porter stems), the
   query's words OR-ed, ``bm25(title 1.5, body 1)``, ``snippet()``; ``fts5-stopwords``:
@@ -68,9 +71,10 @@ from wiki_sim import WikiSim
 from wiki_sim.analysis import STOPWORDS, analyze
 from wiki_sim.build import build
 from wiki_sim.index import TITLE_BOOST
+from wiki_sim.score_table import SCORES_DIR
 from wiki_sim.snippets import best_snippet
 
-ENGINES = ("simulator", "simulator-tantivy", "fts5", "fts5-stopwords", "tantivy", "bm25s")
+ENGINES = ("simulator", "simulator-postings", "simulator-tantivy", "fts5", "fts5-stopwords", "tantivy", "bm25s")
 FAMILIES = ("kw2", "kw3", "kw4", "named", "description", "question", "clue")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _WORD = re.compile(r"\w+")
@@ -386,6 +390,9 @@ def measure(args: argparse.Namespace, engines: list[str], workdir: Path) -> dict
     build(args.source, args.path, wiki, workers=args.workers, progress=False)
     builds["simulator"] = time.perf_counter() - t
     sims = {"simulator": WikiSim(wiki, cache_size=0)}
+    if "simulator-postings" in engines:  # the same build without its score table: Whoosh's postings, cached per term
+        shutil.copytree(wiki, workdir / "wiki-postings", ignore=shutil.ignore_patterns(SCORES_DIR))
+        sims["simulator-postings"] = WikiSim(workdir / "wiki-postings", cache_size=0)
     if "simulator-tantivy" in engines:
         t = time.perf_counter()
         build(args.source, args.path, workdir / "wiki-tantivy", workers=args.workers, progress=False,
@@ -453,7 +460,7 @@ def measure(args: argparse.Namespace, engines: list[str], workdir: Path) -> dict
     for family, r in results.items():
         best_fts = max(r["fts5"]["recall_at_10"], r["fts5-stopwords"]["recall_at_10"])
         for name in sims:
-            suffix = "" if name == "simulator" else "_tantivy"
+            suffix = "" if name == "simulator" else "_" + name.split("-", 1)[1]
             ratios[f"{family}_p50_vs_fts5_stopwords{suffix}"] = round(
                 r[name]["p50_ms"] / r["fts5-stopwords"]["p50_ms"], 3)
             ratios[f"{family}_recall_minus_fts5{suffix}"] = round(r[name]["recall_at_10"] - best_fts, 4)

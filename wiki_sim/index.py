@@ -50,6 +50,7 @@ from whoosh.writing import SegmentWriter
 from wiki_sim.analysis import WikiText, analyze
 from wiki_sim.budget import check_budget, resident_bytes
 from wiki_sim.errors import WikiSimError
+from wiki_sim.score_table import SCORES_DIR, open_score_table, write_score_table
 from wiki_sim.spelling import edit_distance, letters_apart, open_spelling_index
 from wiki_sim.term_cache import TermCache
 from wiki_sim.whoosh_mmap import read_segments_in_place
@@ -262,7 +263,41 @@ def build_index(store_path: str | Path, index_dir: str | Path, *, procs: int = 2
         _write_lengths(s.reader(), index_dir)
     if indexed != total:
         raise WikiSimError(f"index holds {indexed} documents but the store has {total} pages; rebuild")
-    return {"documents": indexed, "segments": len(ordered), "seconds": round(time.perf_counter() - start, 3)}
+    table = build_score_table(index_dir, indexed, progress)
+    return {"documents": indexed, "segments": len(ordered), "score_table": table,
+            "seconds": round(time.perf_counter() - start, 3)}
+
+
+def build_score_table(index_dir: Path, documents: int, progress: bool = False) -> dict[str, Any]:
+    """Write the score table (:mod:`wiki_sim.score_table`) of the index at ``index_dir``: every
+    term's scores as :class:`IndexSearcher` computes them with its default parameters. Returns
+    ``{"terms", "postings", "seconds"}``."""
+    from tqdm import tqdm
+
+    start = time.perf_counter()
+    searcher = IndexSearcher(index_dir, titles=[""] * documents, max_cache_bytes=0)
+    try:
+        with tqdm(desc="scores", unit="term", disable=not progress, mininterval=0.5) as bar:
+            def compute(term: str) -> tuple[np.ndarray, np.ndarray, float]:
+                bar.update()
+                return searcher._compute_term(term)
+
+            info = write_score_table(index_dir / SCORES_DIR, _index_terms(searcher._reader), compute,
+                                     searcher.score_params(), documents)
+    finally:
+        searcher.close()
+    return {**info, "seconds": round(time.perf_counter() - start, 3)}
+
+
+def _index_terms(reader: Any) -> Iterator[str]:
+    """The distinct terms of the searched fields, in UTF-8 byte order."""
+    import heapq
+
+    last = None
+    for raw in heapq.merge(*(reader.lexicon(field) for field in SEARCH_FIELDS)):
+        if raw != last:
+            last = raw
+            yield _text(raw)
 
 
 def _write_lengths(reader: Any, index_dir: Path) -> None:
@@ -425,6 +460,7 @@ class IndexSearcher:
         self._avgfl = {f: self._searcher.avg_field_length(f) or 1 for f in SEARCH_FIELDS}
         self._boost = {f: self.ix.schema[f].format.field_boost for f in SEARCH_FIELDS}
         self._lock = threading.Lock()
+        self._table = open_score_table(self.index_dir / SCORES_DIR, self.score_params(), self._n)
         self._speller: Any = None  # the spelling index, opened on the first unknown word
         self._speller_lock = threading.Lock()
 
@@ -457,8 +493,19 @@ class IndexSearcher:
         with self._lock:
             return max(self._reader.doc_frequency(f, term) for f in SEARCH_FIELDS)
 
+    def score_params(self) -> dict[str, float]:
+        """The parameters a term's scores depend on (a score table is used only when they match)."""
+        return {"B": self.B, "K1": self.K1, "head_boost": self.head_boost}
+
+    @property
+    def has_score_table(self) -> bool:
+        """Whether term scores come from the build's score table (:mod:`wiki_sim.score_table`)."""
+        return self._table is not None
+
     def idf(self, term: str) -> float:
         """The body idf of ``term`` (the snippet weight), as the scorer uses it."""
+        if self._table is not None:
+            return self._table.idf(term)
         idf = self._idf.get(term)
         if idf is None:  # not kept: only the cached terms' idf are (a bounded number)
             with self._lock:
@@ -470,7 +517,10 @@ class IndexSearcher:
         return log(self._n / (df + 1)) + 1
 
     def term_scores(self, term: str) -> tuple[np.ndarray, np.ndarray]:
-        """(doc numbers, BM25F score) of every document holding ``term``, summed over the fields."""
+        """(doc numbers, BM25F score) of every document holding ``term``, summed over the fields:
+        from the score table when the build wrote one, else from Whoosh's postings (cached)."""
+        if self._table is not None:
+            return self._table.scores(term)
         cached = self._terms.get(term)
         if cached is not None:
             return cached
@@ -478,38 +528,42 @@ class IndexSearcher:
             cached = self._terms.get(term)
             if cached is not None:
                 return cached
-            found = []  # (field, segment, offset) holding the term
-            df = dict.fromkeys(SEARCH_FIELDS, 0)
-            for field in SEARCH_FIELDS:
-                for seg, offset in self._segments:
-                    try:
-                        df[field] += seg.term_info(field, term).doc_frequency()
-                    except TermNotFound:
-                        continue
-                    found.append((field, seg, offset))
-            body_idf = self._term_idf(df["body"])
-            parts_ids, parts_scores = [], []
-            for field, seg, offset in found:
-                idf = self._term_idf(max(df[field], df["body"]))
-                ids, tf = _read_postings(seg.postings(field, term))
-                if field != "body":  # the index's boost replaced by the search-time one
-                    tf = tf * (self.head_boost / self._boost[field])
-                ids = ids + offset
-                fl = self._lengths[field][ids]
-                parts_ids.append(ids)
-                parts_scores.append(idf * (tf * (self.K1 + 1))
-                                    / (tf + self.K1 * ((1 - self.B) + self.B * fl / self._avgfl[field])))
-            if len({field for field, _, _ in found}) > 1:  # a document may hold it in two fields
-                uniq, inverse = np.unique(np.concatenate(parts_ids), return_inverse=True)
-                entry = (uniq, np.bincount(inverse, weights=np.concatenate(parts_scores)))
-            elif parts_ids:  # segments hold disjoint, increasing doc ranges
-                entry = (np.concatenate(parts_ids), np.concatenate(parts_scores))
-            else:
-                entry = (np.zeros(0, np.int64), np.zeros(0, np.float64))
+            ids, scores, body_idf = self._compute_term(term)
+            entry = (ids, scores)
             # Larger than the whole cache: answered, not kept.
-            if self._terms.put(term, entry, entry[0].nbytes + entry[1].nbytes + _ENTRY_OVERHEAD):
+            if self._terms.put(term, entry, ids.nbytes + scores.nbytes + _ENTRY_OVERHEAD):
                 self._idf[term] = body_idf
         return entry
+
+    def _compute_term(self, term: str) -> tuple[np.ndarray, np.ndarray, float]:
+        """(doc numbers, BM25F scores, body idf) of ``term`` from Whoosh's postings (under the lock)."""
+        found = []  # (field, segment, offset) holding the term
+        df = dict.fromkeys(SEARCH_FIELDS, 0)
+        for field in SEARCH_FIELDS:
+            for seg, offset in self._segments:
+                try:
+                    df[field] += seg.term_info(field, term).doc_frequency()
+                except TermNotFound:
+                    continue
+                found.append((field, seg, offset))
+        body_idf = self._term_idf(df["body"])
+        parts_ids, parts_scores = [], []
+        for field, seg, offset in found:
+            idf = self._term_idf(max(df[field], df["body"]))
+            ids, tf = _read_postings(seg.postings(field, term))
+            if field != "body":  # the index's boost replaced by the search-time one
+                tf = tf * (self.head_boost / self._boost[field])
+            ids = ids + offset
+            fl = self._lengths[field][ids]
+            parts_ids.append(ids)
+            parts_scores.append(idf * (tf * (self.K1 + 1))
+                                / (tf + self.K1 * ((1 - self.B) + self.B * fl / self._avgfl[field])))
+        if len({field for field, _, _ in found}) > 1:  # a document may hold it in two fields
+            uniq, inverse = np.unique(np.concatenate(parts_ids), return_inverse=True)
+            return uniq, np.bincount(inverse, weights=np.concatenate(parts_scores)), body_idf
+        if parts_ids:  # segments hold disjoint, increasing doc ranges
+            return np.concatenate(parts_ids), np.concatenate(parts_scores), body_idf
+        return np.zeros(0, np.int64), np.zeros(0, np.float64), body_idf
 
     def known(self, term: str) -> bool:
         """Whether any document holds ``term``."""

@@ -5,7 +5,7 @@ them into each process that opens them, so the search helper processes and the
 sub-environments of a vector environment read one copy through the page cache instead of
 each loading its own (opening costs a few system calls, whatever the corpus size).
 
-- a number array: ``NAME.i32`` / ``NAME.i64`` (:func:`open_array`, :class:`ArrayWriter`)
+- a number array: ``NAME.i32`` / ``NAME.i64`` / ``NAME.f64`` (:func:`open_array`, :class:`ArrayWriter`)
 - a string table: ``NAME.bin`` (the UTF-8 strings end to end) and ``NAME.off.i64`` (``n + 1``
   byte offsets); string ``i`` is ``bin[off[i]:off[i + 1]]`` (:class:`StringTable`,
   :class:`StringTableWriter`)
@@ -23,11 +23,11 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
-_DTYPES = {"i32": np.dtype("<i4"), "i64": np.dtype("<i8")}
+_DTYPES = {"i32": np.dtype("<i4"), "i64": np.dtype("<i8"), "f64": np.dtype("<f8")}
 
 
 def open_array(path: str | Path) -> np.ndarray:
-    """A read-only memory map of a raw number array (dtype from the suffix ``.i32``/``.i64``)."""
+    """A read-only memory map of a raw number array (dtype from the suffix ``.i32``/``.i64``/``.f64``)."""
     path = Path(path)
     dtype = _DTYPES[path.suffix.lstrip(".")]
     if path.stat().st_size == 0:

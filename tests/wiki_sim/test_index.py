@@ -197,6 +197,74 @@ def test_two_writer_processes_rank_exactly_as_one(small_wiki, tmp_path):
         assert [round(s, 6) for _, s in a] == [round(s, 6) for _, s in b]
 
 
+def _without_score_table(index_dir, tmp_path):
+    """A copy of an index with its score table removed (the searcher then reads Whoosh's postings)."""
+    from wiki_sim.score_table import SCORES_DIR
+
+    copy = tmp_path / "plain-index"
+    shutil.copytree(index_dir, copy)
+    shutil.rmtree(copy / SCORES_DIR)
+    return copy
+
+
+def test_score_table_gives_every_terms_scores_exactly_as_the_postings_do(small_wiki, tmp_path):
+    from wiki_sim.index import _index_terms
+
+    table, plain = IndexSearcher(small_wiki / "index"), IndexSearcher(_without_score_table(small_wiki / "index", tmp_path))
+    assert table.has_score_table and not plain.has_score_table
+    terms = list(_index_terms(plain._reader))
+    assert len(terms) > 100 and terms == sorted(set(terms), key=str.encode)
+    for term in terms + ["zzzznotaterm", "", "x" * 100]:
+        (a_ids, a_scores), (b_ids, b_scores) = plain.term_scores(term), table.term_scores(term)
+        assert a_ids.tolist() == b_ids.tolist() and a_scores.tolist() == b_scores.tolist(), term
+        assert plain.idf(term) == table.idf(term) and plain.known(term) == table.known(term)
+    for query in ("percussion mallets", "wooden bars resonators marimba", "zanzibarite crystal", "the of", "qqq"):
+        assert table.search(query, 10) == plain.search(query, 10)
+    assert table.cache_bytes == 0  # the table's arrays are mapped, not cached
+
+
+def test_score_table_is_used_only_with_the_parameters_it_was_computed_with(small_wiki):
+    assert not IndexSearcher(small_wiki / "index", B=0.75).has_score_table
+    assert not IndexSearcher(small_wiki / "index", head_boost=3).has_score_table
+
+
+@pytest.mark.parametrize("damage", ["truncate_scores", "meta_documents", "meta_garbage", "drop_terms"])
+def test_a_damaged_score_table_is_refused_with_a_rebuild_hint(small_wiki, tmp_path, damage):
+    import json
+
+    from wiki_sim.errors import WikiSimError
+    from wiki_sim.score_table import SCORES_DIR
+
+    copy = tmp_path / "index"
+    shutil.copytree(small_wiki / "index", copy)
+    scores = copy / SCORES_DIR
+    if damage == "truncate_scores":
+        data = (scores / "scores.f64").read_bytes()
+        (scores / "scores.f64").write_bytes(data[:-8])
+    elif damage == "meta_documents":
+        meta = json.loads((scores / "meta.json").read_text())
+        (scores / "meta.json").write_text(json.dumps({**meta, "documents": meta["documents"] + 1}))
+    elif damage == "meta_garbage":
+        (scores / "meta.json").write_text("{not json")
+    else:
+        (scores / "terms.bin").unlink()
+    with pytest.raises(WikiSimError, match="rebuild the simulator"):
+        IndexSearcher(copy)
+
+
+def test_score_table_row_cache_stays_bounded(small_wiki, monkeypatch):
+    import wiki_sim.score_table as st_module
+
+    monkeypatch.setattr(st_module, "ROW_CACHE", 3)
+    searcher = IndexSearcher(small_wiki / "index")
+    words = [analyze(w)[0] for w in ("percussion", "mallets", "river", "glacier")] + ["zzzznotaterm", "y" * 100]
+    for word in words * 2:
+        searcher.term_scores(word)
+        assert len(searcher._table._rows) <= 3
+    assert "y" * 100 not in searcher._table._rows
+    assert [searcher.known(w) for w in words] == [True, True, True, True, False, False]
+
+
 @pytest.mark.parametrize("query", ["percussion mallets", "wooden bars resonators marimba", "river cathedral glacier",
                                    "zanzibarite", "marimba marimba xylophone", "the of"])
 def test_numpy_scores_equal_whooshs_own_bm25f_search(small_wiki, query):

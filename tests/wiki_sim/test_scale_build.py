@@ -94,7 +94,8 @@ def test_two_opens_share_the_memory_mapped_tables(wiki):
     with WikiSim(wiki, search_processes=0) as a, WikiSim(wiki, search_processes=0) as b:
         assert isinstance(a.index.titles, StringTable) and a.index.titles == b.index.titles
         assert a.search("glockenspiel")[0][0].title == b.search("glockenspiel")[0][0].title == "Glockenspiel"
-        for path in (wiki / "terms" / "titles.bin", wiki / "terms" / "ids.i32", wiki / "index" / "lengths.i32"):
+        for path in (wiki / "terms" / "titles.bin", wiki / "terms" / "ids.i32", wiki / "index" / "lengths.i32",
+                     wiki / "index" / "scores" / "scores.f64", wiki / "index" / "scores" / "docs.i32"):
             flags = _mapped("self", path)
             # one read-only shared file mapping per open: the pages are the page cache's, not copies
             assert len(flags) >= 2 and all(f.startswith("r") and f.endswith("s") and "w" not in f for f in flags)
@@ -106,9 +107,17 @@ def test_two_opens_share_the_memory_mapped_tables(wiki):
         assert child.stdout.split() == ["Glockenspiel", "1"], child.stderr[-500:]
 
 
-def test_term_cache_is_bounded_in_bytes_and_answers_the_same(wiki):
-    bounded = IndexSearcher(wiki / "index", max_cache_bytes=3000)
-    free = IndexSearcher(wiki / "index")
+def test_term_cache_is_bounded_in_bytes_and_answers_the_same(wiki, tmp_path):
+    import shutil
+
+    from wiki_sim.score_table import SCORES_DIR
+
+    # The term cache serves indexes without a score table (built before it, or other scoring parameters).
+    plain = tmp_path / "index"
+    shutil.copytree(wiki / "index", plain, ignore=shutil.ignore_patterns(SCORES_DIR))
+    bounded = IndexSearcher(plain, max_cache_bytes=3000)
+    free = IndexSearcher(plain)
+    assert not bounded.has_score_table and IndexSearcher(wiki / "index").has_score_table
     terms = [t for q in QUERIES for t in query_terms(q)] + [f"rare{i}" for i in range(40)]
     for term in terms * 2:
         a, b = bounded.term_scores(term), free.term_scores(term)
@@ -122,7 +131,7 @@ def test_term_cache_is_bounded_in_bytes_and_answers_the_same(wiki):
         WikiSim(wiki, term_cache_bytes=-5)
     with WikiSim(wiki, search_processes=0, term_cache_bytes=2000) as sim:
         sim.search(["river mountain city", "war king"])
-        assert sim.index.max_cache_bytes == 2000 and sim.index.cache_bytes <= 2000
+        assert sim.index.max_cache_bytes == 2000 and sim.index.cache_bytes == 0  # the score table's, mapped
 
 
 def test_text_is_stored_once(wiki):
