@@ -36,7 +36,9 @@ simulator's pairs, :mod:`wiki_sim.contrast`, with its default settings and ``--t
 ``fts5`` (stdlib SQLite FTS5, Porter stems, stopwords dropped, the query's words OR-ed;
 :func:`benchmarks.search.build_fts5`). Recall@1 and @10 and the latency (p50/p99, one
 thread, caches off) are of a k=10 search, the search tool's depth; recall@100 of a k=100
-search; the systems take turns query by query. ``--dense-weights`` adds, per dense variant and
+search; the systems take turns query by query. ``--bm25-postings`` adds ``bm25-postings``, the
+same simulator without its score table (:mod:`wiki_sim.score_table`): term scores from Whoosh's
+postings, cached per term, as in a build made without the table. ``--dense-weights`` adds, per dense variant and
 weight, ``fused-<variant>@<weight>``: the hybrid's ranking (BM25's and the dense index's top 30
 fused as :meth:`wiki_sim.sim.WikiSim._hybrid` fuses them) with that dense weight, recall only
 being comparable (no snippets are made), to choose :data:`wiki_sim.dense.DENSE_WEIGHT`. The simulator is copied to a temporary folder and the dense
@@ -71,6 +73,7 @@ from wiki_sim.common.cache import cache_dir
 from wiki_sim.contrast import SPLIT_RULE, TuneConfig, held_out
 from wiki_sim.dense import model_vectors, rrf
 from wiki_sim.embed import build_vectors
+from wiki_sim.score_table import SCORES_DIR
 from wiki_sim.sentences import sentence_spans
 
 FAMILIES = ("description", "lead", "bridge", "clue", "research")
@@ -326,6 +329,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             return lambda q, k: [h.title for h in sim.search([q], k=k)[0]]
 
         systems["bm25"] = simulator(WikiSim(searched, search_processes=0, cache_size=0))
+        if args.bm25_postings:  # the same build without its score table: Whoosh's postings, cached per term
+            plain = work / "wiki-postings"
+            shutil.copytree(searched, plain, ignore=shutil.ignore_patterns(SCORES_DIR, "synth_index"),
+                            copy_function=os.link if args.pad is not None else shutil.copy2)
+            systems["bm25-postings"] = simulator(WikiSim(plain, search_processes=0, cache_size=0))
+        if args.pad is not None:
+            builds["bm25"]["score_table"] = json.loads((searched / "build.json").read_text())["index"].get("score_table")
         embed_s: dict[str, float] = {}
         tunes: dict[str, Any] = {}
         for variant in args.variants:
@@ -397,7 +407,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--model", default=default_model_dir())
     parser.add_argument("--dim", type=int, default=256)
-    parser.add_argument("--variants", nargs="+", default=["input", "input-contrastive"],
+    parser.add_argument("--variants", nargs="*", default=["input", "input-contrastive"],
                         help="embedding variants: input or hidden-L<layer>, each optionally -d<dim> (else --dim) "
                              "and then -contrastive (tuned on the simulator's pairs)")
     parser.add_argument("--tune-seed", type=int, default=0, help="the -contrastive variants' training seed")
@@ -410,6 +420,9 @@ def main(argv: list[str] | None = None) -> int:
                              "from its sentences after them (benchmarks/scale.py's pages; 90000: 100k in all), "
                              "timing the BM25 build and each dense index; the queries stay the real pages'")
     parser.add_argument("--work-dir", default=None, help="where the temporary simulators go (default: $TMPDIR)")
+    parser.add_argument("--bm25-postings", action="store_true",
+                        help="also search a copy of the simulator without its score table (bm25-postings: term "
+                             "scores from Whoosh's postings, cached per term), to see what the table buys")
     parser.add_argument("--dense-weights", type=float, nargs="*", default=[],
                         help="also rank each variant's hybrid with these dense weights (fused-<variant>@<w>)")
     args = parser.parse_args(argv)
