@@ -203,18 +203,29 @@ class Searcher:
         by_title = {row[0]: (row[1], row[2]) for row in rows}
         return {d: by_title[titles[d]] for d in docs if titles[d] in by_title}
 
-    def hits(self, query: str, ranked: list[tuple[int, float]]) -> SearchResults:
+    def hits(self, query: str, ranked: list[tuple[int, float]], terms: list[str] | None = None) -> SearchResults:
         """Hits for pages another ranking chose (``[(docnum, score)]``, best first), their
-        snippets chosen for ``query``'s words."""
+        snippets chosen for ``terms`` (default: ``query``'s words)."""
         pages = self._pages([d for d, _ in ranked])
-        terms = query_terms(query)
+        return self._hits([(d, s) for d, s in ranked if d in pages], pages,
+                          query_terms(query) if terms is None else terms)
+
+    def _hits(self, ranked: list[tuple[int, float]], pages: dict[int, tuple[str, str]],
+              terms: list[str]) -> SearchResults:
         weights = {t: self.engine.idf(t) for t in terms if self.engine.known(t)}
-        return SearchResults(Hit(self.engine.titles[d], pages[d][0], best_snippet(pages[d][1], weights,
-                                                                                  self.snippet_chars), s)
-                             for d, s in ranked if d in pages)
+        return SearchResults(Hit(self.engine.titles[d], pages[d][0],
+                                 best_snippet(pages[d][1], weights, self.snippet_chars), s) for d, s in ranked)
 
     def search(self, query: str, k: int = 10) -> SearchResults:
         """The top ``k`` hits for ``query``; spelling corrected where a word matches no page."""
+        ranking = self.rank(query, k)
+        results = self._hits(ranking.ranked, ranking.pages, ranking.terms)
+        results.corrected_query = ranking.corrected()
+        return results
+
+    def rank(self, query: str, k: int = 10) -> "Ranking":
+        """The top ``k`` pages for ``query`` without their snippets (:class:`Ranking`): what
+        :meth:`search` returns, before the snippets are made."""
         terms = query_terms(query)
         replacements: dict[str, str] = {}
         for term in terms:
@@ -233,10 +244,27 @@ class Searcher:
         if not self.lazy:
             pages = self._pages([d for d, _ in ranked])
             ranked = [(d, s) for d, s in ranked if d in pages]  # else index and store disagree
-        weights = {t: self.engine.idf(t) for t in terms if self.engine.known(t)}
-        results = SearchResults(Hit(self.engine.titles[d], pages[d][0],
-                                    best_snippet(pages[d][1], weights, self.snippet_chars), s) for d, s in ranked)
-        if replacements and results:
-            results.corrected_query = corrected(query, replacements, [self.engine.titles[d] for d, _ in ranked]
-                                               + [pages[d][1] for d, _ in ranked])
-        return results
+        return Ranking(query, ranked, pages, terms, replacements, self.engine.titles)
+
+
+@dataclass
+class Ranking:
+    """A query's ranked pages before their snippets are made (:meth:`Searcher.rank`)."""
+
+    query: str
+    ranked: list[tuple[int, float]]
+    """(docnum, score), best first."""
+    pages: dict[int, tuple[str, str]]
+    """(url, text) of the ranked pages (of more, for a lazy forward index)."""
+    terms: list[str]
+    """The index terms searched, spelling corrected: the snippets' words."""
+    replacements: dict[str, str]
+    """Query term -> the indexed term that replaced it (empty when every word matched a page)."""
+    titles: Sequence[str]
+
+    def corrected(self) -> str | None:
+        """The query with its replaced words (``None`` when none was, or nothing was found)."""
+        if not self.replacements or not self.ranked:
+            return None
+        return corrected(self.query, self.replacements, [self.titles[d] for d, _ in self.ranked]
+                         + [self.pages[d][1] for d, _ in self.ranked])

@@ -267,14 +267,16 @@ class WikiSim:
         """BM25's and the dense index's top ``max(k, HYBRID_DEPTH)`` fused by weighted reciprocal
         rank (:data:`wiki_sim.dense.RRF_K`, :data:`wiki_sim.dense.DENSE_WEIGHT`)."""
         depth = max(k, HYBRID_DEPTH)
-        lexical = self.searches.search(query, depth)
+        ranking = self.searcher.rank(query, depth)  # snippets only for the pages the fusion keeps
+        lexical = {self.index.titles[d]: (d, score) for d, score in ranking.ranked}
         dense = {self.index.titles[d]: d for d, _ in self.dense.search(query, depth)}
-        fused = rrf([[h.title for h in lexical], list(dense)], weights=(1.0, DENSE_WEIGHT))[:k]
-        by_title = {h.title: h for h in lexical}
+        fused = rrf([list(lexical), list(dense)], weights=(1.0, DENSE_WEIGHT))[:k]
+        kept = [lexical[t] for t in fused if t in lexical]
+        by_title = {h.title: h for h in self.searcher.hits(query, kept, ranking.terms)}
         by_title.update((h.title, h) for h in self.searcher.hits(
-            query, [(dense[t], 0.0) for t in fused if t not in by_title]))
+            query, [(dense[t], 0.0) for t in fused if t not in lexical]))
         out = SearchResults(by_title[t] for t in fused if t in by_title)
-        out.corrected_query = lexical.corrected_query
+        out.corrected_query = ranking.corrected()
         return out
 
     # --- visit --------------------------------------------------------------------------

@@ -58,6 +58,28 @@ def test_bm25_stays_the_default_and_hybrid_keeps_the_spelling_retry(built):
             WikiSim(wiki, retriever="colbert")
 
 
+def test_hybrid_makes_snippets_only_for_the_pages_it_returns_and_returns_what_full_searches_fuse(built):
+    """The hybrid ranks BM25's top 30 without snippets; its hits equal those of fusing a full BM25
+    search of depth 30 (snippets, scores and the corrected query included)."""
+    from wiki_sim.dense import DENSE_WEIGHT
+    from wiki_sim.sim import HYBRID_DEPTH
+
+    wiki, _ = built
+    with WikiSim(wiki, retriever="hybrid", search_processes=0, cache_size=0) as sim:
+        for query in ("German-born theoretical physicist relativity", "Einstien physicist", "capital of Japan",
+                      "river Vienna music", "qqqq zzzz"):
+            for k in (1, 3, 10):
+                lexical = sim.searcher.search(query, max(k, HYBRID_DEPTH))
+                dense = {sim.index.titles[d]: d for d, _ in sim.dense.search(query, max(k, HYBRID_DEPTH))}
+                fused = rrf([[h.title for h in lexical], list(dense)], weights=(1.0, DENSE_WEIGHT))[:k]
+                by_title = {h.title: h for h in lexical}
+                by_title.update((h.title, h) for h in sim.searcher.hits(
+                    query, [(dense[t], 0.0) for t in fused if t not in by_title]))
+                got = sim.search([query], k=k)[0]
+                assert list(got) == [by_title[t] for t in fused if t in by_title], (query, k)
+                assert got.corrected_query == lexical.corrected_query
+
+
 def test_rrf_by_hand():
     # k=60: a: 1/61 + 1/62; b: 1/62 + 1/61; c: 1/63; d: 1/63 (ties keep first-seen order)
     assert rrf([["a", "b", "c"], ["b", "a", "d"]], k=60) == ["a", "b", "c", "d"]
