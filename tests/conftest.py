@@ -13,7 +13,7 @@ import pytest
 
 @pytest.fixture(scope="session")
 def gensim_sample_path() -> Path:
-    """The 206-page enwiki XML sample (.bz2) from the gensim wheel."""
+    """The enwiki XML sample (.bz2) from the gensim wheel: 206 pages, 106 of them articles."""
     from wiki_sim import sources
 
     return sources.fetch_gensim_sample()

@@ -35,7 +35,8 @@ class BuildConfig:
     """Corpus file: a MediaWiki XML dump (.xml/.xml.bz2) for --source dump, a JSONL file for --source jsonl,
     optionally another copy of summaries_en-us.json for --source default."""
     source: SourceKind = "default"
-    """Corpus kind: default (embedded Vital Articles), dump, jsonl, gensim-sample (the 206-page enwiki test sample)."""
+    """Corpus kind: default (embedded Vital Articles), dump, jsonl, gensim-sample (the enwiki test
+    sample: 206 XML pages, 106 articles)."""
     out: str = DEFAULT_WIKI_DIR
     """Simulator directory to create or replace (built beside it, swapped in when complete)."""
     workers: int = 2

@@ -40,7 +40,8 @@ def fetch_default_corpus(cache_dir: str | os.PathLike | None = None, *,
 
 def fetch_gensim_sample(cache_dir: str | os.PathLike | None = None, *,
                         find_links: str | os.PathLike | None = None) -> Path:
-    """Path of the enwiki XML sample (``.bz2``, 206 pages) shipped in the gensim 4.4.0 wheel."""
+    """Path of the enwiki XML sample (``.bz2``) shipped in the gensim 4.4.0 wheel: 206 pages, of
+    which a build keeps 106 articles and 99 redirects (one lies outside the main namespace)."""
     return _fetch(GENSIM_SAMPLE, cache_dir, find_links)
 
 

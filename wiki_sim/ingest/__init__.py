@@ -13,7 +13,7 @@ Kinds:
 - ``dump``: a MediaWiki XML export (``.xml``, ``.xml.bz2``, ``.xml.gz``) at ``path``;
 - ``jsonl``: one document per line at ``path``: ``{"title", "text"}``, wiki-18 ``{"id", "contents"}``,
   or any shape whose fields ``fields`` (:class:`~wiki_sim.ingest.jsonl.JsonlFields`) names;
-- ``gensim-sample``: the 206-page enwiki sample from the gensim wheel (fetched at setup).
+- ``gensim-sample``: the enwiki sample from the gensim wheel (fetched at setup; 206 XML pages, 106 articles).
 """
 
 from __future__ import annotations
