@@ -18,6 +18,14 @@ _DEFINING = re.compile(r"\b(?:is|was)\s+(?:an\s+|a\s+|the\s+(?=(?:capital|larges
                        r"([^.;:]{2,160})")
 _MEASURE_MODIFIER = re.compile(r"^\d[\d,.]*-\w+(?:-\w+)*,?\s+")
 """A leading measure compound ("102-story", "1,046-foot"): a modifier, even when a comma follows it."""
+_COMMA_ADJECTIVE = re.compile(r"^((?:[a-z][a-z\-]*\s+)?([a-z][a-z\-]*)),\s+(?=[A-Za-z])")
+"""A leading adjective and the comma after it ("a sovereign, doubly landlocked country", "a thin,
+continuous tissue"): coordinated modifiers of the head that follows, not the head."""
+_COORDINATE_ADJECTIVES = frozenset("sovereign thin thick dense hard soft strong rapid remote worldwide obsolete "
+                                   "complex diurnal nocturnal muscular nontrinitarian millenarian woody leafy pagan vast".split())
+_ADJECTIVE_ENDINGS = ("ic", "ous", "ive", "ful", "less", "ular", "ed")
+_PROPER_ADJECTIVE_ENDINGS = ("an", "ish", "ese", "ic", "ist", "i", "ch")
+"""Endings of a capitalized modifier that is an adjective of its own (American, British, Buddhist)."""
 # Where the head noun phrase of a definition ends.
 _PHRASE_END = re.compile(
     r",|\(|\s(?:that|which|who|whom|whose|where|when|of|in|on|at|from|for|with|by|to|as|is|was|are|were|"
@@ -103,6 +111,7 @@ def defining_type(text: str) -> list[str]:
     if not m or m.start() > 160 or _GENERIC.match(sentence):
         return []
     rest = _MEASURE_MODIFIER.sub("", m.group(1), count=1)  # "a 102-story, supertall skyscraper"
+    rest = _skip_comma_adjectives(rest)
     end = _PHRASE_END.search(rest)
     phrase = rest[: end.start()] if end else rest
     ends_at_of = bool(end) and end.group(0).strip().lower() == "of"
@@ -113,7 +122,11 @@ def defining_type(text: str) -> list[str]:
     ends_at_of = ends_at_of and not cut
     if not words or len(words) > 6:
         return []
-    words = words[-_MAX_TYPE_WORDS:]
+    kept = words[-_MAX_TYPE_WORDS:]
+    if len(kept) < len(words) and kept[0][:1].isupper() and words[-len(kept) - 1][:1].isupper():
+        while kept and kept[0][:1].isupper() and not kept[0].endswith(_PROPER_ADJECTIVE_ENDINGS):
+            kept = kept[1:]  # "Ivy League research university": no half of a name ("American" stays)
+    words = kept
     if words and words[-1].lower() in PERSON_HEADS:  # "the 16th President of ...": a person's title
         words[-1] = words[-1].lower()
     while words and re.fullmatch(r"\d+(?:st|nd|rd|th)", words[0]):
@@ -134,6 +147,18 @@ def defining_type(text: str) -> list[str]:
     while words and words[0].lower() in _LEADING:
         words = words[1:]
     return words
+
+
+def _skip_comma_adjectives(phrase: str, most: int = 3) -> str:
+    """``phrase`` without its leading adjectives that a comma follows ("thin, continuous, avascular
+    tissue" -> "avascular tissue"); a noun before a comma stays ("a poet, essayist and playwright")."""
+    for _ in range(most):
+        m = _COMMA_ADJECTIVE.match(phrase)
+        if not m or not (m.group(2) in _COORDINATE_ADJECTIVES or m.group(2) in _ADJECTIVES
+                         or m.group(2).endswith(_ADJECTIVE_ENDINGS)):
+            break
+        phrase = phrase[m.end():]
+    return phrase
 
 
 def _first_nominal(words: list[str]) -> tuple[list[str], bool]:

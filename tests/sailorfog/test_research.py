@@ -36,7 +36,8 @@ def test_defining_type_predicate_and_dates():
     assert defining_type("Fuzhou is the capital of Fujian.") == ["capital"]
     assert defining_type("Lincoln was the 16th President of the United States.") == ["president"]
     assert defining_type("Punjab is a geographical area.") == ["geographical", "area"]
-    assert defining_type("Strait X is a narrow, deep channel.") == []  # an adjective is no type
+    assert defining_type("Strait X is a narrow.") == []  # an adjective is no type
+    assert defining_type("Strait X is a narrow, deep channel.") == ["deep", "channel"]  # the head after the comma
     assert defining_type("Ozone depletion consists of two events.") == []
     assert predicate("The tomato is a member of the nightshade family.", "nightshade family") == "is a member of"
     assert predicate("He was born in Tarnis in 1851.", "Tarnis") == "was born in"

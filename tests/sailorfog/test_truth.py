@@ -51,6 +51,20 @@ from wiki_sim import WikiSim
     ("A Doll's House is a three-act play written by Henrik Ibsen.", ["three-act", "play"]),
     ("Sesame Street is an American educational children's television series that combines puppetry.",
      ["children's", "television", "series"]),
+    # an adjective before a comma modifies the head that follows it, and is no head itself
+    ("Uzbekistan is a sovereign, doubly landlocked country located in Central Asia.", []),
+    ("The osprey is a diurnal, fish-eating bird of prey with a cosmopolitan range.", ["fish-eating", "bird"]),
+    ("Epithelium is a thin, continuous, protective layer of cells.", ["protective", "layer"]),
+    ("Escherichia coli is a gram-negative, facultative anaerobic, rod-shaped, coliform bacterium.",
+     ["coliform", "bacterium"]),
+    ("Wicca is a modern pagan, syncretic, Earth-centred religious movement.", ["Earth-centred", "religious", "movement"]),
+    # three words at most, never half of a name
+    ("Harvard University is a private Ivy League research university in Cambridge.", ["research", "university"]),
+    ("James Cook was a British Royal Navy officer who sailed the Pacific.", ["officer"]),
+    ("Frank Capra was an Italian-born American film director.", ["American", "film", "director"]),
+    # a noun before a comma stays the head
+    ("T. S. Eliot was a poet, essayist and playwright.", ["poet"]),
+    ("Anna Karenina is a novel, first published in book form in 1878.", ["novel"]),
 ])
 def test_type_is_the_head_of_the_first_predicate_nominal(sentence, expected):
     assert defining_type(sentence) == expected
