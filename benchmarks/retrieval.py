@@ -335,7 +335,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                             copy_function=os.link if args.pad is not None else shutil.copy2)
             systems["bm25-postings"] = simulator(WikiSim(plain, search_processes=0, cache_size=0))
         if args.pad is not None:
-            builds["bm25"]["score_table"] = json.loads((searched / "build.json").read_text())["index"].get("score_table")
+            info = json.loads((searched / "build.json").read_text(encoding="utf-8"))
+            builds["bm25"]["score_table"] = info["index"].get("score_table")
         embed_s: dict[str, float] = {}
         tunes: dict[str, Any] = {}
         for variant in args.variants:

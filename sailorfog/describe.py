@@ -22,7 +22,8 @@ _COMMA_ADJECTIVE = re.compile(r"^((?:[a-z][a-z\-]*\s+)?([a-z][a-z\-]*)),\s+(?=[A
 """A leading adjective and the comma after it ("a sovereign, doubly landlocked country", "a thin,
 continuous tissue"): coordinated modifiers of the head that follows, not the head."""
 _COORDINATE_ADJECTIVES = frozenset("sovereign thin thick dense hard soft strong rapid remote worldwide obsolete "
-                                   "complex diurnal nocturnal muscular nontrinitarian millenarian woody leafy pagan vast".split())
+                                   "complex diurnal nocturnal muscular nontrinitarian millenarian woody leafy "
+                                   "pagan vast".split())
 _ADJECTIVE_ENDINGS = ("ic", "ous", "ive", "ful", "less", "ular", "ed")
 _PROPER_ADJECTIVE_ENDINGS = ("an", "ish", "ese", "ic", "ist", "i", "ch")
 """Endings of a capitalized modifier that is an adjective of its own (American, British, Buddhist)."""

@@ -174,7 +174,7 @@ def _build_into(tmp: Path, source: Any, fingerprint: dict[str, Any], workers: in
                   "count": counts["links"], "resolved": counts["links_resolved"]},
         "skipped": {"count": stats.get("skipped", 0), "titles": skipped_titles},
         "source_stats": stats,
-        "index": {**_index_info(engine), **({"score_table": index["score_table"]} if "score_table" in index else {})},
+        "index": {**_index_info(engine), **{k: index[k] for k in ("score_table",) if k in index}},
         "workers": workers,
         "memory_mb": memory_bytes // 2 ** 20,
         "ingest_peak_rss_mb": ingest_peak // 2 ** 20,

@@ -23,8 +23,8 @@ AUTO_TANTIVY_PAGES = 200_000
 """``--engine auto`` builds the tantivy engine above this many pages. Whoosh's search time
 grows with the corpus (measured on 2 cores, `benchmarks.scale`, before the score table of
 :mod:`wiki_sim.score_table`: p50 about 1.55 ms + 15.8 us per 1,000 pages; with it, descriptions take
-0.66 ms at 10k pages and 1.45 ms at 100k), so at 200,000 pages its median query (about 4.7 ms) already costs what the tantivy
-engine's does at 1M pages, and its build writes about 25x its index in temporary files."""
+0.66 ms at 10k pages and 1.45 ms at 100k), so at 200,000 pages its median query (about 4.7 ms)
+already costs what the tantivy engine's does at 1M pages, and its build writes about 25x its index in temporary files."""
 MAX_PAGES = {"whoosh": 2_000_000, "tantivy": 2 ** 31 - 1}
 """Largest corpus each engine builds. Whoosh: extrapolated from 1M pages (510 s, 10.2 GB of
 temporary files, p50/p99 17/234 ms), 2M pages take about 20 min and 20 GB of temporary disk

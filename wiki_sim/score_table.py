@@ -88,8 +88,13 @@ class ScoreTable:
             consistent = (meta.get("format") == TABLE_FORMAT and meta.get("documents") == documents
                           and len(self._terms) == meta["terms"] == len(self._idf) == len(self._offsets) - 1
                           and int(self._offsets[-1]) == meta["postings"] == len(self._docs) == len(self._scores))
+            # a damaged table must not hand out slices that run backwards or pages the index lacks
+            consistent = consistent and bool(
+                int(self._offsets[0]) == 0 and (np.diff(self._offsets) >= 0).all()
+                and (not len(self._docs) or 0 <= int(self._docs.min()) and int(self._docs.max()) < documents))
         except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise WikiSimError(f"the score table at {directory} cannot be read ({exc}); rebuild the simulator") from None
+            raise WikiSimError(f"the score table at {directory} cannot be read ({exc}); "
+                               "rebuild the simulator") from None
         if not consistent:
             raise WikiSimError(f"the score table at {directory} does not match its index; rebuild the simulator")
         self._documents = documents

@@ -203,10 +203,13 @@ class Searcher:
         by_title = {row[0]: (row[1], row[2]) for row in rows}
         return {d: by_title[titles[d]] for d in docs if titles[d] in by_title}
 
-    def hits(self, query: str, ranked: list[tuple[int, float]], terms: list[str] | None = None) -> SearchResults:
+    def hits(self, query: str, ranked: list[tuple[int, float]], terms: list[str] | None = None,
+             pages: dict[int, tuple[str, str]] | None = None) -> SearchResults:
         """Hits for pages another ranking chose (``[(docnum, score)]``, best first), their
-        snippets chosen for ``terms`` (default: ``query``'s words)."""
-        pages = self._pages([d for d, _ in ranked])
+        snippets chosen for ``terms`` (default: ``query``'s words); ``pages``: their (url, text)
+        when already read (:attr:`Ranking.pages`), else read from the store."""
+        if pages is None or any(d not in pages for d, _ in ranked):
+            pages = self._pages([d for d, _ in ranked])
         return self._hits([(d, s) for d, s in ranked if d in pages], pages,
                           query_terms(query) if terms is None else terms)
 

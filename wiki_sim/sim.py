@@ -272,7 +272,7 @@ class WikiSim:
         dense = {self.index.titles[d]: d for d, _ in self.dense.search(query, depth)}
         fused = rrf([list(lexical), list(dense)], weights=(1.0, DENSE_WEIGHT))[:k]
         kept = [lexical[t] for t in fused if t in lexical]
-        by_title = {h.title: h for h in self.searcher.hits(query, kept, ranking.terms)}
+        by_title = {h.title: h for h in self.searcher.hits(query, kept, ranking.terms, ranking.pages)}
         by_title.update((h.title, h) for h in self.searcher.hits(
             query, [(dense[t], 0.0) for t in fused if t not in lexical]))
         out = SearchResults(by_title[t] for t in fused if t in by_title)

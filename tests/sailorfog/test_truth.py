@@ -57,7 +57,8 @@ from wiki_sim import WikiSim
     ("Epithelium is a thin, continuous, protective layer of cells.", ["protective", "layer"]),
     ("Escherichia coli is a gram-negative, facultative anaerobic, rod-shaped, coliform bacterium.",
      ["coliform", "bacterium"]),
-    ("Wicca is a modern pagan, syncretic, Earth-centred religious movement.", ["Earth-centred", "religious", "movement"]),
+    ("Wicca is a modern pagan, syncretic, Earth-centred religious movement.",
+     ["Earth-centred", "religious", "movement"]),
     # three words at most, never half of a name
     ("Harvard University is a private Ivy League research university in Cambridge.", ["research", "university"]),
     ("James Cook was a British Royal Navy officer who sailed the Pacific.", ["officer"]),

@@ -210,7 +210,8 @@ def _without_score_table(index_dir, tmp_path):
 def test_score_table_gives_every_terms_scores_exactly_as_the_postings_do(small_wiki, tmp_path):
     from wiki_sim.index import _index_terms
 
-    table, plain = IndexSearcher(small_wiki / "index"), IndexSearcher(_without_score_table(small_wiki / "index", tmp_path))
+    table = IndexSearcher(small_wiki / "index")
+    plain = IndexSearcher(_without_score_table(small_wiki / "index", tmp_path))
     assert table.has_score_table and not plain.has_score_table
     terms = list(_index_terms(plain._reader))
     assert len(terms) > 100 and terms == sorted(set(terms), key=str.encode)
@@ -228,7 +229,8 @@ def test_score_table_is_used_only_with_the_parameters_it_was_computed_with(small
     assert not IndexSearcher(small_wiki / "index", head_boost=3).has_score_table
 
 
-@pytest.mark.parametrize("damage", ["truncate_scores", "meta_documents", "meta_garbage", "drop_terms"])
+@pytest.mark.parametrize("damage", ["truncate_scores", "meta_documents", "meta_garbage", "drop_terms",
+                                    "doc_out_of_range", "offsets_backwards"])
 def test_a_damaged_score_table_is_refused_with_a_rebuild_hint(small_wiki, tmp_path, damage):
     import json
 
@@ -244,6 +246,13 @@ def test_a_damaged_score_table_is_refused_with_a_rebuild_hint(small_wiki, tmp_pa
     elif damage == "meta_documents":
         meta = json.loads((scores / "meta.json").read_text())
         (scores / "meta.json").write_text(json.dumps({**meta, "documents": meta["documents"] + 1}))
+    elif damage in ("doc_out_of_range", "offsets_backwards"):  # same sizes, bad numbers
+        import numpy as np
+
+        name, dtype = ("docs.i32", "<i4") if damage == "doc_out_of_range" else ("offsets.i64", "<i8")
+        values = np.fromfile(scores / name, dtype=dtype)
+        values[1] = 10 ** 9 if damage == "doc_out_of_range" else values[-1] + 5
+        values.tofile(scores / name)
     elif damage == "meta_garbage":
         (scores / "meta.json").write_text("{not json")
     else:
