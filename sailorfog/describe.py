@@ -25,6 +25,13 @@ _COORDINATE_ADJECTIVES = frozenset("sovereign thin thick dense hard soft strong 
                                    "complex diurnal nocturnal muscular nontrinitarian millenarian woody leafy "
                                    "pagan vast".split())
 _ADJECTIVE_ENDINGS = ("ic", "ous", "ive", "ful", "less", "ular", "ed")
+_ED_NOUNS = frozenset("bed red shed sled hundred sacred kindred naked wicked rugged".split())
+"""Words ending in -ed that are no participle; of the -eed words only these are: agreed, decreed, freed."""
+_EED_PARTICIPLES = frozenset("agreed decreed freed guaranteed refereed".split())
+_ORDINAL_COMPOUND = re.compile(r"\b(?:(?:early|mid|late)[\s\-\u2013]+)?\d+(?:st|nd|rd|th)(?:-[A-Za-z]+)*"
+                               r"(?:\s+century\b)?", re.I)
+"""An ordinal and the compound it opens ("20th-century", "mid-19th-century"): a modifier that says when,
+never part of a type ("an early 20th-century movement" is a movement)."""
 _PROPER_ADJECTIVE_ENDINGS = ("an", "ish", "ese", "ic", "ist", "i", "ch")
 """Endings of a capitalized modifier that is an adjective of its own (American, British, Buddhist)."""
 # Where the head noun phrase of a definition ends.
@@ -55,7 +62,7 @@ _VAGUE_COMPOUNDS = frozenset(["geographical area", "geographic area", "metropoli
                               "protected area", "mountain range", "reference work"])
 _OF_HEADS = frozenset("state unit body class order series system range collection piece work property "
                       "measure kind type form branch family group set part integration account relation combination "
-                      "descendant".split())
+                      "descendant breed".split())
 """Heads that mean little without their ``of`` complement ("a state of matter" is no state)."""
 _EST_NOUNS = frozenset("forest interest contest conquest protest request priest harvest manifest inquest "
                        "arrest midwest northwest southwest behest".split())
@@ -116,7 +123,7 @@ def defining_type(text: str) -> list[str]:
     end = _PHRASE_END.search(rest)
     phrase = rest[: end.start()] if end else rest
     ends_at_of = bool(end) and end.group(0).strip().lower() == "of"
-    words = _WORD.findall(re.sub(r"\b\d+(?:st|nd|rd|th)\b", " ", phrase))
+    words = _WORD.findall(_ORDINAL_COMPOUND.sub(" ", phrase))
     if len(words) > 1 and _participle_ing(words[-1]) and end and end.group(0).strip().isalpha():
         words = words[:-1]  # "a language belonging to ...": the participle and its object go
     words, cut = _first_nominal(words)
@@ -137,7 +144,8 @@ def defining_type(text: str) -> list[str]:
     head = words[-1]
     if head.lower() in _BAD_HEAD or len(head) < 3 or not head.isalpha() or not head.islower() \
             or _participle_ing(head) \
-            or head.endswith(("ed", "ly", "ical", "ieval", "ous", "ful", "less", "able", "ible", "ese", "ish")) \
+            or _ed_participle(head) \
+            or head.endswith(("ly", "ical", "ieval", "ous", "ful", "less", "able", "ible", "ese", "ish")) \
             or head.lower() in _ADJECTIVES or _superlative(head) \
             or head.endswith("s") and not head.endswith(("ss", "us", "is", "species", "series")):
         return []
@@ -175,7 +183,7 @@ def _first_nominal(words: list[str]) -> tuple[list[str], bool]:
             return _conjunct(words[:i]), True
         if low in _DETERMINERS:
             return words[:i], True
-        if low.endswith("ed") or low in _PARTICIPLES or low in _POST_ADJECTIVES:
+        if _ed_participle(low) or low in _PARTICIPLES or low in _POST_ADJECTIVES:
             return _conjunct(words[:i]), True
         if low.endswith("ing") and nxt and (nxt in _DETERMINERS or nxt in _PREPOSITIONS
                                             or words[i + 1][:1].isupper()):
@@ -194,6 +202,12 @@ def _conjunct(words: list[str]) -> list[str]:
                 return words[:i]
             return last
     return words
+
+
+def _ed_participle(word: str) -> bool:
+    """An -ed form that is no noun ("used", "gated"; not "reed", "breed" or "shed")."""
+    low = word.lower()
+    return low.endswith("ed") and low not in _ED_NOUNS and (not low.endswith("eed") or low in _EED_PARTICIPLES)
 
 
 def _participle_ing(word: str) -> bool:

@@ -66,6 +66,16 @@ from wiki_sim import WikiSim
     # a noun before a comma stays the head
     ("T. S. Eliot was a poet, essayist and playwright.", ["poet"]),
     ("Anna Karenina is a novel, first published in book form in 1878.", ["novel"]),
+    # a noun ending in -ed is no participle; a participle still ends the phrase
+    ("The harmonica is a free reed wind instrument used worldwide.", ["reed", "wind", "instrument"]),
+    ("The Friesian is a horse breed originating in Friesland.", ["horse", "breed"]),
+    ("The Beagle is a breed of small scent hound.", []),
+    ("Tarnis is a tiered, gated community.", ["gated", "community"]),
+    # an ordinal compound says when, and is no part of the type
+    ("Modernism was an early 20th-century movement in literature.", ["movement"]),
+    ("The Empire style is an early\u201319th-century design movement in architecture.", ["design", "movement"]),
+    ("Guy de Maupassant was a 19th-century French author.", ["French", "author"]),
+    ("Fuzuli was a 16th century poet.", ["poet"]),
 ])
 def test_type_is_the_head_of_the_first_predicate_nominal(sentence, expected):
     assert defining_type(sentence) == expected
