@@ -312,7 +312,11 @@ def _loop(config: SynthConfig, shared: Any, subgraphs: list, done: list[dict], p
     from sailorfog.parallel import run_attempts
     from wiki_sim.common.chat import ChatError
 
+    from sailorfog.research import repeats, task_entities
+
     resume_at = done[-1]["generator"]["index"] + 1 if done else 0
+    research = getattr(shared, "mode", "") == "research"
+    written = [task_entities(record) for record in done] if research else []
     kept, attempts, dropped = len(done), resume_at, Counter()
     bar = _progress(config, kept)
     outcomes = run_attempts(shared, _jobs(config, shared, subgraphs, resume_at), config.workers)
@@ -329,6 +333,12 @@ def _loop(config: SynthConfig, shared: Any, subgraphs: list, done: list[dict], p
                 if outcome.record is None:
                     dropped[outcome.reason.split(":")[0]] += 1
                     continue
+                if research:
+                    why = repeats(outcome.record, written)
+                    if why is not None:
+                        dropped[why.split(":")[0]] += 1
+                        continue
+                    written.append(task_entities(outcome.record))
                 fh.write(json.dumps(outcome.record, ensure_ascii=False, sort_keys=True) + "\n")
                 fh.flush()
                 kept += 1

@@ -343,6 +343,10 @@ _EVENT_VERBS = frozenset("born died founded established built formed introduced 
                          "started ended".split())
 _PASSIVE = re.compile(r"\b(?:was|were|been|is|are|being)\s+(?:\w+ly\s+)?$", re.I)
 _RELATIVE = re.compile(r"\b(?:which|who|that|whose)\b[^,;]*$", re.I)
+_SUBORDINATE = re.compile(r"\b(?:before|after|when|while|until|since|because|whereas|although|once)\s+[^,;]{0,80}$",
+                          re.I)
+"""A subordinate clause open before an active verb: the verb has a subject of its own ("the Khanate was
+governed from each city before Abdullah Khan II established Bukhara as its capital by 1562")."""
 _NOT_EVENT = frozenset("used based called named related considered described located situated estimated "
                        "recorded reported need needed".split())
 
@@ -356,6 +360,8 @@ def date_event(sentence: str, year: int) -> str | None:
                 continue  # "the currently accepted version ... 1837": an adjective, not an event
             if _RELATIVE.search(sentence[max(0, m.start(1) - 30):m.start(1)]):
                 return None  # "the Confederacy, which was formed in 1861": another entity's event
+            if not _PASSIVE.search(sentence[:m.start(1)]) and _SUBORDINATE.search(sentence[:m.start(1)]):
+                return None
             return "born" if verb == "born" else verb
     return None
 

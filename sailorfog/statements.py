@@ -124,6 +124,27 @@ def year_in_name(sentence: str, year: int) -> bool:
     return found
 
 
+_NAME_BEFORE_PARENS = re.compile(r"((?:[A-Z][\w'’.\-]*\s+){0,3}[A-Z][\w'’.\-]*)\s*\($")
+
+
+def year_of_another(sentence: str, year: int, title: str) -> bool:
+    """Whether every mention of ``year`` in ``sentence`` is in the parentheses after another entity's name
+    ("Giuseppe Peano (1858–1932)" on Frege's page, "George Orwell's Nineteen Eighty-Four (1949)" on Brave New
+    World's): that entity's dates, not the page's. A name that shares a word with ``title`` is the page's own."""
+    own = {w.lower() for w in re.findall(r"\w+", display_title(title)) if len(w) >= 3}
+    found = False
+    for m in re.finditer(rf"(?<![\w-]){year}(?![\w-])", sentence):
+        found = True
+        head = sentence[max(0, m.start() - 120):m.start()]
+        opened = head.rfind("(")
+        if opened < 0 or ")" in head[opened:] or ")" not in sentence[m.end():m.end() + 40]:
+            return False
+        name = _NAME_BEFORE_PARENS.search(head[:opened + 1])
+        if name is None or own & {w.lower() for w in re.findall(r"\w+", name.group(1))}:
+            return False
+    return found
+
+
 def date_statements(index: CorpusIndex, label: str, title: str, text: str, sid: str,
                     rng: random.Random) -> list[Statement]:
     """One statement per dated event of the page (events with a verb first), the year blurred to a period."""
@@ -137,6 +158,8 @@ def date_statements(index: CorpusIndex, label: str, title: str, text: str, sid: 
         seen.add(year)
         if year_in_name(d.get("sentence", ""), year):
             continue  # "Tchaikovsky ... the 1812 Overture": no event of his in the 1810s
+        if year_of_another(d.get("sentence", ""), year, title):
+            continue  # "Giuseppe Peano (1858–1932)" on Frege's page: Peano's birth, not a date of Frege's
         verb = date_event(d.get("sentence", ""), year) or ""
         if verb and not sentence_subject_is(d.get("sentence", ""), title, kind):
             verb = ""  # "... after the Jamestown Settlement founded in 1607" on New England's page

@@ -13,9 +13,9 @@ from sailorfog.corpus_index import open_corpus_index
 from sailorfog.describe import date_event, defining_type, predicate, quantity_predicate
 from sailorfog.reader import PlainReader
 from sailorfog.prose import DescribedWriter, is_person
-from sailorfog.research import ResearchSynthesizer, answer_order, distinct_periods
+from sailorfog.research import ResearchSynthesizer, answer_order, distinct_periods, repeats, task_entities
 from sailorfog.statements import (Statement, date_statements, modifier_use, name_words_statement, other_place,
-                                  own_name, year_in_name)
+                                  own_name, year_in_name, year_of_another)
 from wiki_sim import WikiSim
 
 
@@ -197,7 +197,8 @@ def test_another_is_said_only_of_an_entity_of_the_same_kind():
 
 
 def test_research_questions_hide_intermediates_letters_and_read_at_length(default_sim, default_wiki):
-    """Fresh research tasks: no first letter of a hidden entity, no 'There is' or 'article', 51-90 words."""
+    """Fresh research tasks: no first letter (of the answer or a hidden entity), no 'There is' or 'article', 51-90
+    words."""
     sim, index = default_sim
     env = gym.make("websailor/WikiSim-v0", wiki_dir=str(default_wiki),
                    tasks=[{"question": "placeholder", "answer": "placeholder"}], tools=["search", "visit"])
@@ -215,7 +216,7 @@ def test_research_questions_hide_intermediates_letters_and_read_at_length(defaul
         q = r["question"]
         assert "There is" not in q and "article" not in q.lower(), q
         assert 51 <= len(q.split()) <= 90, q
-        assert not [c for c in r["clues"] if c["kind"] == "name" and c["subject"] != "X"], q
+        assert not [c for c in r["clues"] if c["kind"] == "name"], q  # no first letter, the answer's included
         famous, hub = synth.inbound_bounds()
         titles = {n["label"]: n["title"] for n in r["subgraph"]["nodes"]}
         for c in r["clues"]:  # no name hint on a famous page; no hub among the hidden entities
@@ -398,6 +399,40 @@ def test_a_possessive_or_a_relative_clause_belongs_to_another_entity():
            "which was formed in 1861 by states that had seceded from the Union.")
     assert date_event(war, 1861) is None
     assert date_event("The observatory was founded in 1887 by Idris Kallan.", 1887) == "founded"
+    # an active verb inside a subordinate clause has a subject of its own
+    khanate = ("In its earliest years, the Khanate was alternately governed from each of these cities before "
+               "Abdullah Khan II established Bukhara as its permanent capital by 1562.")
+    assert date_event(khanate, 1562) is None
+    assert date_event("After the war ended, the company was founded in 1562.", 1562) == "founded"
+
+
+def test_a_year_in_parentheses_after_another_name_is_that_entitys(default_sim):
+    """Frege is not "tied to a date in the 1850s" because his page names Giuseppe Peano (1858-1932)."""
+    assert year_of_another("He was influenced by Giuseppe Peano (1858–1932).", 1858, "Gottlob Frege")
+    assert year_of_another("A companion to George Orwell's Nineteen Eighty-Four (1949).", 1949, "Brave New World")
+    assert not year_of_another("Friedrich Ludwig Gottlob Frege (8 November 1848 – 26 July 1925) was a "
+                               "German philosopher.", 1848, "Gottlob Frege")
+    assert not year_of_another("Nineteen Eighty-Four (1949) is a novel.", 1949, "Nineteen Eighty-Four")
+    assert not year_of_another("The treaty (signed in 1949) ended it.", 1949, "Brave New World")
+    assert not year_of_another("In 1858 he met Peano (1858).", 1858, "Gottlob Frege")  # one mention is plain
+    text = "Gottlob Frege was a German philosopher. He read Giuseppe Peano (1858–1932). He died in 1925."
+    stated = date_statements(default_sim[1], "X", "Gottlob Frege", text, "Xd", __import__("random").Random(0))
+    assert stated and all(not (s.checks[0]["lo"] <= 1858 <= s.checks[0]["hi"]) for s in stated)
+
+
+def test_a_task_that_retells_an_earlier_one_is_a_repeat():
+    """Otto Hahn's chain asked once for protactinium and once for thorium; Minimalism's five entities asked once
+    for Philip Glass and once for Robert Bresson: one run keeps only the first of each pair."""
+    def task(answer, *others):
+        return {"answer": answer, "subgraph": {"nodes": [{"title": t} for t in (answer, *others)]}}
+
+    hahn = task("Protactinium", "Otto Hahn", "Lise Meitner", "Rubidium")
+    assert repeats(task("Thorium", "Otto Hahn", "Lise Meitner", "Protactinium"), [task_entities(hahn)])
+    assert repeats(task("Thorium", "Otto Hahn", "Lise Meitner", "Uranium"), [task_entities(hahn)])
+    glass = task("Philip Glass", "Minimalism", "Robert Bresson")
+    assert repeats(task("Robert Bresson", "Modern architecture", "Samuel Beckett"), [task_entities(glass)])
+    assert repeats(task("Ottawa", "Philip Glass"), [task_entities(glass)])  # an earlier answer as an entity
+    assert repeats(task("Ottawa", "Otto Hahn", "Montreal"), [task_entities(hahn)]) is None  # one shared entity
 
 
 def test_a_term_used_by_an_organization_is_not_the_region_used_in_it():
