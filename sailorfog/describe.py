@@ -345,25 +345,38 @@ _PASSIVE = re.compile(r"\b(?:was|were|been|is|are|being)\s+(?:\w+ly\s+)?$", re.I
 _RELATIVE = re.compile(r"\b(?:which|who|that|whose)\b[^,;]*$", re.I)
 _SUBORDINATE = re.compile(r"\b(?:before|after|when|while|until|since|because|whereas|although|once)\s+[^,;]{0,80}$",
                           re.I)
-"""A subordinate clause open before an active verb: the verb has a subject of its own ("the Khanate was
+"""A subordinate clause open before an event verb: the verb has a subject of its own ("the Khanate was
 governed from each city before Abdullah Khan II established Bukhara as its capital by 1562")."""
 _NOT_EVENT = frozenset("used based called named related considered described located situated estimated "
                        "recorded reported need needed".split())
 
 
-def date_event(sentence: str, year: int) -> str | None:
-    """The verb of the event a sentence dates to ``year`` (``"founded"``), or ``None``."""
+def _year_event(sentence: str, year: int) -> tuple[str | None, bool]:
+    """The verb of the event a sentence dates to ``year`` and whether that event is another entity's
+    (in a relative or subordinate clause): ``("founded", False)``, ``(None, True)``, ``(None, False)``."""
     for m in _EVENT.finditer(sentence[:600]):
         verb = m.group(1).lower().split()[-1]
         if int(m.group(2)) == year and verb not in _NOT_EVENT:
             if verb not in _EVENT_VERBS and not _PASSIVE.search(sentence[:m.start(1)]):
                 continue  # "the currently accepted version ... 1837": an adjective, not an event
-            if _RELATIVE.search(sentence[max(0, m.start(1) - 30):m.start(1)]):
-                return None  # "the Confederacy, which was formed in 1861": another entity's event
-            if not _PASSIVE.search(sentence[:m.start(1)]) and _SUBORDINATE.search(sentence[:m.start(1)]):
-                return None
-            return "born" if verb == "born" else verb
-    return None
+            if _RELATIVE.search(sentence[max(0, m.start(1) - 30):m.start(1)]) \
+                    or _SUBORDINATE.search(sentence[:m.start(1)]):
+                return None, True
+            return ("born" if verb == "born" else verb), False
+    return None, False
+
+
+def date_event(sentence: str, year: int) -> str | None:
+    """The verb of the event a sentence dates to ``year`` (``"founded"``), or ``None``: none, or another
+    entity's (:func:`event_of_another`)."""
+    return _year_event(sentence, year)[0]
+
+
+def event_of_another(sentence: str, year: int) -> bool:
+    """Whether the event a sentence dates to ``year`` belongs to another entity: its verb sits in a relative
+    clause ("Brasilia, a planned city that became Brazil's capital in 1960" on Niemeyer's page) or in a
+    subordinate clause ("before Nairobi was elevated to capital status in 1907" on Mombasa's)."""
+    return _year_event(sentence, year)[1]
 
 
 _AREA_UNITS = frozenset(["km²", "km2", "mi2", "sq mi", "square kilometres", "square kilometers", "square miles", "ha",

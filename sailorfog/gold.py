@@ -106,6 +106,11 @@ def play_gold(env: Any, task: Mapping[str, Any], statements: Sequence[Statement]
             else:
                 thought = (f"{display_title(titles[named[0]])} names {display_title(title)}, "
                            f"a possible {types[label]}; check it.")
+                if display_title(title) != title:  # "Classical period" shown: its page's address is not
+                    query = f"{display_title(title)} {types[label]}"  # (music); a search shows it
+                    if title_to_url(title) not in ep.search([query], thought.replace("check it", "find its page")):
+                        return OracleResult(False, f"no search reached the {types[label]}", tool_calls=ep.calls)
+                    thought = f"A hit is {display_title(title)}'s page; check it."
             texts[label] = ep.visit(title_to_url(title), _goal(label, statements, types), thought)
         for s in statements:
             holder = next((lab for lab, t in titles.items() if t == s.evidence.get("title")), s.subject)

@@ -80,6 +80,7 @@ TYPE_SYNONYMS = (
     frozenset("empire kingdom dynasty state caliphate sultanate khanate".split()),
     frozenset("region area territory province".split()),
     frozenset("conflict war battle".split()),
+    frozenset("style movement school".split()),
 )
 """Heads a reader takes for one another ("a politician" fits a statesman who led a country)."""
 
@@ -143,7 +144,10 @@ def synonyms(head: str) -> set[str]:
     return out
 
 
-_DEFINES = re.compile(r"\b(?:is|was|are|were)\s+(?:an?|the|one of the)\s+([^.;:()]{2,200})")
+_DEFINES = re.compile(r"\b(?:is|was|are|were|(?:emerged|began|arose|developed|originated) as)\s+(?:an?|the|one of the)\s+"
+                      r"([^.;:()]{2,200})")
+"""A defining sentence as a reader takes it: "Neoclassicism emerged as a Western cultural movement" defines a
+movement as much as "is a" would."""
 _NOMINAL_END = re.compile(r"\s(?:that|which|who|whom|whose|where|when|of|in|on|at|from|for|with|by|to|as|is|was|"
                           r"known|located|used|made|based|found|native|born|between|into|within|during|since|"
                           r"under|over|about|around|after|before|via|like|such)\s", re.I)

@@ -197,7 +197,8 @@ class ResearchSynthesizer:
     articles, every answer famous) blind players read "a politician whose name begins with F" next to Cuba as
     Fidel Castro at once, without the research (seeds 6161 and 8383: 11 of 20 solved by the first search);
     off, 3 to 4 of every 20 attempts' tasks are lost on seeds 1 and 2 (54 against 46 tasks in 6,000
-    attempts). Hidden intermediates never get one."""
+    attempts). The one-hop level (``depth=0``) keeps it: there the answer's own clues must decide, and
+    without its letter 29 of 60 asked were written instead of 50. Hidden intermediates never get one."""
     cycle_p: float = 0.7
     """Probability that a relation the pages state between two entities already chosen (not yet joined) is
     added, closing a cycle."""
@@ -325,7 +326,7 @@ class ResearchSynthesizer:
             base += self.cycles(titles, base, x_type.value, rng)
         near = distinct_periods(date_statements(self.index, "X", target, self.text(target), "Xd", rng))[:2]
         near += number_statements(self.index, "X", target, self.text(target), "Xq", rng)[:1]
-        near += self.name_hints("X", target, letter=self.answer_letter)
+        near += self.name_hints("X", target, letter=self.answer_letter or self.depth == 0)
         if self.depth == 0:  # one hop: the neighbour is described by its type only
             far = []
         rng.shuffle(far)

@@ -17,8 +17,8 @@ from typing import Any, Literal
 
 from sailorfog.constraints import linked_size, unary_size
 from sailorfog.corpus import CorpusIndex
-from sailorfog.describe import (PERSON_HEADS, date_event, defining_type, find_name, first_sentence, predicate,
-                                quantity_predicate, sentence_subject_is)
+from sailorfog.describe import (PERSON_HEADS, date_event, defining_type, event_of_another, find_name,
+                                first_sentence, predicate, quantity_predicate, sentence_subject_is)
 from sailorfog.extract import extract_dates, extract_numbers
 from sailorfog.text import display_title
 from sailorfog.uncertainty import period
@@ -127,20 +127,31 @@ def year_in_name(sentence: str, year: int) -> bool:
 _NAME_BEFORE_PARENS = re.compile(r"((?:[A-Z][\w'’.\-]*\s+){0,3}[A-Z][\w'’.\-]*)\s*\($")
 
 
+_APPOSITION_CLAUSE = re.compile(r"((?:[A-Z][\w'’.\-]*\s+){0,3}[A-Z][\w'’.\-]*),\s+(?:an?|the)\s+[^,;()]{0,40}?"
+                                r"\b(?:that|which|who)\b[^,;()]{0,60}$")
+"""A name, an apposition and its relative clause, open up to a year: "Brasília, a planned city that became
+Brazil's capital in"."""
+
+
 def year_of_another(sentence: str, year: int, title: str) -> bool:
-    """Whether every mention of ``year`` in ``sentence`` is in the parentheses after another entity's name
+    """Whether every mention of ``year`` in ``sentence`` is another entity's: in the parentheses after its name
     ("Giuseppe Peano (1858–1932)" on Frege's page, "George Orwell's Nineteen Eighty-Four (1949)" on Brave New
-    World's): that entity's dates, not the page's. A name that shares a word with ``title`` is the page's own."""
+    World's) or in a relative clause of an apposition to it ("Brasília, a planned city that became Brazil's
+    capital in 1960" on Niemeyer's). A name that shares a word with ``title`` is the page's own."""
     own = {w.lower() for w in re.findall(r"\w+", display_title(title)) if len(w) >= 3}
+
+    def another(name: re.Match | None) -> bool:
+        return name is not None and not own & {w.lower() for w in re.findall(r"\w+", name.group(1))}
+
     found = False
     for m in re.finditer(rf"(?<![\w-]){year}(?![\w-])", sentence):
         found = True
-        head = sentence[max(0, m.start() - 120):m.start()]
+        head = sentence[max(0, m.start() - 160):m.start()]
         opened = head.rfind("(")
-        if opened < 0 or ")" in head[opened:] or ")" not in sentence[m.end():m.end() + 40]:
-            return False
-        name = _NAME_BEFORE_PARENS.search(head[:opened + 1])
-        if name is None or own & {w.lower() for w in re.findall(r"\w+", name.group(1))}:
+        if opened >= 0 and ")" not in head[opened:] and ")" in sentence[m.end():m.end() + 40]:
+            if not another(_NAME_BEFORE_PARENS.search(head[:opened + 1])):
+                return False
+        elif not another(_APPOSITION_CLAUSE.search(head)):
             return False
     return found
 
@@ -158,7 +169,7 @@ def date_statements(index: CorpusIndex, label: str, title: str, text: str, sid: 
         seen.add(year)
         if year_in_name(d.get("sentence", ""), year):
             continue  # "Tchaikovsky ... the 1812 Overture": no event of his in the 1810s
-        if year_of_another(d.get("sentence", ""), year, title):
+        if year_of_another(d.get("sentence", ""), year, title) or event_of_another(d.get("sentence", ""), year):
             continue  # "Giuseppe Peano (1858–1932)" on Frege's page: Peano's birth, not a date of Frege's
         verb = date_event(d.get("sentence", ""), year) or ""
         if verb and not sentence_subject_is(d.get("sentence", ""), title, kind):

@@ -10,7 +10,7 @@ import envs  # noqa: F401
 
 from sailorfog.constraints import candidates
 from sailorfog.corpus_index import open_corpus_index
-from sailorfog.describe import date_event, defining_type, predicate, quantity_predicate
+from sailorfog.describe import date_event, defining_type, event_of_another, predicate, quantity_predicate
 from sailorfog.reader import PlainReader
 from sailorfog.prose import DescribedWriter, is_person
 from sailorfog.research import ResearchSynthesizer, answer_order, distinct_periods, repeats, task_entities
@@ -302,6 +302,23 @@ def test_a_plain_reading_takes_the_romantic_period_for_romanticism(default_sim):
     assert {"Sergei Rachmaninoff", "Frédéric Chopin"} <= found
 
 
+def test_a_plain_reading_takes_a_movement_for_a_style(default_sim):
+    """"A style that a French painter has ties to, and that the Baroque is associated with": Rococo, and on a
+    plain reading Neoclassicism too (Jacques-Louis David painted "in the Neoclassical style"; the Baroque
+    "preceded the Rococo and Neoclassical styles"), though its page calls it a movement."""
+    sim, index = default_sim
+    statements = [_type("X", "style"), _type("B", "style"), _type("C", "French painter"),
+                  Statement("Bp", "name", "B", value="Baroque", checks=[{"type": "title", "node": "B", "title": "Baroque"}]),
+                  Statement("Cp", "name", "C", value="Jacques-Louis David",
+                            checks=[{"type": "title", "node": "C", "title": "Jacques-Louis David"}]),
+                  Statement("rXB", "relation", "X", predicate="mentions", object="B",
+                            checks=[{"type": "link", "a": "X", "b": "B"}]),
+                  Statement("rCX", "relation", "C", predicate="mentions", object="X",
+                            checks=[{"type": "link", "a": "C", "b": "X"}])]
+    found = {index.titles[p] for p in PlainReader(index, sim).candidates(statements)}
+    assert {"Rococo", "Neoclassicism"} <= found, found
+
+
 def test_a_plain_reading_places_a_species_in_the_continent_of_its_countries(default_sim):
     """"A species connected with Siberia and associated with a continent": the yak, found in Mongolia and
     Siberia, is associated with Asia though its page never names a continent."""
@@ -392,7 +409,7 @@ def test_a_persons_own_name_is_no_link_and_king_is_a_type(default_sim):
     assert defining_type("The Tarnis War was an armed conflict fought between two states.") == ["armed", "conflict"]
 
 
-def test_a_possessive_or_a_relative_clause_belongs_to_another_entity():
+def test_a_possessive_or_a_relative_clause_belongs_to_another_entity(default_sim):
     douala = "It was home to Central Africa's largest port, now being replaced by Kribi port."
     assert predicate(douala, "Central Africa", "Douala", "city") is None
     war = ("The American Civil War was a civil war in the United States between the Union and the Confederacy, "
@@ -404,6 +421,17 @@ def test_a_possessive_or_a_relative_clause_belongs_to_another_entity():
                "Abdullah Khan II established Bukhara as its permanent capital by 1562.")
     assert date_event(khanate, 1562) is None
     assert date_event("After the war ended, the company was founded in 1562.", 1562) == "founded"
+    # and the year of another entity's event is no date of this page's at all
+    mombasa = "It was the first capital of British East Africa, before Nairobi was elevated to capital status in 1907."
+    niemeyer = "He designed Brasília, a planned city that became Brazil's capital in 1960."
+    assert event_of_another(mombasa, 1907) and event_of_another(khanate, 1562)
+    assert year_of_another(niemeyer, 1960, "Oscar Niemeyer") and not year_of_another(niemeyer, 1960, "Brasília")
+    assert not year_of_another("Rome, the capital that was founded in 753, grew.", 753, "Rome")
+    assert not event_of_another("The observatory was founded in 1887 by Idris Kallan.", 1887)
+    assert not event_of_another("The town had 3,000 people in 1887.", 1887)
+    text = "Mombasa is a coastal city in Kenya. " + mombasa + " The port was built in 1896."
+    stated = date_statements(default_sim[1], "X", "Mombasa", text, "Xd", __import__("random").Random(0))
+    assert stated and all(not (s.checks[0]["lo"] <= 1907 <= s.checks[0]["hi"]) for s in stated)
 
 
 def test_a_year_in_parentheses_after_another_name_is_that_entitys(default_sim):
