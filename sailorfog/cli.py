@@ -201,7 +201,7 @@ def run_synth(config: SynthConfig) -> dict[str, Any]:
 
 
 def run_research(config: SynthConfig, out: Path, partial: Path) -> dict[str, Any]:
-    """Research mode: answers from the whole store, drawn against popularity, each at most once."""
+    """Research mode: answers from the whole store, drawn against popularity, each written at most once."""
     from sailorfog.corpus_index import open_corpus_index
     from sailorfog.parallel import Shared
     from sailorfog.research import answer_order
@@ -220,6 +220,7 @@ def run_research(config: SynthConfig, out: Path, partial: Path) -> dict[str, Any
     if not order:
         raise SynthError(f"no page of {config.wiki} has both a defining first sentence (\"X is a ...\") and a link; "
                          "research tasks need both")
+    order = order * RESEARCH_PASSES  # a later pass draws other neighbours and clues; a written answer repeats
     limit = min(len(order), config.max_attempts or RESEARCH_ATTEMPTS_PER_TASK * config.n)
     subgraphs = [None] * limit
     done = read_partial(partial, config.seed, config.writer)
@@ -232,6 +233,11 @@ def run_research(config: SynthConfig, out: Path, partial: Path) -> dict[str, Any
 
 RESEARCH_ATTEMPTS_PER_TASK = 400
 """Research mode's default attempt budget per requested task."""
+RESEARCH_PASSES = 3
+"""Research mode draws every answer up to this many times, in passes over the answer order: an attempt
+dropped for a chance reason (a second answer, too short) may pass with other neighbours and clues, and a
+task whose answer was written before is dropped as ``repeated``. On the default corpus, seed 0, 60 asked:
+one pass wrote 41 tasks in 4,191 attempts, two 55 in 8,382, three all 60 in 9,961."""
 
 
 # What to try when most attempts end for a reason (the reason's prefix, as counted in "dropped").
