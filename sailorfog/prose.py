@@ -92,7 +92,7 @@ def _participle(s: Statement, person: bool = False) -> str | None:
     if s.kind == "number":
         return measure_phrase(s)
     if _dateless(s, person):
-        return f"tied to a date in {s.value}"
+        return f"tied to a date {in_periods([s.value])}"
     return None
 
 
@@ -105,12 +105,12 @@ def _attribute(s: Statement, person: bool) -> str:
     if s.kind == "date" and s.predicate:
         who = "who" if person else "which"
         if s.predicate == "born":
-            return f"{who} was born in {s.value}"
+            return f"{who} was born {in_periods([s.value])}"
         if s.predicate == "died":
-            return f"{who} died in {s.value}"
+            return f"{who} died {in_periods([s.value])}"
         if s.predicate == "independence":
-            return f"{who} gained independence in {s.value}"
-        return f"{who} {'was ' if s.predicate.endswith('ed') else ''}{s.predicate} in {s.value}"
+            return f"{who} gained independence {in_periods([s.value])}"
+        return f"{who} {'was ' if s.predicate.endswith('ed') else ''}{s.predicate} {in_periods([s.value])}"
     found = _participle(s, person)
     if found:
         return found
@@ -119,6 +119,14 @@ def _attribute(s: Statement, person: bool) -> str:
 
 def _join(items: Sequence[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def in_periods(periods: Sequence[str]) -> str:
+    """Periods after their preposition: "in the 1880s", "at the turn of the 16th century", "in the 1830s
+    and at the turn of the 16th century"."""
+    plain = [p for p in periods if not p.startswith("the turn of")]
+    turns = [p for p in periods if p.startswith("the turn of")]
+    return " and ".join(([f"in {_join(plain)}"] if plain else []) + ([f"at {_join(turns)}"] if turns else []))
 
 
 def _clauses(statements: Sequence[Statement], person: bool) -> list[str]:
@@ -130,7 +138,7 @@ def _clauses(statements: Sequence[Statement], person: bool) -> list[str]:
     participles, relatives = [], []
     periods = list(dict.fromkeys(s.value for s in statements if _dateless(s, person)))
     if periods:
-        participles.append(f"tied to {'a date' if len(periods) == 1 else 'dates'} in {_join(periods)}")
+        participles.append(f"tied to {'a date' if len(periods) == 1 else 'dates'} {in_periods(periods)}")
     for s in statements:
         if first and length and s is length or _dateless(s, person):
             continue

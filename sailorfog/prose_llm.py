@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
-from sailorfog.prose import TARGET, DescribedWriter, measure_phrase
+from sailorfog.prose import TARGET, DescribedWriter, in_periods, measure_phrase
 from sailorfog.statements import Statement
 from sailorfog.text import article
 from sailorfog.writers import RetryingLLMWriter
@@ -38,7 +38,7 @@ def statement_sentence(s: Statement, types: Mapping[str, str]) -> str:
         return f"One entity is {kind}." if s.subject != TARGET else f"The answer is {kind}."
     if s.kind == "date":
         verb = f"was {s.predicate}" if s.predicate and s.predicate != "died" else (s.predicate or "is tied to a date")
-        return f"{ref[:1].upper()}{ref[1:]} {verb} in {s.value}."
+        return f"{ref[:1].upper()}{ref[1:]} {verb} {in_periods([s.value])}."
     if s.kind == "name":
         return f"The name of {ref} begins with “{s.value}”."
     if s.kind == "name_words":

@@ -168,6 +168,13 @@ def test_prose_reads_like_a_question_not_a_template():
     assert question.startswith("A province tied to a date in the 1880s and covering between 700 and 1,300 square "
                                "kilometres"), question
     assert question.endswith("?") or question.endswith("."), question
+    turn = [_type("X", "philosopher"),
+            _s("Xd0", "date", "X", value="the turn of the 16th century", predicate="",
+               checks=[{"type": "year", "node": "X", "lo": 1490, "hi": 1510}]),
+            _s("Xd1", "date", "X", value="the 1530s", predicate="",
+               checks=[{"type": "year", "node": "X", "lo": 1530, "hi": 1539}])]
+    question = DescribedWriter().write(turn, {"X": "philosopher"})
+    assert "tied to dates in the 1530s and at the turn of the 16th century" in question, question
 
 
 def test_a_year_inside_a_name_is_no_date_of_the_page(default_sim):
