@@ -468,6 +468,8 @@ def test_a_task_that_retells_an_earlier_one_is_a_repeat():
     assert repeats(task("Robert Bresson", "Modern architecture", "Samuel Beckett"), [task_entities(glass)])
     assert repeats(task("Ottawa", "Philip Glass"), [task_entities(glass)])  # an earlier answer as an entity
     assert repeats(task("Ottawa", "Otto Hahn", "Montreal"), [task_entities(hahn)]) is None  # one shared entity
+    # a later pass over the answers (cli.RESEARCH_PASSES) never writes an answer twice
+    assert repeats(task("Protactinium", "Marie Curie", "Uranium"), [task_entities(hahn)])
 
 
 def test_a_term_used_by_an_organization_is_not_the_region_used_in_it():
