@@ -133,15 +133,30 @@ _APPOSITION_CLAUSE = re.compile(r"((?:[A-Z][\w'’.\-]*\s+){0,3}[A-Z][\w'’.\-]
 Brazil's capital in"."""
 
 
+_SAYS = re.compile(r"(?:\b((?:[A-Z][\w'’.\-]*\s+){0,3}[A-Z][\w'’.\-]*),?\s+(?:wrote|writing|said|argued|noted|stated|"
+                   r"claimed|remarked|described|called)\b|\b[Aa]ccording to\s+(?:[a-z]+\s+){0,2}"
+                   r"((?:[A-Z][\w'’.\-]*\s+){0,3}[A-Z][\w'’.\-]*))[^.;]{0,80}$")
+"""Someone else's words, dated: "Bertrand Russell wrote in", "According to philosopher Paul Weiss, writing in"."""
+_NAME_PARTICIPLE = re.compile(r"((?:[A-Z][\w'’.\-]*\s+){0,3}[A-Z][\w'’.\-]*)(?:\s*\([^()]*\))?,\s+(?:established|founded|"
+                              r"formed|created|built|launched|signed|completed|opened)\b[^,;()]{0,40}$")
+"""A name and the participle that dates it: "the Organisation of African Unity (OAU), established on 25 May"."""
+_NAME_OF = re.compile(r"((?:[A-Z][\w'’.\-]*\s+){0,3}[A-Z][\w'’.\-]*)\s+of\s+$")
+_SAYS_AFTER = re.compile(r"^\s*(?:described|wrote|called|said|noted|praised|ranked|listed|named)\b")
+"""A dated work that says something: "the Encyclopædia Britannica of 1888 described ..."."""
+
+
 def year_of_another(sentence: str, year: int, title: str) -> bool:
     """Whether every mention of ``year`` in ``sentence`` is another entity's: in the parentheses after its name
     ("Giuseppe Peano (1858–1932)" on Frege's page, "George Orwell's Nineteen Eighty-Four (1949)" on Brave New
-    World's) or in a relative clause of an apposition to it ("Brasília, a planned city that became Brazil's
-    capital in 1960" on Niemeyer's). A name that shares a word with ``title`` is the page's own."""
+    World's), in a relative clause of an apposition to it ("Brasília, a planned city that became Brazil's
+    capital in 1960" on Niemeyer's), in a participle after it ("the Organisation of African Unity (OAU),
+    established on 25 May 1963" on the African Union's) or in its dated words ("Bertrand Russell wrote in
+    1959" on Peirce's, "the Encyclopædia Britannica of 1888 described" on Keats's). A name whose words hold
+    the title's, or are among them, is the page's own (:func:`_other_name`)."""
     own = {w.lower() for w in re.findall(r"\w+", display_title(title)) if len(w) >= 3}
 
     def another(name: re.Match | None) -> bool:
-        return name is not None and not own & {w.lower() for w in re.findall(r"\w+", name.group(1))}
+        return name is not None and _other_name(name.group(1), own)
 
     found = False
     for m in re.finditer(rf"(?<![\w-]){year}(?![\w-])", sentence):
@@ -151,9 +166,25 @@ def year_of_another(sentence: str, year: int, title: str) -> bool:
         if opened >= 0 and ")" not in head[opened:] and ")" in sentence[m.end():m.end() + 40]:
             if not another(_NAME_BEFORE_PARENS.search(head[:opened + 1])):
                 return False
-        elif not another(_APPOSITION_CLAUSE.search(head)):
+        elif not (another(_APPOSITION_CLAUSE.search(head)) or another(_NAME_PARTICIPLE.search(head))
+                  or _says_another(_SAYS.search(head), own)
+                  or another(_NAME_OF.search(head)) and _SAYS_AFTER.match(sentence[m.end():])):
             return False
     return found
+
+
+def _other_name(name: str, own: set[str]) -> bool:
+    """Whether ``name`` names another entity than the page's (title words ``own``): neither holds all the
+    other's words ("Frege" and "Friedrich Ludwig Gottlob Frege" are Gottlob Frege; "African Unity" is not
+    the African Union)."""
+    words = {w.lower() for w in re.findall(r"\w+", name) if len(w) >= 3}
+    return bool(words) and not (words <= own or own <= words)
+
+
+def _says_another(m: re.Match | None, own: set[str]) -> bool:
+    """Whether a :data:`_SAYS` match names someone other than the page's entity."""
+    name = m and (m.group(1) or m.group(2))
+    return bool(name) and _other_name(name, own)
 
 
 def date_statements(index: CorpusIndex, label: str, title: str, text: str, sid: str,
@@ -283,6 +314,24 @@ def modifier_use(sentence: str, anchor: str) -> bool:
     return bool(m) and m.group(1) not in _NOT_A_HEAD
 
 
+_NAMED_AFTER = frozenset("Park City Street Avenue Square Bridge Airport Station Stadium Building Tower Hall Centre "
+                        "Center Memorial Prize Award Medal Foundation Institute School College University Library "
+                        "Museum Boulevard Road Highway Dam Island Glacier Crater".split())
+"""Nouns that make a longer name of a name before them ("Theodore Roosevelt Park", "African Union City")."""
+
+
+def inside_longer_name(sentence: str, anchor: str) -> bool:
+    """Whether every mention of the linked name is the start of a longer name ("Located in Theodore Roosevelt
+    Park" names a park, not the president; "African Union City" a building, not the union)."""
+    found = False
+    for m in re.finditer(r"(?<!\w)" + re.escape(anchor) + r"(?!\w)", sentence):
+        found = True
+        after = re.match(r"\s+([A-Z][a-z]+)\b", sentence[m.end():])
+        if not after or after.group(1) not in _NAMED_AFTER:
+            return False
+    return found
+
+
 def other_place(sim: Any, target: str, sentence: str, anchor: str) -> bool:
     """Whether the linked name is qualified by a place its target's page never mentions: "Manchester, New
     Hampshire" is not the English city."""
@@ -315,7 +364,7 @@ def relation_statement(index: CorpusIndex, sim: Any, a: tuple[str, str], b: tupl
     for (sl, st), (ol, ot) in ((a, b), (b, a)):
         found = link_sentence(sim, st, ot)
         if found and not modifier_use(*found) and not other_place(sim, ot, *found) \
-                and not own_name(index, st, found[1]):
+                and not own_name(index, st, found[1]) and not inside_longer_name(*found):
             sentence, anchor = found
             kind = " ".join(index.page_type[index.ids[st]]) if st in index.ids else ""
             options.append((predicate(sentence, anchor, st, kind) or "mentions", sl, ol, st, sentence))

@@ -14,8 +14,8 @@ from sailorfog.describe import date_event, defining_type, event_of_another, pred
 from sailorfog.reader import PlainReader
 from sailorfog.prose import DescribedWriter, is_person
 from sailorfog.research import ResearchSynthesizer, answer_order, distinct_periods, repeats, task_entities
-from sailorfog.statements import (Statement, date_statements, modifier_use, name_words_statement, other_place,
-                                  own_name, year_in_name, year_of_another)
+from sailorfog.statements import (Statement, date_statements, inside_longer_name, modifier_use, name_words_statement,
+                                  other_place, own_name, year_in_name, year_of_another)
 from wiki_sim import WikiSim
 
 
@@ -450,9 +450,31 @@ def test_a_year_in_parentheses_after_another_name_is_that_entitys(default_sim):
     assert not year_of_another("Nineteen Eighty-Four (1949) is a novel.", 1949, "Nineteen Eighty-Four")
     assert not year_of_another("The treaty (signed in 1949) ended it.", 1949, "Brave New World")
     assert not year_of_another("In 1858 he met Peano (1858).", 1858, "Gottlob Frege")  # one mention is plain
+    # someone else's dated words are that person's date
+    assert year_of_another("Bertrand Russell wrote in 1959 that he was most original.", 1959, "Charles Sanders Peirce")
+    assert year_of_another("According to philosopher Paul Weiss, writing in 1934, Peirce was the most original.",
+                           1934, "Charles Sanders Peirce")
+    assert not year_of_another("Peirce wrote in 1878 a paper on pragmatism.", 1878, "Charles Sanders Peirce")
+    assert not year_of_another("The city was captured by Napoleon in 1809.", 1809, "Vienna")  # the city's event
+    au = "It succeeded the Organisation of African Unity (OAU), established on 25 May 1963 in Addis Ababa."
+    assert year_of_another(au, 1963, "African Union")
+    assert not year_of_another("The African Union, established on 9 July 2002, met.", 2002, "African Union")
+    keats = "The Encyclopædia Britannica of 1888 described his Ode to a Nightingale as perfect."
+    assert year_of_another(keats, 1888, "John Keats")
+    assert not year_of_another("He fought in the Revolution of 1848 in Vienna.", 1848, "John Keats")
+    assert not year_of_another("Frege (1848–1925) was a logician.", 1848, "Gottlob Frege")  # his surname
     text = "Gottlob Frege was a German philosopher. He read Giuseppe Peano (1858–1932). He died in 1925."
     stated = date_statements(default_sim[1], "X", "Gottlob Frege", text, "Xd", __import__("random").Random(0))
     assert stated and all(not (s.checks[0]["lo"] <= 1858 <= s.checks[0]["hi"]) for s in stated)
+
+
+def test_a_name_inside_a_longer_name_is_no_relation():
+    """The American Museum of Natural History is "Located in Theodore Roosevelt Park": no tie to the president."""
+    assert inside_longer_name("Located in Theodore Roosevelt Park, it faces Central Park.", "Theodore Roosevelt")
+    assert inside_longer_name("It hosts the African Union City building.", "African Union")
+    assert not inside_longer_name("Theodore Roosevelt Park is named after Theodore Roosevelt.", "Theodore Roosevelt")
+    assert not inside_longer_name("It was visited by Theodore Roosevelt in 1903.", "Theodore Roosevelt")
+    assert not inside_longer_name("The United States Navy sailed.", "United States")  # a navy is no longer name
 
 
 def test_a_task_that_retells_an_earlier_one_is_a_repeat():
