@@ -191,25 +191,59 @@ def task_rates(rows: list[dict]) -> dict[str, float]:
     return task_success(merged.values())
 
 
-def evaluate(config: Any, work: Path, name: str, model_dir: str, held: list[dict], samples: int
-             ) -> dict[str, dict[str, float]]:
-    """``{"sampled": {task: rate}, "greedy": {task: rate}}`` of one model (cached in ``work/eval``)."""
+MODES = (("sampled", None), ("greedy", 0.0))
+"""Each model is evaluated sampled (``--samples`` per task, the pipeline's temperature) and greedily (once)."""
+
+
+def eval_file(work: Path, name: str, mode: str) -> Path:
+    """Where one evaluation's per-task rows are cached."""
+    return work / "eval" / f"{name}-{mode}.jsonl"
+
+
+def run_eval(config: Any, work: Path, name: str, mode: str, model_dir: str, held: list[dict], k: int) -> str:
+    """One model decoded one way on ``held`` (``k`` episodes per task), written to :func:`eval_file`; runs in
+    a worker process of its own under ``--jobs``, on one thread."""
+    import torch
+
     from trainers.policies import TransformersPolicy
     from websailor import recipe, stages
 
-    out, policy = {}, None
+    torch.set_num_threads(1)
+    temperature = dict(MODES)[mode]
+    model, tokenizer = stages._load(model_dir)
+    policy = TransformersPolicy(model.eval(), tokenizer, device=stages.model_device(config))
     kwargs = recipe.compact_env_kwargs(config.wiki_dir, max_tool_calls=config.max_tool_calls)
-    for mode, k, temperature in (("sampled", samples, None), ("greedy", 1, 0.0)):
-        file = work / "eval" / f"{name}-{mode}.jsonl"
-        if not file.is_file():
-            if policy is None:
-                model, tokenizer = stages._load(model_dir)
-                policy = TransformersPolicy(model.eval(), tokenizer, device=stages.model_device(config))
-            print(f"==> evaluate {name} ({mode}, {k} per task)", file=sys.stderr, flush=True)
-            stages.evaluate_policy(config, work, f"{name}-{mode}", policy, [t for t in held for _ in range(k)],
-                                   kwargs, kind="transformers", model=f"{name} ({mode})", temperature=temperature)
-        out[mode] = task_rates(stages.read_jsonl(file))
-    return out
+    print(f"==> evaluate {name} ({mode}, {k} per task)", file=sys.stderr, flush=True)
+    stages.evaluate_policy(config, work, f"{name}-{mode}", policy, [t for t in held for _ in range(k)],
+                           kwargs, kind="transformers", model=f"{name} ({mode})", temperature=temperature)
+    return f"{name}-{mode}"
+
+
+def evaluate_many(config: Any, work: Path, models: list[tuple[str, str, list[dict]]], samples: int,
+                  jobs: int) -> None:
+    """Every ``(name, model_dir, tasks)`` evaluated sampled and greedily, those not cached yet, in up to ``jobs``
+    processes at once (each decodes on one thread; 1: here, one after another)."""
+    todo = [(name, mode, model_dir, held, samples if mode == "sampled" else 1)
+            for name, model_dir, held in models for mode, _ in MODES if not eval_file(work, name, mode).is_file()]
+    if jobs <= 1 or len(todo) <= 1:
+        for job in todo:
+            run_eval(config, work, *job)
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    quiet = replace(config, progress=False)  # bars of parallel workers would overwrite each other
+    with ProcessPoolExecutor(max_workers=min(jobs, len(todo)),
+                             mp_context=multiprocessing.get_context("spawn")) as pool:
+        for future in [pool.submit(run_eval, quiet, work, *job) for job in todo]:
+            future.result()
+
+
+def evaluate(work: Path, name: str) -> dict[str, dict[str, float]]:
+    """``{"sampled": {task: rate}, "greedy": {task: rate}}`` of one model, read from its cached evaluations."""
+    from websailor import stages
+
+    return {mode: task_rates(stages.read_jsonl(eval_file(work, name, mode))) for mode, _ in MODES}
 
 
 def extra_heldout(config: Any, work: Path, n: int) -> list[dict[str, Any]]:
@@ -348,6 +382,9 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override one pipeline setting of the chosen sizes for a fresh run directory, e.g. "
                         "--set sft_steps=16 (repeatable; benchmarks.learning's --set)")
+    p.add_argument("--jobs", type=int, default=None,
+                   help="evaluations run at once, each in its own process on one thread (default: the CPU "
+                        "cores, at most 4, on a CPU; 1 on a GPU)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-progress", action="store_true")
     args = p.parse_args(argv)
@@ -364,7 +401,9 @@ def main(argv: list[str] | None = None) -> dict:
     mode = "smoke" if args.smoke else "cuda" if cuda else "cpu"
     try:
         doses = parse_steps(args.steps or STEPS[mode])
-        for name in ("samples",):
+        if args.jobs is None:
+            args.jobs = 1 if cuda else max(1, min(4, os.cpu_count() or 1))
+        for name in ("samples", "jobs"):
             if getattr(args, name) < 1:
                 raise ValueError(f"--{name} must be >= 1, got {getattr(args, name)}")
         for name in ("heldout_per_level", "control_steps", "extra_heldout"):
@@ -404,24 +443,31 @@ def main(argv: list[str] | None = None) -> dict:
         fail(str(exc))
 
     run_held = held  # the run's own held-out tasks (``held`` gains the extra ones below)
-
-    def evaluate_all(name: str, model_dir: str) -> dict[str, dict[str, float]]:
-        rates = evaluate(config, work, name, model_dir, run_held, args.samples)
-        if extra:  # the extra tasks' evaluations are cached under their own names
-            more = evaluate(config, work, f"{name}-extra{len(extra)}", model_dir, extra, args.samples)
-            rates = {mode: {**rates[mode], **more[mode]} for mode in rates}
-        return rates
-
     held = held + extra
     levels = {lv: {str(t["id"]) for t in held if t.get("level") == lv} for lv in recipe.LEVELS}
     levels = {lv: ids for lv, ids in levels.items() if ids}
     trained = train_doses(config, work, doses)
-    sft = evaluate_all("step-0", str(work / "sft" / "model"))
+    updates = trained[doses[-1]]["updates"] if args.control_steps is None else args.control_steps
+    named = [("step-0", str(work / "sft" / "model"))] + [(f"step-{d}", trained[d]["model"]) for d in doses if d]
+    if updates > 0:
+        named.append(("sft-more", train_sft_more(config, work, updates)))
+    models = [(name, model_dir, run_held) for name, model_dir in named]
+    if extra:  # the extra tasks' evaluations are cached under their own names
+        models += [(f"{name}-extra{len(extra)}", model_dir, extra) for name, model_dir in named]
+    evaluate_many(config, work, models, args.samples, args.jobs)
+
+    def evaluate_all(name: str) -> dict[str, dict[str, float]]:
+        rates = evaluate(work, name)
+        if extra:
+            more = evaluate(work, f"{name}-extra{len(extra)}")
+            rates = {m: {**rates[m], **more[m]} for m in rates}
+        return rates
+
+    sft = evaluate_all("step-0")
     rows, rates = [], {}
     for dose in doses:
-        rates[dose] = sft if dose == 0 else evaluate_all(f"step-{dose}", trained[dose]["model"])
+        rates[dose] = sft if dose == 0 else evaluate_all(f"step-{dose}")
         rows.append(dose_row(dose, trained[dose], rates[dose], sft, levels))
-    updates = trained[doses[-1]]["updates"] if args.control_steps is None else args.control_steps
     controls: dict[str, Any] = {"sft_sampled": mean(sft["sampled"]), "sft_greedy": mean(sft["greedy"])}
     heuristic = (stages.read_jsonl(run_dir / "eval" / "heuristic.jsonl")
                  if (run_dir / "eval" / "heuristic.jsonl").is_file() else [])
@@ -439,7 +485,7 @@ def main(argv: list[str] | None = None) -> dict:
                 if args.control_steps is None else f"set by --control-steps; GRPO took "
                 f"{trained[doses[-1]]['updates']} optimizer steps to step {doses[-1]}"))
     if updates > 0:
-        more = evaluate_all("sft-more", train_sft_more(config, work, updates))
+        more = evaluate_all("sft-more")
         controls["sft_more"] = {"name": name, "label": label, "steps": updates, "sampled": mean(more["sampled"]),
                                 "greedy": mean(more["greedy"]), "vs_sft": paired(more["sampled"], sft["sampled"]),
                                 "largest_dose_vs": paired(rates[doses[-1]]["sampled"], more["sampled"])}

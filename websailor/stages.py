@@ -4,10 +4,12 @@ compact observations, gold turns, GRPO task selection) is :mod:`websailor.recipe
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +36,22 @@ def write_json(path: Path, value: Any) -> None:
     """``value`` as JSON in ``path`` (atomically), its folder made first."""
     path.parent.mkdir(parents=True, exist_ok=True)
     write_json_atomic(path, value, indent=2, ensure_ascii=False, default=str)
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """An exclusive advisory lock on ``path`` for the block (POSIX ``flock``; no lock where there is none)."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: callers run one process at a time there
+        yield
+        return
+    with open(path, "a", encoding="utf-8") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def write_jsonl(path: Path, records: list[dict]) -> None:
@@ -144,9 +162,10 @@ def evaluate_policy(config: Any, run_dir: Path, name: str, policy: Any, tasks: l
     write_jsonl(eval_dir / f"{name}.jsonl", rows)
     write_jsonl(eval_dir / f"{name}.trajectories.jsonl", [t.to_record() for t in trajectories])
     path = eval_dir / "summary.json"
-    merged = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-    merged[name] = summary
-    write_json(path, merged)
+    with _locked(eval_dir / ".summary.lock"):  # evaluations in parallel processes merge one at a time
+        merged = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+        merged[name] = summary
+        write_json(path, merged)
     check_errors(summary, str(eval_dir))  # judge/policy/env errors dominating: the stage fails, files kept
     return {k: summary[k] for k in ("success", "success_ci95", "well_formed_turns", "mean_tool_calls",
                                     "terminations", "errors", "error_share") if k in summary}

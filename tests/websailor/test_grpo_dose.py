@@ -17,7 +17,7 @@ def smoke(default_wiki: Path, tmp_path_factory: pytest.TempPathFactory):
 
     out = tmp_path_factory.mktemp("grpo_dose")
     result = main(["--smoke", "--wiki-dir", str(default_wiki), "--out-dir", str(out), "--steps", "0,1,2",
-                   "--samples", "2", "--control-steps", "1", "--no-progress"])
+                   "--samples", "2", "--control-steps", "1", "--no-progress", "--jobs", "2"])
     return out, result
 
 
@@ -54,6 +54,30 @@ def test_json_line_is_printed_last(default_wiki, tmp_path, capsys, smoke):
     last = capsys.readouterr().out.strip().splitlines()[-1]
     again = json.loads(last)
     assert again["benchmark"] == "grpo_dose" and again["doses"] == first["doses"]
+
+
+def test_parallel_evaluations_equal_one_at_a_time(default_wiki, smoke):
+    from benchmarks.grpo_dose import main
+
+    out, first = smoke  # evaluated in two worker processes, which merged the summary one at a time
+    summary = json.loads((out / "dose" / "eval" / "summary.json").read_text())
+    assert {f"{n}-{m}" for n in ("step-0", "step-1", "step-2", "sft-more") for m in ("sampled", "greedy")} <= set(summary)
+    for cached in (out / "dose" / "eval").glob("step-*"):
+        cached.unlink()
+    again = main(["--smoke", "--wiki-dir", str(default_wiki), "--out-dir", str(out), "--steps", "0,1,2",
+                  "--samples", "2", "--control-steps", "1", "--no-progress", "--jobs", "1"])
+    assert again["doses"] == first["doses"]
+
+
+@pytest.mark.parametrize("flag", ["--jobs=0", "--samples=0"])
+def test_bad_counts_are_one_line_errors(flag, capsys):
+    from benchmarks.grpo_dose import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["--smoke", flag])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("grpo_dose: error: --") and ">= 1" in err[0]
 
 
 @pytest.mark.parametrize("steps", ["0,5,3", "0,2,2", "a,b", "-1,2", ","])
