@@ -328,7 +328,10 @@ def summary_lines(run_dir: Path, state: dict[str, Any]) -> list[str]:
     if grpo:
         lines.append(f"grpo: {grpo.get('steps')} steps, {grpo.get('signal_steps')} with signal (updated the model), "
                      f"{grpo.get('no_signal_steps')} without; max weight change {grpo.get('max_weight_change', 0):.2e}; "
-                     f"probe success {json.dumps(grpo.get('probe_success'))}")
+                     f"probe success {json.dumps(grpo.get('probe_success'))}"
+                     + (f"; {grpo['groups_drawn']} groups drawn from a pool of {grpo['pool_tasks']} tasks"
+                        if grpo.get("pool_tasks") else "")
+                     + (f" ({grpo['probe_fallback']})" if grpo.get("probe_fallback") else ""))
     done = {k: v for k, v in state["stages"].items() if isinstance((v or {}).get("seconds"), (int, float))}
     total = sum(float(v["seconds"]) for v in done.values())
     lines.append("stages: " + ", ".join(f"{k} {seconds_text(float(v['seconds']))}" for k, v in done.items())

@@ -374,23 +374,35 @@ def select_grpo_tasks(tasks: Sequence[dict], probe_outcomes: Mapping[str, Sequen
     that level. A group of G episodes of a task solved with probability p has mixed rewards
     with probability ``1 - p**G - (1-p)**G``, largest at p = 1/2; levels are weighted by
     ``p (1 - p)`` (with a floor, so no level with some success is shut out), and ``n`` tasks
-    are drawn in proportion. Returns the tasks and what decided them."""
+    are drawn in proportion. Where the probe saw no success on any level, every level with tasks
+    gets an equal share (the probe cannot tell them apart; ``fallback`` says so). A level with
+    fewer tasks than its share leaves the rest to the other chosen levels' tasks; fewer than ``n``
+    in all is counted in ``short`` (GRPO then draws some tasks again). Returns the tasks and what
+    decided them."""
     rates = {lv: (sum(o) / len(o) if o else 0.0) for lv, o in probe_outcomes.items()}
     weights = {lv: p * (1 - p) if 0 < p < 1 else (0.02 if p > 0 else 0.0) for lv, p in rates.items()}
     by_level: dict[str, list[dict]] = defaultdict(list)
     for t in tasks:
         by_level[str(t.get("level", "?"))].append(t)
     usable = {lv: w for lv, w in weights.items() if w > 0 and by_level.get(lv)}
-    if not usable:  # nothing solved anywhere: the easiest level is the only hope
-        usable = {max(rates, key=lambda lv: rates[lv]): 1.0} if rates else {lv: 1.0 for lv in by_level}
+    fallback = None
+    if not usable:
+        usable = {lv: 1.0 for lv in sorted(by_level)}
+        fallback = "the probe saw no success on any level: an equal share of every level's tasks"
     total = sum(usable.values())
     rng = random.Random(seed)
-    chosen: list[dict] = []
+    pools = {}
+    for lv in sorted(usable):
+        pools[lv] = list(by_level.get(lv, []))
+        rng.shuffle(pools[lv])
     quota = {lv: max(1, round(n * w / total)) for lv, w in usable.items()}
-    for lv, k in sorted(quota.items()):
-        pool = list(by_level.get(lv, []))
-        rng.shuffle(pool)
-        chosen += pool[:k]
+    chosen: list[dict] = [t for lv in sorted(quota) for t in pools[lv][:quota[lv]]]
+    if len(chosen) < n:  # a level's share was more than its tasks: the rest from the other chosen levels
+        rest = [t for lv in sorted(quota) for t in pools[lv][quota[lv]:]]
+        rng.shuffle(rest)
+        chosen += rest[:n - len(chosen)]
     rng.shuffle(chosen)
-    return chosen[:max(n, 1)], {"probe_success": rates, "weights": weights,
-                                "chosen_per_level": dict(Counter(str(t.get("level")) for t in chosen[:n]))}
+    chosen = chosen[:max(n, 1)]
+    return chosen, {"probe_success": rates, "weights": weights, "fallback": fallback,
+                    "chosen_per_level": dict(Counter(str(t.get("level")) for t in chosen)),
+                    "wanted": n, "short": max(0, n - len(chosen))}

@@ -288,32 +288,42 @@ def unseen_train_tasks(config: Any, run_dir: Path, train_tasks: list[dict]) -> l
     return unseen
 
 
+PROBE_ROUNDS = 3
+"""Rounds of ``--probe`` episodes per level the probe plays at most, until some level shows a success."""
+
+
 def _probe(config: Any, run_dir: Path, model: Any, tokenizer: Any, train_tasks: list[dict]) -> dict[str, Any]:
     """The SFT model's outcomes on ``--probe`` train tasks per level, and the GRPO tasks they pick;
-    both drawn from the tasks SFT never saw (:func:`unseen_train_tasks`)."""
+    both drawn from the tasks SFT never saw (:func:`unseen_train_tasks`). Where a round sees no success
+    on any level, another round probes fresh tasks (up to :data:`PROBE_ROUNDS`)."""
     from trainers.policies import TransformersPolicy
     from trainers.rollout import RolloutConfig, collect
 
     unseen = unseen_train_tasks(config, run_dir, train_tasks)
-    probe = []
-    for level in recipe.LEVELS:
-        probe += [t for t in unseen if t.get("level") == level][:config.probe]
     kwargs = recipe.compact_env_kwargs(config.wiki_dir, max_tool_calls=config.max_tool_calls)
-    rollout = RolloutConfig(env_id="websailor/WikiSim-v0", env_kwargs={"tasks": probe, **kwargs},
-                            max_new_tokens=config.max_new_tokens, temperature=config.temperature, top_p=1.0,
-                            num_envs=max(1, len(probe)), tool_workers=2, max_total_tokens=EPISODE_TOKENS,
-                            policy_name="sft-probe", seed=config.seed + 1, schedule=SCHEDULE)
     model.eval()
     policy = TransformersPolicy(model, tokenizer, device=model_device(config))
-    trajectories = collect(policy, probe, rollout, progress=config.progress)
     outcomes: dict[str, list[float]] = {}
-    for t in trajectories:
-        outcomes.setdefault(str(t.task.get("level")), []).append(float(bool(t.is_correct)))
-    probed = {t.get("id") for t in probe}
+    probed: set[Any] = set()
+    rounds = 0
+    while rounds < PROBE_ROUNDS and not any(sum(o) for o in outcomes.values()):
+        probe = []
+        for level in recipe.LEVELS:
+            probe += [t for t in unseen if t.get("level") == level and t.get("id") not in probed][:config.probe]
+        if not probe:
+            break
+        rounds += 1
+        probed |= {t.get("id") for t in probe}
+        rollout = RolloutConfig(env_id="websailor/WikiSim-v0", env_kwargs={"tasks": probe, **kwargs},
+                                max_new_tokens=config.max_new_tokens, temperature=config.temperature, top_p=1.0,
+                                num_envs=max(1, len(probe)), tool_workers=2, max_total_tokens=EPISODE_TOKENS,
+                                policy_name="sft-probe", seed=config.seed + rounds, schedule=SCHEDULE)
+        for t in collect(policy, probe, rollout, progress=config.progress):
+            outcomes.setdefault(str(t.task.get("level")), []).append(float(bool(t.is_correct)))
     candidates = [t for t in unseen if t.get("id") not in probed] or unseen
     n = config.grpo_steps * config.grpo_tasks_per_step * 2
     chosen, why = recipe.select_grpo_tasks(candidates, outcomes, n, config.seed)
-    return {"tasks": chosen, "sft_tasks_excluded": len(train_tasks) - len(unseen), **why}
+    return {"tasks": chosen, "sft_tasks_excluded": len(train_tasks) - len(unseen), "probe_rounds": rounds, **why}
 
 
 def stage_grpo(config: Any, run_dir: Path) -> dict[str, Any]:
@@ -363,7 +373,8 @@ def stage_grpo(config: Any, run_dir: Path) -> dict[str, Any]:
     signal = [m for m in metrics if not m.get("train/no_signal") and not m.get("train/skipped")]
     return {"steps": trainer.step, "signal_steps": len(signal), "no_signal_steps": len(metrics) - len(signal),
             "max_weight_change": change, "probe_success": selection.get("probe_success"),
-            "chosen_per_level": selection.get("chosen_per_level"),
+            "chosen_per_level": selection.get("chosen_per_level"), "probe_fallback": selection.get("fallback"),
+            "probe_rounds": selection.get("probe_rounds"), "pool_tasks": len(tasks), "groups_drawn": sum(int(m.get("groups/groups", 0) or 0) for m in metrics),
             "mean_reward": [m.get("reward/mean") for m in metrics], **sizes}
 
 

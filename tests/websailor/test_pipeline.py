@@ -89,6 +89,13 @@ def test_run_json_records_each_stage(small_run):
     grpo = state["stages"]["grpo"]["result"]
     assert grpo["steps"] == 1 and grpo["signal_steps"] + grpo["no_signal_steps"] == 1
     assert set(grpo["probe_success"]) == {"lookup-description", "lookup-lead", "sailorfog"}
+    # A probe that sees no success anywhere tries fresh tasks before it falls back to equal shares.
+    from websailor.stages import PROBE_ROUNDS
+    assert 1 <= grpo["probe_rounds"] <= PROBE_ROUNDS and grpo["pool_tasks"] >= 2 and grpo["groups_drawn"] >= 0
+    if not any(grpo["probe_success"].values()):
+        assert grpo["probe_rounds"] == PROBE_ROUNDS and "no success" in grpo["probe_fallback"]
+    else:
+        assert grpo["probe_fallback"] is None
     assert set(state["stages"]["eval"]["result"]) == {"sft", "grpo", "sft-greedy", "grpo-greedy"}
 
 
@@ -96,7 +103,7 @@ def test_summary_prints_intervals_and_grpo_signal(small_run, capsys):
     pipeline.print_summary(small_run, _state(small_run))
     out = capsys.readouterr().out
     assert "95% interval" in out and "well-formed" in out and "success per level" in out
-    assert "grpo: 1 steps" in out and "with signal" in out
+    assert "grpo: 1 steps" in out and "with signal" in out and "groups drawn from a pool of" in out
     assert "sft-greedy, grpo-greedy: greedy" in out and "sft, grpo: sampled at temperature 0.7, top-p 1, 2 samples" in out
     assert "sft - fewshot: success" in out and "paired 95% interval" in out and "held-out tasks (" in out
     assert "grpo - sft-greedy: success" in out and "grpo-greedy - sft-greedy: success" in out

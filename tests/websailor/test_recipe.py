@@ -71,9 +71,27 @@ def test_grpo_selection_prefers_the_level_nearest_one_half():
                                                    "hard": [0.0] * 8}, n=10, seed=0)
     counts = why["chosen_per_level"]
     assert counts.get("mid", 0) >= 8 and "hard" not in counts and len(chosen) == 10
-    # Nothing solved anywhere: the level with the best probe success is still tried.
-    chosen, why = recipe.select_grpo_tasks(tasks, {"easy": [0.0], "mid": [0.0], "hard": [0.0]}, n=4, seed=0)
-    assert len(chosen) == 4
+    assert why["fallback"] is None and why["wanted"] == 10 and why["short"] == 0
+    # Nothing solved anywhere: the probe cannot tell the levels apart, so each gets an equal share
+    # (not the first level listed), and the fallback says so.
+    chosen, why = recipe.select_grpo_tasks(tasks, {"hard": [0.0] * 4, "mid": [0.0] * 4, "easy": [0.0] * 4},
+                                           n=12, seed=0)
+    assert why["chosen_per_level"] == {"easy": 4, "mid": 4, "hard": 4} and "no success" in why["fallback"]
+
+
+def test_grpo_selection_fills_a_short_level_from_the_other_chosen_levels():
+    tasks = ([{"id": f"mid{i}", "level": "mid"} for i in range(3)]
+             + [{"id": f"easy{i}", "level": "easy"} for i in range(20)]
+             + [{"id": f"hard{i}", "level": "hard"} for i in range(20)])
+    # "mid" (p = 1/2) would take most of 10 draws but holds 3 tasks: the rest come from "easy" (some
+    # success), none from "hard" (no success: its groups would carry no signal).
+    chosen, why = recipe.select_grpo_tasks(tasks, {"mid": [1, 0], "easy": [1, 1, 1, 0], "hard": [0, 0]}, n=10,
+                                           seed=0)
+    assert len(chosen) == 10 and len({t["id"] for t in chosen}) == 10 and why["short"] == 0
+    assert why["chosen_per_level"] == {"mid": 3, "easy": 7}
+    # Fewer tasks than draws in all: counted, not hidden.
+    chosen, why = recipe.select_grpo_tasks(tasks[:5], {"mid": [1, 0], "easy": [1, 0]}, n=8, seed=0)
+    assert len(chosen) == 5 and why["short"] == 3
 
 
 def test_policy_stats_count_well_formed_turns_and_levels():
