@@ -55,11 +55,6 @@ MAX_NAMES = 400
 """Text mentions are read when a side has at most this many candidates (links alone beyond)."""
 MAX_CONTAINERS = 40
 """Containment is read from the container's side when at most this many candidates are left there."""
-LOOSE_SCAN_TEXTS = 32
-LOOSE_SCAN_NAMES = 4
-"""Loose mentions are looked for text by text, each with a pattern of only the names whose words it holds,
-unless both the texts and the names exceed these counts (one pattern of every name is then cheaper than
-scanning every text for every name's words)."""
 
 
 TYPE_SYNONYMS = (
@@ -97,7 +92,7 @@ def _loose(name: str) -> str:
     return r"\s+".join(parts)
 
 
-@lru_cache(maxsize=1024)
+@lru_cache(maxsize=8192)
 def _loose_pattern(names: tuple[str, ...]) -> re.Pattern:
     """One pattern for any of ``names`` read loosely (:func:`_loose`) as whole words, any case. The reader
     asks for the same names again and again while its candidate sets settle, so patterns are kept."""
@@ -105,12 +100,34 @@ def _loose_pattern(names: tuple[str, ...]) -> re.Pattern:
                       + r")(?!\w)", re.I)
 
 
-def _loose_key(name: str) -> str | None:
-    """Lower-case ASCII text that every loose match of ``name`` holds (its longest word, or that word's
-    stem); ``None`` when the name is not ASCII. A text whose lower case lacks the key, and holds none of
-    :data:`~wiki_sim.snippets.CASE_ODDITIES`, cannot match the name's :func:`_loose_pattern`."""
+@lru_cache(maxsize=65536)
+def _loose_keys(name: str) -> tuple[str, ...] | None:
+    """Lower-case ASCII pieces that every loose match of ``name`` holds (each word, or its stem: the
+    longest first); ``None`` when the name is not ASCII. A text whose lower case lacks one of them, and
+    holds none of :data:`~wiki_sim.snippets.CASE_ODDITIES`, cannot match the name's :func:`_loose_pattern`."""
     words = [w[:max(5, len(w) - 4)] if w.isalpha() and len(w) >= 6 else w for w in name.split()]
-    return max(words, key=len).lower() if name.isascii() and words else None
+    if not name.isascii() or not words:
+        return None
+    return tuple(sorted({w.lower() for w in words}, key=len, reverse=True))
+
+
+_WORD = re.compile(r"\w+")
+
+
+@lru_cache(maxsize=65536)
+def _word_key(name: str) -> tuple[bool, str] | None:
+    """What a text's words must hold for a loose match of ``name``: ``(True, w)``, the name's longest
+    word ``w`` made only of word characters, as a whole word of the text (lower case); ``(False, s)``, the
+    first 5 letters of the stem of a long word, opening some word of the text; ``None`` for no such
+    word (or a name that is not ASCII)."""
+    if not name.isascii():
+        return None
+    for w in sorted(name.split(), key=len, reverse=True):
+        if w.isalpha() and len(w) >= 6:
+            return False, w[:5].lower()
+        if _WORD.fullmatch(w):
+            return True, w.lower()
+    return None
 
 
 def _is_word_char(c: str) -> bool:
@@ -176,6 +193,7 @@ class PlainReader:
     _places: set[int] | None = field(default=None, repr=False)
     _firsts: dict[int, str] = field(default_factory=dict, repr=False)
     _lowers: dict[int, str | None] = field(default_factory=dict, repr=False)
+    _words: dict[int, tuple[frozenset[str], frozenset[str]] | None] = field(default_factory=dict, repr=False)
     _place_keys: dict[str, set[int]] | None = field(default=None, repr=False)
 
     # --- what the reader accepts for one entity ------------------------------------------
@@ -203,6 +221,18 @@ class PlainReader:
             text = self.text(pid)
             self._lowers[pid] = None if any(c in text for c in CASE_ODDITIES) else text.lower()
         return self._lowers[pid]
+
+    def _word_sets(self, pid: int) -> tuple[frozenset[str], frozenset[str]] | None:
+        """The words of the page's lower-case text and their 5-letter openings (kept once read); ``None``
+        where :meth:`_lower` is."""
+        if pid not in self._words:
+            low = self._lower(pid)
+            if low is None:
+                self._words[pid] = None
+            else:
+                words = frozenset(_WORD.findall(low))
+                self._words[pid] = (words, frozenset(w[:5] for w in words if len(w) >= 5))
+        return self._words[pid]
 
     def defining_sentence(self, pid: int) -> str:
         """The page's first sentence, where a place says what it lies in (kept once read)."""
@@ -280,17 +310,17 @@ class PlainReader:
             for n in names:
                 out |= {p for p in self._defining_mentions(pages - out, n) if _has_word(self.defining_sentence(p), n)}
             return out
-        texts = list(texts_of)
-        if len(texts) > LOOSE_SCAN_TEXTS and len(names) > LOOSE_SCAN_NAMES:
-            pattern = _loose_pattern(tuple(sorted(names)))
-            return {p for p in texts if pattern.search(self.text(p))}
-        keys = {n: _loose_key(n) for n in names}
+        keys = [(n, _word_key(n), _loose_keys(n)) for n in sorted(names, key=len, reverse=True)]
         out = set()
-        for p in texts:  # only the names whose words the text holds: often none, and a small pattern
-            low = self._lower(p)
-            hit = tuple(sorted(n for n, k in keys.items() if low is None or k is None or k in low))
-            if hit and _loose_pattern(hit).search(self.text(p)):
-                out.add(p)
+        for p in texts_of:  # only the names whose words the text holds (often none), each by its own pattern
+            sets, low = self._word_sets(p), self._lower(p)
+            for n, wk, ks in keys:
+                if sets is not None and wk is not None and wk[1] not in sets[0 if wk[0] else 1]:
+                    continue
+                if (low is None or ks is None or all(k in low for k in ks)) \
+                        and _loose_pattern((n,)).search(self.text(p)):
+                    out.add(p)
+                    break
         return out
 
     def related(self, xs: set[int], ys: set[int], place: bool) -> set[int]:
@@ -305,8 +335,8 @@ class PlainReader:
         if len(xs) <= MAX_NAMES:
             rest = xs - out
             back = self._mentions(ys, rest) if rest else set()
-            if back:
-                out |= {x for x in rest if any(x in neighbors[y] or self._names(x, y) for y in back)}
+            if back:  # x is related when a page of ``back`` links to it or names it (one scan of back per x)
+                out |= {x for x in rest if any(x in neighbors[y] for y in back) or self._mentions(back, [x])}
         if place and len(ys) <= MAX_NAMES:  # containment: x is linked with a place that lies in y
             places = self._mentions(self.places() - ys, ys, defining=True)
             via = set()
@@ -324,9 +354,6 @@ class PlainReader:
             self._places = {p for p in range(len(self.index)) if self.index.page_type[p]
                             and self.index.page_type[p][-1].lower() in PLACE_HEADS}
         return self._places
-
-    def _names(self, x: int, y: int) -> bool:
-        return bool(self._mentions([y], [x]))
 
     # --- the answer's candidates ------------------------------------------------------------
     def candidates(self, statements: Sequence[Statement], target: str = "X", max_rounds: int = 20) -> set[int]:
