@@ -200,43 +200,18 @@ def eval_file(work: Path, name: str, mode: str) -> Path:
     return work / "eval" / f"{name}-{mode}.jsonl"
 
 
-def run_eval(config: Any, work: Path, name: str, mode: str, model_dir: str, held: list[dict], k: int) -> str:
-    """One model decoded one way on ``held`` (``k`` episodes per task), written to :func:`eval_file`; runs in
-    a worker process of its own under ``--jobs``, on one thread."""
-    import torch
-
-    from trainers.policies import TransformersPolicy
-    from websailor import recipe, stages
-
-    torch.set_num_threads(1)
-    temperature = dict(MODES)[mode]
-    model, tokenizer = stages._load(model_dir)
-    policy = TransformersPolicy(model.eval(), tokenizer, device=stages.model_device(config))
-    kwargs = recipe.compact_env_kwargs(config.wiki_dir, max_tool_calls=config.max_tool_calls)
-    print(f"==> evaluate {name} ({mode}, {k} per task)", file=sys.stderr, flush=True)
-    stages.evaluate_policy(config, work, f"{name}-{mode}", policy, [t for t in held for _ in range(k)],
-                           kwargs, kind="transformers", model=f"{name} ({mode})", temperature=temperature)
-    return f"{name}-{mode}"
-
-
 def evaluate_many(config: Any, work: Path, models: list[tuple[str, str, list[dict]]], samples: int,
                   jobs: int) -> None:
     """Every ``(name, model_dir, tasks)`` evaluated sampled and greedily, those not cached yet, in up to ``jobs``
-    processes at once (each decodes on one thread; 1: here, one after another)."""
-    todo = [(name, mode, model_dir, held, samples if mode == "sampled" else 1)
-            for name, model_dir, held in models for mode, _ in MODES if not eval_file(work, name, mode).is_file()]
-    if jobs <= 1 or len(todo) <= 1:
-        for job in todo:
-            run_eval(config, work, *job)
-        return
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
+    processes at once (:func:`websailor.stages.evaluate_models`; each decodes on one thread)."""
+    from websailor import stages
 
-    quiet = replace(config, progress=False)  # bars of parallel workers would overwrite each other
-    with ProcessPoolExecutor(max_workers=min(jobs, len(todo)),
-                             mp_context=multiprocessing.get_context("spawn")) as pool:
-        for future in [pool.submit(run_eval, quiet, work, *job) for job in todo]:
-            future.result()
+    todo = [stages.EvalJob(f"{name}-{mode}", model_dir, [t for t in held for _ in range(samples if mode == "sampled"
+                                                                                     else 1)],
+                           temperature=temperature, label=f"{name} ({mode})")
+            for name, model_dir, held in models for mode, temperature in MODES
+            if not eval_file(work, name, mode).is_file()]
+    stages.evaluate_models(config, work, todo, jobs)
 
 
 def evaluate(work: Path, name: str) -> dict[str, dict[str, float]]:

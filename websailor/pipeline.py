@@ -113,6 +113,9 @@ class PipelineConfig(EpisodeOptions):
     play each task once. More samples narrow the paired intervals of the sampled differences."""
     threads: int = 0
     """torch CPU threads (0: one, which decodes fastest on a shared 2-core machine)."""
+    workers: int = 0
+    """Evaluations the eval stage runs at once on a CPU, each in a process of its own on --threads threads
+    (0: the CPU cores, at most 4; 1: one after another). A GPU run evaluates one model at a time."""
     device: Literal["auto", "cpu", "cuda"] = "auto"
     """Where the model stages (few-shot, SFT, probe, GRPO, evaluation) run: auto is cuda when a GPU is
     visible, else cpu. The sizes are the same on both; a GPU run may raise them (--lookup-tasks,
@@ -131,7 +134,7 @@ class PipelineConfig(EpisodeOptions):
         if self.lookup_tasks < 2 * self.heldout + 2:
             raise ValueError(f"--lookup-tasks must be >= 2 * --heldout + 2 = {2 * self.heldout + 2} (train and "
                              f"held-out tasks of both lookup levels), got {self.lookup_tasks}")
-        for name in ("heldout", "synth_tasks", "synth_heldout", "threads", "train_layers"):
+        for name in ("heldout", "synth_tasks", "synth_heldout", "threads", "workers", "train_layers"):
             if getattr(self, name) < 0:
                 raise ValueError(f"--{name.replace('_', '-')} must be >= 0, got {getattr(self, name)}")
         for name in ("sft_steps", "sft_batch", "grpo_steps", "grpo_tasks_per_step", "group_size", "probe",
@@ -197,7 +200,7 @@ def open_run(config: PipelineConfig) -> tuple[Path, dict[str, Any]]:
     state_file = run_dir / RUN_FILE
     # Where the run lives is no setting of it: a run directory that was moved still resumes.
     comparable = {k: v for k, v in asdict(config).items()
-                  if k not in ("out", "resume", "overwrite", "progress", "threads", "device")}
+                  if k not in ("out", "resume", "overwrite", "progress", "threads", "workers", "device")}
     if config.overwrite and run_dir.is_dir() and any(run_dir.iterdir()):
         problem = run_record_problem(run_dir)  # checked before anything is deleted
         if problem:

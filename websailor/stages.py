@@ -10,6 +10,7 @@ import math
 import os
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -378,24 +379,84 @@ def stage_grpo(config: Any, run_dir: Path) -> dict[str, Any]:
             "mean_reward": [m.get("reward/mean") for m in metrics], **sizes}
 
 
-def stage_eval(config: Any, run_dir: Path) -> dict[str, Any]:
+@dataclass(frozen=True)
+class EvalJob:
+    """One evaluation of a saved model (:func:`evaluate_models`)."""
+
+    name: str
+    """Its name: the files ``eval/NAME.jsonl`` and ``eval/NAME.trajectories.jsonl``, its key in the summary."""
+    model_dir: str
+    """The saved model (a folder :func:`_load` reads)."""
+    tasks: list[dict] = field(default_factory=list)
+    """The tasks it plays."""
+    samples: int = 1
+    """Episodes per task."""
+    temperature: float | None = None
+    """Sampling temperature (None: ``--temperature``; 0: greedy)."""
+    label: str = ""
+    """The model's label in the summary."""
+
+
+def eval_workers(config: Any, asked: int = 0) -> int:
+    """Evaluations run at once: ``asked`` (or ``--workers``) where set, else the CPU cores up to 4; one
+    on a GPU, where one process already uses the device."""
+    if model_device(config) != "cpu":
+        return 1
+    return asked or getattr(config, "workers", 0) or max(1, min(4, os.cpu_count() or 1))
+
+
+def _run_eval_job(config: Any, run_dir: Path, job: EvalJob) -> dict[str, Any]:
+    """:func:`evaluate_policy` of one saved model (in a worker process of :func:`evaluate_models` or here)."""
+    import torch
+
     from trainers.policies import TransformersPolicy
 
-    held = read_jsonl(run_dir / "tasks" / "heldout.jsonl")
+    torch.set_num_threads(getattr(config, "threads", 0) or 1)
+    model, tokenizer = _load(job.model_dir)
+    policy = TransformersPolicy(model.eval(), tokenizer, device=model_device(config))
     kwargs = recipe.compact_env_kwargs(config.wiki_dir, max_tool_calls=config.max_tool_calls)
-    out = {}
+    return evaluate_policy(config, run_dir, job.name, policy, job.tasks, kwargs, kind="transformers",
+                           model=job.label or job.name, temperature=job.temperature, samples=job.samples)
+
+
+def evaluate_models(config: Any, run_dir: Path, jobs: list[EvalJob], workers: int = 1) -> dict[str, dict[str, Any]]:
+    """Every job's :func:`evaluate_policy` result by name; with ``workers`` > 1, up to that many at once, each
+    in a process of its own (episodes are seeded per evaluation, so the results equal those of one process;
+    progress bars are left out there). The longest jobs start first."""
+    if workers <= 1 or len(jobs) <= 1:
+        return {job.name: _run_eval_job(config, run_dir, job) for job in jobs}
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    quiet = replace(config, progress=False)
+    order = sorted(jobs, key=lambda j: -len(j.tasks) * j.samples)
+    print(f"evaluating {len(jobs)} models in {min(workers, len(jobs))} processes: "
+          + ", ".join(j.name for j in order), flush=True)
+    with ProcessPoolExecutor(max_workers=min(workers, len(jobs)),
+                             mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = {job.name: pool.submit(_run_eval_job, quiet, run_dir, job) for job in order}
+        out = {job.name: futures[job.name].result() for job in jobs}
+    path = run_dir / "eval" / "summary.json"
+    with _locked(run_dir / "eval" / ".summary.lock"):  # the jobs' order, not the order they finished in
+        merged = json.loads(path.read_text(encoding="utf-8"))
+        names = [job.name for job in jobs]
+        write_json(path, {**{k: v for k, v in merged.items() if k not in names},
+                          **{k: merged[k] for k in names if k in merged}})
+    return out
+
+
+def stage_eval(config: Any, run_dir: Path) -> dict[str, Any]:
+    held = read_jsonl(run_dir / "tasks" / "heldout.jsonl")
+    jobs = []
     for name in ("sft", "grpo"):
         model_dir = run_dir / name / "model"
         if not model_dir.is_dir():
             continue
-        model, tokenizer = _load(model_dir)
-        policy = TransformersPolicy(model.eval(), tokenizer, device=model_device(config))
         label = f"{model_label(config)} + {name}"
-        out[name] = evaluate_policy(config, run_dir, name, policy, held, kwargs, kind="transformers", model=label,
-                                    samples=config.eval_samples)
+        jobs.append(EvalJob(name, str(model_dir), held, samples=config.eval_samples, label=label))
         # The right control for a sampled gain: the same model decoded greedily.
-        out[f"{name}-greedy"] = evaluate_policy(config, run_dir, f"{name}-greedy", policy, held, kwargs,
-                                                kind="transformers", model=f"{label} (greedy)", temperature=0.0)
+        jobs.append(EvalJob(f"{name}-greedy", str(model_dir), held, temperature=0.0, label=f"{label} (greedy)"))
+    out = evaluate_models(config, run_dir, jobs, eval_workers(config))
     if config.endpoint:
         from trainers.policies import OpenAIPolicy
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+from dataclasses import fields
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -344,3 +346,25 @@ def test_report_command_rebuilds_the_page_from_the_run_files(small_run, tmp_path
     assert "<h2>Trajectories</h2>" in page and "<td>heuristic</td>" in page
     assert main(["report", str(tmp_path / "missing")]) == 2
     assert "is not a run directory" in capsys.readouterr().err
+
+
+def test_evaluations_in_worker_processes_equal_those_played_here(small_run, tmp_path):
+    """The eval stage's models played in two processes at once: the same per-task rows as one after
+    another, the summary in the jobs' order (not the order they finished in), bad worker counts refused."""
+    from websailor.stages import EvalJob, evaluate_models, read_jsonl
+
+    config = pipeline.PipelineConfig(**{k: v for k, v in _state(small_run)["config"].items()
+                                        if k in {f.name for f in fields(pipeline.PipelineConfig)}},
+                                     out=str(tmp_path), progress=False)
+    held = read_jsonl(small_run / "tasks" / "heldout.jsonl")
+    jobs = [EvalJob("a", str(small_run / "grpo" / "model"), held, samples=2),
+            EvalJob("b", str(small_run / "sft" / "model"), held[:2], temperature=0.0)]
+    for workers, where in ((2, tmp_path / "two"), (1, tmp_path / "one")):
+        (where / "tasks").mkdir(parents=True)
+        shutil.copy(small_run / "tasks" / "heldout.jsonl", where / "tasks")
+        evaluate_models(config, where, jobs, workers)
+    for name in ("a", "b"):
+        assert read_jsonl(tmp_path / "two" / "eval" / f"{name}.jsonl") == read_jsonl(tmp_path / "one" / "eval" / f"{name}.jsonl")
+    assert list(json.loads((tmp_path / "two" / "eval" / "summary.json").read_text())) == ["a", "b"]
+    with pytest.raises(ValueError, match="--workers must be >= 0, got -1"):
+        pipeline.PipelineConfig(out="x", workers=-1)
