@@ -101,28 +101,47 @@ def _loose_pattern(names: tuple[str, ...]) -> re.Pattern:
 
 
 @lru_cache(maxsize=65536)
-def _loose_keys(name: str) -> tuple[str, ...] | None:
-    """Lower-case ASCII pieces that every loose match of ``name`` holds (each word, or its stem: the
-    longest first); ``None`` when the name is not ASCII. A text whose lower case lacks one of them, and
+def _loose_keys(name: str) -> tuple[str, ...]:
+    """Lower-case pieces that every loose match of ``name`` holds: each ASCII word, or its stem (the
+    longest first; none for a name without ASCII words). A text whose lower case lacks one of them, and
     holds none of :data:`~wiki_sim.snippets.CASE_ODDITIES`, cannot match the name's :func:`_loose_pattern`."""
-    words = [w[:max(5, len(w) - 4)] if w.isalpha() and len(w) >= 6 else w for w in name.split()]
-    if not name.isascii() or not words:
-        return None
+    words = [w[:max(5, len(w) - 4)] if w.isalpha() and len(w) >= 6 else w for w in name.split() if w.isascii()]
     return tuple(sorted({w.lower() for w in words}, key=len, reverse=True))
 
 
 _WORD = re.compile(r"\w+")
 
 
+@lru_cache(maxsize=8192)
+def _lower_pattern(name: str) -> re.Pattern:
+    """:func:`_loose_pattern` of one ASCII ``name`` for a lower-case text: in lower case, case-sensitive and
+    without its opening look-behind, so that ``re`` scans for its literal opening (:func:`_loose_in_lower`)."""
+    return re.compile(_loose(name.lower()) + r"(?!\w)")
+
+
+def _loose_in_lower(low: str, name: str) -> bool:
+    """Whether :func:`_loose_pattern` of the ASCII ``name`` finds it in the text whose lower case is ``low``
+    (a text without :data:`~wiki_sim.snippets.CASE_ODDITIES`): the leftmost match of :func:`_lower_pattern`
+    that no word character precedes. Each search starts past the last one's start: linear in the text for
+    a given name."""
+    pattern, pos = _lower_pattern(name), 0
+    while True:
+        m = pattern.search(low, pos)
+        if m is None:
+            return False
+        start = m.start()
+        if start == 0 or not _is_word_char(low[start - 1]):
+            return True
+        pos = start + 1
+
+
 @lru_cache(maxsize=65536)
 def _word_key(name: str) -> tuple[bool, str] | None:
     """What a text's words must hold for a loose match of ``name``: ``(True, w)``, the name's longest
-    word ``w`` made only of word characters, as a whole word of the text (lower case); ``(False, s)``, the
-    first 5 letters of the stem of a long word, opening some word of the text; ``None`` for no such
-    word (or a name that is not ASCII)."""
-    if not name.isascii():
-        return None
-    for w in sorted(name.split(), key=len, reverse=True):
+    ASCII word ``w`` made only of word characters, as a whole word of the text (lower case); ``(False, s)``,
+    the first 5 letters of the stem of a long ASCII word, opening some word of the text; ``None`` for no
+    such word."""
+    for w in sorted((w for w in name.split() if w.isascii()), key=len, reverse=True):
         if w.isalpha() and len(w) >= 6:
             return False, w[:5].lower()
         if _WORD.fullmatch(w):
@@ -310,25 +329,42 @@ class PlainReader:
             for n in names:
                 out |= {p for p in self._defining_mentions(pages - out, n) if _has_word(self.defining_sentence(p), n)}
             return out
-        keys = [(n, _word_key(n), _loose_keys(n)) for n in sorted(names, key=len, reverse=True)]
+        # names by the word a text must hold for them (:func:`_word_key`): a text's candidates are read off
+        # its own words, then checked by their keys and their own pattern
+        by_word: dict[str, list[str]] = {}
+        by_opening: dict[str, list[str]] = {}
+        always: list[str] = []
+        for n in names:
+            wk = _word_key(n)
+            if wk is None:
+                always.append(n)
+            else:
+                (by_word if wk[0] else by_opening).setdefault(wk[1], []).append(n)
+        words, openings = frozenset(by_word), frozenset(by_opening)
         out = set()
-        for p in texts_of:  # only the names whose words the text holds (often none), each by its own pattern
+        for p in texts_of:
             sets, low = self._word_sets(p), self._lower(p)
-            for n, wk, ks in keys:
-                if sets is not None and wk is not None and wk[1] not in sets[0 if wk[0] else 1]:
-                    continue
-                if (low is None or ks is None or all(k in low for k in ks)) \
-                        and _loose_pattern((n,)).search(self.text(p)):
+            if sets is None:
+                found = list(names)
+            else:
+                found = always + [n for w in sets[0] & words for n in by_word[w]] \
+                    + [n for w in sets[1] & openings for n in by_opening[w]]
+            for n in found:
+                if low is None:  # a text with case oddities: the pattern itself
+                    hit = _loose_pattern((n,)).search(self.text(p)) is not None
+                elif not all(k in low for k in _loose_keys(n)):
+                    hit = False
+                else:  # an ASCII name in the lower-case text; any other by its pattern
+                    hit = _loose_in_lower(low, n) if n.isascii() else \
+                        _loose_pattern((n,)).search(self.text(p)) is not None
+                if hit:
                     out.add(p)
                     break
         return out
 
     def related(self, xs: set[int], ys: set[int], place: bool) -> set[int]:
         """The pages of ``xs`` a reader relates to some page of ``ys``."""
-        neighbors = self.index.neighbors
-        linked_ys = set()
-        for y in ys:
-            linked_ys |= set(neighbors[y])
+        linked_ys = self._linked(ys)
         out = xs & linked_ys
         if len(ys) <= MAX_NAMES and len(xs) <= 8 * MAX_NAMES:
             out |= self._mentions(xs - out, ys)
@@ -336,17 +372,19 @@ class PlainReader:
             rest = xs - out
             back = self._mentions(ys, rest) if rest else set()
             if back:  # x is related when a page of ``back`` links to it or names it (one scan of back per x)
-                out |= {x for x in rest if any(x in neighbors[y] for y in back) or self._mentions(back, [x])}
+                linked_back = self._linked(back)
+                out |= {x for x in rest if x in linked_back or self._mentions(back, [x])}
         if place and len(ys) <= MAX_NAMES:  # containment: x is linked with a place that lies in y
-            places = self._mentions(self.places() - ys, ys, defining=True)
-            via = set()
-            for p in places:
-                via |= set(neighbors[p])
-            out |= xs & via
+            out |= xs & self._linked(self._mentions(self.places() - ys, ys, defining=True))
         if place and len(xs - out) <= MAX_CONTAINERS:  # or x contains a place linked with some y
             near = (self.places() & linked_ys) - xs
             out |= {x for x in xs - out if self._mentions(near, [x], defining=True)}
         return out
+
+    def _linked(self, pages: Iterable[int]) -> set[int]:
+        """Every page linked with some page of ``pages`` (one read of the link rows)."""
+        _, values = self.index.neighbors.gather(pages)
+        return set(values.tolist())
 
     def places(self) -> set[int]:
         """Pages whose type is a place's (countries, cities, regions, seas, ...)."""
