@@ -429,8 +429,23 @@ class ResearchSynthesizer:
         return list(dict.fromkeys([*self.sim.aliases(title), *other_names(self.text(title))]))
 
     def aliases(self, title: str) -> list[str]:
-        """What the judge accepts: the title, the title without its disambiguator, redirects, other names."""
-        return list(dict.fromkeys(n for n in [title, display_title(title), *self.names(title)] if n))
+        """What the judge accepts: the title, the title without its disambiguator, redirects, other names,
+        and a group's name without its group noun ("French" for French language, "Qing" for Qing dynasty)."""
+        return list(dict.fromkeys(n for n in [title, display_title(title), *self.names(title),
+                                              self.group_name(title)] if n))
+
+    def group_name(self, title: str) -> str:
+        """The name of a language, dynasty or people without its group noun ("French" for French language),
+        where the page writes that name capitalized inside a sentence and never in lower case ("sign
+        language" is no name); else ""."""
+        m = _GROUP_NOUN.fullmatch(display_title(title))
+        if not m:
+            return ""
+        text = self.text(title)[:20_000]
+        name = m.group(1)
+        if display_title(title).lower() in text or not re.search(r"[a-z,;] +" + re.escape(name) + r"\b", text):
+            return ""
+        return name
 
     def subgraph(self, chain: Chain, statements: Sequence[Statement]) -> tuple[dict[str, Any], nx.Graph]:
         H = nx.Graph()
@@ -564,6 +579,10 @@ class ResearchSynthesizer:
                 "difficulty": {"level": level, "hops_required": hops, "oracle_tool_calls": calls,
                                "answer_own_clues_candidates": x_only, "whole_question_rank": rank,
                                "clues_found_alone_by_search": sum(bool(s.search_top10) for s in statements)}}
+
+
+_GROUP_NOUN = re.compile(r"((?:[A-Z][\w'-]*\s)*[A-Z][\w'-]*) (?:language|languages|dynasty|people|peoples)")
+"""A title that is a capitalized name and a group noun: the name alone answers "name this language"."""
 
 
 @dataclass
