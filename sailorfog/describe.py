@@ -293,6 +293,20 @@ def sentence_subject_is(sentence: str, title: str, kind: str = "") -> bool:
     return any(o.startswith(w[:6]) for w in words for o in opening)
 
 
+_COMPOUND_HEAD = re.compile(r"[ \t]+([a-z][a-z\-]*)\b")
+"""A lower-case word right after a linked name: a noun it modifies ("a DNA virus"), unless it is a word
+that may follow a whole name (:data:`_AFTER_NAME`)."""
+_AFTER_NAME = frozenset(
+    "a an the and or but nor as at by for from in into of off on onto out over per than that to under until "
+    "up upon via with within without near after before during since between among against along across "
+    "around beyond despite toward towards through throughout about above below behind beside besides "
+    "which who whom whose where when while whereas although though because if so then there thus yet "
+    "is was are were be been being has have had do does did will would can could may might must shall "
+    "should not also only even still both either each all its his her their it he she they this these "
+    "those some many most one two three four five six seven eight nine ten such other another".split())
+"""Words that may follow a whole name: function words, auxiliaries, numbers."""
+
+
 def predicate(sentence: str, anchor: str, subject: str = "", kind: str = "") -> str | None:
     """The relation a sentence states with the linked name ``anchor`` (``"is a member of"``), read
     from the words just before it; ``None`` when no known predicate stands there. With ``subject``
@@ -301,6 +315,9 @@ def predicate(sentence: str, anchor: str, subject: str = "", kind: str = "") -> 
     at = find_name(sentence, anchor)
     if at <= 0 or re.match(r"['’]s?\b", sentence[at + len(anchor):]):
         return None  # "home to Central Africa's largest port": the port, not Central Africa
+    head = _COMPOUND_HEAD.match(sentence[at + len(anchor):])
+    if head and head.group(1).lower() not in _AFTER_NAME and not head.group(1).endswith(("ly", "ed")):
+        return None  # "caused by a DNA virus": the virus, not DNA
     before = sentence[max(0, at - 60): at]
     for pattern, written in _PREDICATE:
         m = pattern.search(before)

@@ -100,9 +100,25 @@ MALDIVES = ("The Maldives, officially the Republic of Maldives, is an archipelag
     ("Kallan met a poet who was born in Tarnis.", "Tarnis", "Idris Kallan", None),
     ('Kallan won a prize "for his discovery of elements produced by neutron irradiation".', "neutron",
      "Idris Kallan", None),
+    ("Kallan was born in Tarnis in 1851.", "Tarnis", "Idris Kallan", "was born in"),
+    ("Kallan was born in Tarnis and died in Oros.", "Tarnis", "Idris Kallan", "was born in"),
+    ("Timbuktu is located in Mali near the river.", "Mali", "Timbuktu", "is located in"),
 ])
 def test_a_predicate_is_stated_only_of_its_syntactic_object(sentence, anchor, subject, expected):
     assert predicate(sentence, anchor, subject) == expected
+
+
+@pytest.mark.parametrize("sentence, anchor, expected", [
+    # a name that modifies a noun is not the object: the virus causes the infection, not DNA
+    ("Human papillomavirus infection is an infection caused by a DNA virus from the Papillomaviridae family.",
+     "DNA", None),
+    ("Cholera is an infection caused by Vibrio cholerae bacteria.", "Vibrio cholerae", None),
+    ("Cholera is an infection caused by Vibrio cholerae, a bacterium.", "Vibrio cholerae", "is caused by"),
+    ("Cholera is an infection caused by Vibrio cholerae that spreads in water.", "Vibrio cholerae", "is caused by"),
+])
+def test_a_name_that_modifies_a_noun_is_not_the_object(sentence, anchor, expected):
+    subject = sentence.split(" is ")[0]
+    assert predicate(sentence, anchor, subject, "infection") == expected
 
 
 def _type(label: str, value: str) -> Statement:
