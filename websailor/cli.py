@@ -22,7 +22,7 @@ import sys
 from typing import Callable, NamedTuple
 
 from websailor import __version__
-from websailor.config_cli import add_dataclass_arguments, config_from_args
+from websailor.config_cli import add_dataclass_arguments, config_from_args, plain_text
 from wiki_sim.common.errors import UserError, UserOSError
 
 USER_OS_ERRORS = (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError, FileExistsError)
@@ -143,7 +143,7 @@ def _add_command(subparsers: argparse._SubParsersAction, name: str, cmd: Command
         subparsers.add_parser(name, help=cmd.help)
         return
     config_cls, _ = _load(cmd)
-    sp = subparsers.add_parser(name, help=cmd.help, description=inspect.cleandoc(config_cls.__doc__ or cmd.help),
+    sp = subparsers.add_parser(name, help=cmd.help, description=plain_text(inspect.cleandoc(config_cls.__doc__ or cmd.help)),
                                formatter_class=argparse.RawDescriptionHelpFormatter)
     add_dataclass_arguments(sp, config_cls)
 

@@ -21,11 +21,26 @@ import argparse
 import ast
 import dataclasses
 import inspect
+import re
 import textwrap
 import typing
 from typing import Any, Literal, get_args, get_origin
 
 from wiki_sim.common.errors import UserError
+
+
+_ROLE = re.compile(r":[a-z]+(?::[a-z]+)?:`~?([^`<]*?)(?:\s*<[^>]*>)?`")
+_LITERAL = re.compile(r"``([^`]*)``")
+
+
+def plain_text(doc: str) -> str:
+    """A docstring as a terminal shows it: reST roles (``:mod:`x```, ``:func:`~a.b```) and literals
+    (````x````) as their plain text; a role's ``~`` keeps only the last dotted part, as Sphinx does."""
+    def role(m: re.Match) -> str:
+        target = m.group(1)
+        return target.rsplit(".", 1)[-1] if m.group(0).startswith(":") and "`~" in m.group(0) else target
+
+    return _LITERAL.sub(r"\1", _ROLE.sub(role, doc))
 
 
 def field_docs(cls: type) -> dict[str, str]:
@@ -47,7 +62,7 @@ def field_docs(cls: type) -> dict[str, str]:
                 and isinstance(nxt.value, ast.Constant)
                 and isinstance(nxt.value.value, str)
             ):
-                docs[node.target.id] = " ".join(nxt.value.value.split())
+                docs[node.target.id] = plain_text(" ".join(nxt.value.value.split()))
     return docs
 
 

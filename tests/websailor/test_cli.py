@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -150,3 +151,17 @@ def test_a_bug_prints_a_traceback_from_the_console_script():
     assert bug.returncode == 1 and "Traceback (most recent call last)" in bug.stderr
     assert "run_probe" in bug.stderr and bug.stderr.strip().endswith("ValueError: an internal invariant broke")
     assert user.returncode == 2 and user.stderr.strip().count("\n") == 0 and "Traceback" not in user.stderr
+
+
+def test_help_shows_no_rest_markup(capsys):
+    """Every command's --help reads as plain text: no :mod:`x` or ``x`` from the docstrings it shows."""
+    from websailor import cli as c
+
+    names = [[g] if isinstance(e, c.Command) else [g, n] for g, e in c.COMMANDS.items()
+             for n in ([None] if isinstance(e, c.Command) else e)]
+    for words in names:
+        with pytest.raises(SystemExit):
+            c.main([*words, "--help"])
+        out = capsys.readouterr().out
+        assert "usage:" in out, words
+        assert not re.search(r":(?:mod|func|class|meth|data|attr):`|``", out), (words, out)
