@@ -31,6 +31,10 @@ EPISODE_TOKENS = 4096
 """Prompt plus trajectory tokens an episode may hold in every model stage, and the tokens of one GRPO update pass
 (a group of ``--group-size`` episodes; the main job's are under 1,000 tokens each). Fixed, not sized from the
 free memory, so that the passes, hence the gradients' last bits, are the same on every machine."""
+EVAL_BATCH = 128
+"""Episodes an evaluation plays at once (one lockstep batch at most this wide), so that its memory is bounded:
+800 at once held 6 GB. Each episode samples from its own seed; a different width changes only what float
+noise in the batched forward passes does to near-tied tokens. The main job's evaluations (92 episodes) fit."""
 
 
 def write_json(path: Path, value: Any) -> None:
@@ -150,7 +154,7 @@ def evaluate_policy(config: Any, run_dir: Path, name: str, policy: Any, tasks: l
                         top_p=config.top_p, max_new_tokens=config.max_new_tokens, k=samples)
     rollout = RolloutConfig(env_id="websailor/WikiSim-v0", env_kwargs={"tasks": tasks, **kwargs},
                             max_new_tokens=config.max_new_tokens, temperature=temperature, top_p=config.top_p,
-                            num_envs=len(tasks) * samples, tool_workers=2, max_total_tokens=EPISODE_TOKENS,
+                            num_envs=min(len(tasks) * samples, EVAL_BATCH), tool_workers=2, max_total_tokens=EPISODE_TOKENS,
                             max_episode_seconds=900.0, policy_name=name, seed=config.seed, schedule=SCHEDULE)
     start = time.perf_counter()
     if isinstance(policy, str):
