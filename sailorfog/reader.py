@@ -24,6 +24,7 @@ than one candidate for the answer means a second answer on a plain reading.
 from __future__ import annotations
 
 import re
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Iterable, Sequence
@@ -53,6 +54,9 @@ _EXTINCT = re.compile(r"\b(?:extinct|fossils?|million years ago|dinosaurs?|Creta
                       r"Carboniferous|Devonian|Pleistocene|Miocene|Eocene)\b", re.I)
 MAX_NAMES = 400
 """Text mentions are read when a side has at most this many candidates (links alone beyond)."""
+WORD_SETS_KEPT = 4096
+"""Pages whose word sets the reader keeps (least recently used dropped): its memory stays bounded on a large
+corpus, where a long run reads hundreds of thousands of pages."""
 MAX_CONTAINERS = 40
 """Containment is read from the container's side when at most this many candidates are left there."""
 
@@ -212,7 +216,8 @@ class PlainReader:
     _places: set[int] | None = field(default=None, repr=False)
     _firsts: dict[int, str] = field(default_factory=dict, repr=False)
     _lowers: dict[int, str | None] = field(default_factory=dict, repr=False)
-    _words: dict[int, tuple[frozenset[str], frozenset[str]] | None] = field(default_factory=dict, repr=False)
+    _words: OrderedDict[int, tuple[frozenset[str], frozenset[str]] | None] = field(default_factory=OrderedDict,
+                                                                                    repr=False)
     _place_keys: dict[str, set[int]] | None = field(default=None, repr=False)
 
     # --- what the reader accepts for one entity ------------------------------------------
@@ -242,16 +247,21 @@ class PlainReader:
         return self._lowers[pid]
 
     def _word_sets(self, pid: int) -> tuple[frozenset[str], frozenset[str]] | None:
-        """The words of the page's lower-case text and their 5-letter openings (kept once read); ``None``
-        where :meth:`_lower` is."""
-        if pid not in self._words:
-            low = self._lower(pid)
-            if low is None:
-                self._words[pid] = None
-            else:
-                words = frozenset(_WORD.findall(low))
-                self._words[pid] = (words, frozenset(w[:5] for w in words if len(w) >= 5))
-        return self._words[pid]
+        """The words of the page's lower-case text and their 5-letter openings (the last
+        :data:`WORD_SETS_KEPT` pages' kept); ``None`` where :meth:`_lower` is."""
+        if pid in self._words:
+            self._words.move_to_end(pid)
+            return self._words[pid]
+        low = self._lower(pid)
+        if low is None:
+            found = None
+        else:
+            words = frozenset(_WORD.findall(low))
+            found = (words, frozenset(w[:5] for w in words if len(w) >= 5))
+        self._words[pid] = found
+        if len(self._words) > WORD_SETS_KEPT:
+            self._words.popitem(last=False)
+        return found
 
     def defining_sentence(self, pid: int) -> str:
         """The page's first sentence, where a place says what it lies in (kept once read)."""
