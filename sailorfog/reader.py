@@ -107,10 +107,10 @@ def _loose_pattern(names: tuple[str, ...]) -> re.Pattern:
 @lru_cache(maxsize=65536)
 def _loose_keys(name: str) -> tuple[str, ...]:
     """Lower-case pieces that every loose match of ``name`` holds: each ASCII word, or its stem (the
-    longest first; none for a name without ASCII words). A text whose lower case lacks one of them, and
+    longest first, then alphabetical; none for a name without ASCII words). A text whose lower case lacks one of them, and
     holds none of :data:`~wiki_sim.snippets.CASE_ODDITIES`, cannot match the name's :func:`_loose_pattern`."""
     words = [w[:max(5, len(w) - 4)] if w.isalpha() and len(w) >= 6 else w for w in name.split() if w.isascii()]
-    return tuple(sorted({w.lower() for w in words}, key=len, reverse=True))
+    return tuple(sorted({w.lower() for w in words}, key=lambda w: (-len(w), w)))
 
 
 _WORD = re.compile(r"\w+")

@@ -434,7 +434,7 @@ def evaluate_models(config: Any, run_dir: Path, jobs: list[EvalJob], workers: in
 
     quiet = replace(config, progress=False)
     order = sorted(jobs, key=lambda j: -len(j.tasks) * j.samples)
-    print(f"evaluating {len(jobs)} models in {min(workers, len(jobs))} processes: "
+    print(f"{len(jobs)} evaluations in {min(workers, len(jobs))} processes: "
           + ", ".join(j.name for j in order), flush=True)
     with ProcessPoolExecutor(max_workers=min(workers, len(jobs)),
                              mp_context=multiprocessing.get_context("spawn")) as pool:

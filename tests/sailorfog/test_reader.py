@@ -31,7 +31,7 @@ def test_a_literal_name_is_found_as_whole_words_exactly_as_the_pattern_finds_it(
 
 
 @pytest.mark.parametrize("name, keys", [
-    ("Romanticism", ("romanti",)), ("New York City", ("york", "city", "new")), ("Ancient Rome", ("ancie", "rome")),
+    ("Romanticism", ("romanti",)), ("New York City", ("city", "york", "new")), ("Ancient Rome", ("ancie", "rome")),
     ("Bass Strait", ("strai", "bass")), ("São Paulo", ("paulo",)), ("Ōsaka", ()), ("C++", ("c++",)),
 ])
 def test_loose_keys_are_each_word_or_its_stem_longest_first(name, keys):
