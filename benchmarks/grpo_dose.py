@@ -14,6 +14,9 @@ The main job's stages and recipe, reused (:mod:`websailor.stages`, :mod:`websail
    against the SFT model decoded the same way: per-task success (``recipe.task_success``), the 95% paired
    bootstrap interval of the mean difference (``recipe.paired_interval``) and its verdict
    (``recipe.paired_verdict``), overall and per level (lookup-description, lookup-lead, sailorfog).
+   ``--sft-first N`` trains the run's SFT model N more SFT steps on its gold trajectories first
+   (``OUT_DIR/dose/sft-start``) and starts GRPO and both controls from that model: a start where more SFT
+   adds little, so that the ``sft+N`` control below asks what GRPO adds beyond it.
 4. Two controls: the SFT model decoded greedily (every dose's sampled success is also paired against
    it), and ``sft+N``: the SFT model trained N more SFT steps on its own gold trajectories, N being the
    optimizer steps GRPO took up to the largest dose (the same number of updates; an SFT step of
@@ -108,14 +111,22 @@ def recorded_config(run_dir: Path, device: str) -> Any:
                           device=device, resume=True)
 
 
-def dose_dir(out: Path, run_dir: Path) -> Path:
-    """``OUT_DIR/dose``: the run's tasks, gold trajectories and SFT model linked, GRPO and evaluations its own."""
+def dose_dir(out: Path, run_dir: Path, sft_first: int = 0) -> Path:
+    """``OUT_DIR/dose``: the run's tasks, gold trajectories and SFT model linked, GRPO and evaluations its own.
+    With ``sft_first``, ``sft`` links ``OUT_DIR/dose/sft-start`` instead: the run's SFT model trained that many
+    more SFT steps first (:func:`train_sft_more` into ``sft-start``)."""
     work = out / "dose"
     work.mkdir(parents=True, exist_ok=True)
     for name in LINKED:
         link = work / name
-        if not link.exists():
-            link.symlink_to((run_dir / name).resolve(), target_is_directory=True)
+        target = (work / "sft-start" if name == "sft" and sft_first else run_dir / name).resolve()
+        if link.is_symlink() and link.resolve() != target:
+            raise ValueError(f"{out} holds a dose run whose {name} is {link.resolve()}, not {target} (another "
+                             f"--run-dir or --sft-first); use another --out-dir")
+        if not link.is_symlink():
+            if name == "sft" and sft_first:  # train_sft_more fills it
+                target.mkdir(parents=True, exist_ok=True)
+            link.symlink_to(target, target_is_directory=True)
     return work
 
 
@@ -153,22 +164,25 @@ def train_doses(config: Any, work: Path, doses: list[int]) -> dict[int, dict[str
     return out
 
 
-def train_sft_more(config: Any, work: Path, steps: int) -> str:
-    """The SFT model trained ``steps`` more SFT steps on its gold trajectories (the same layers and rate)."""
+def train_sft_more(config: Any, work: Path, steps: int, source: Path | None = None, name: str = "sft-more") -> str:
+    """The SFT model (``source``, default ``work/sft/model``) trained ``steps`` more SFT steps on its gold
+    trajectories (the same layers and rate), saved in ``work/NAME/model``."""
     from trainers.layers import trainable_top
     from trainers.sft import SFTConfig, train
     from websailor import stages
 
-    target = work / "sft-more" / "model"
+    source = source or work / "sft" / "model"
+    target = work / name / "model"
     if (target / "config.json").is_file():
         return str(target)
-    print(f"==> SFT control: {steps} more steps", file=sys.stderr, flush=True)
-    model, tokenizer = stages._load(work / "sft" / "model")
+    what = "SFT control" if name == "sft-more" else "SFT first (the start of GRPO)"
+    print(f"==> {what}: {steps} more steps", file=sys.stderr, flush=True)
+    model, tokenizer = stages._load(source)
     tiny = config.model == stages.TINY
     trainable_top(model, 0 if tiny else config.train_layers)
     gold = work / "trajectories" / "gold.jsonl"
     n_gold = max(1, len(stages.read_jsonl(gold)))
-    sft = SFTConfig(data=[str(gold)], model=str(work / "sft" / "model"), output_dir=str(work / "sft-more"),
+    sft = SFTConfig(data=[str(gold)], model=str(source), output_dir=str(work / name),
                     lr=3e-3 if tiny else config.sft_lr, batch_size=config.sft_batch, max_steps=steps,
                     epochs=max(1, -(-steps * config.sft_batch // n_gold)), seed=config.seed + 1, max_tokens=2048,
                     min_tool_calls=1, save_every=10, tensorboard="off", warmup_ratio=0.1,
@@ -357,6 +371,9 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override one pipeline setting of the chosen sizes for a fresh run directory, e.g. "
                         "--set sft_steps=16 (repeatable; benchmarks.learning's --set)")
+    p.add_argument("--sft-first", type=int, default=0, metavar="N",
+                   help="train the run's SFT model N more SFT steps on its gold trajectories first and start GRPO "
+                        "(and the sft+N control) from that model: a start where more SFT adds little")
     p.add_argument("--jobs", type=int, default=None,
                    help="evaluations run at once, each in its own process on one thread (default: the CPU "
                         "cores, at most 4, on a CPU; 1 on a GPU)")
@@ -381,7 +398,7 @@ def main(argv: list[str] | None = None) -> dict:
         for name in ("samples", "jobs"):
             if getattr(args, name) < 1:
                 raise ValueError(f"--{name} must be >= 1, got {getattr(args, name)}")
-        for name in ("heldout_per_level", "control_steps", "extra_heldout"):
+        for name in ("heldout_per_level", "control_steps", "extra_heldout", "sft_first"):
             if (getattr(args, name) or 0) < 0:
                 raise ValueError(f"--{name.replace('_', '-')} must be >= 0, got {getattr(args, name)}")
         from benchmarks.learning import overrides
@@ -408,7 +425,12 @@ def main(argv: list[str] | None = None) -> dict:
         fail(str(exc).splitlines()[0])
     from websailor import recipe, stages
 
-    work = dose_dir(out, run_dir)
+    try:
+        work = dose_dir(out, run_dir, args.sft_first)
+    except ValueError as exc:
+        fail(str(exc))
+    if args.sft_first:
+        train_sft_more(config, work, args.sft_first, source=run_dir / "sft" / "model", name="sft-start")
     held = stages.read_jsonl(work / "tasks" / "heldout.jsonl")
     if args.heldout_per_level:
         held = [t for lv in recipe.LEVELS for t in [t for t in held if t.get("level") == lv][:args.heldout_per_level]]
@@ -473,7 +495,7 @@ def main(argv: list[str] | None = None) -> dict:
     print_table(rows, controls)
     result = {"benchmark": "grpo_dose", "mode": mode, "model": config.model, "device": stages.model_device(config),
               "run_dir": str(run_dir), "samples": args.samples, "temperature": config.temperature, "top_p": config.top_p,
-              "heldout_tasks": len(held), "extra_heldout": len(extra), "heldout_per_level": {lv: len(ids) for lv, ids in levels.items()},
+              "sft_first": args.sft_first, "heldout_tasks": len(held), "extra_heldout": len(extra), "heldout_per_level": {lv: len(ids) for lv, ids in levels.items()},
               "grpo": {"tasks_per_step": config.grpo_tasks_per_step, "group_size": config.group_size,
                        "lr": config.grpo_lr, "update_epochs": config.grpo_update_epochs,
                        "train_layers": config.train_layers},

@@ -113,3 +113,23 @@ def test_extra_heldout_adds_unseen_lookups_to_every_comparison(default_wiki, smo
     own = read_jsonl(out / "dose" / "eval" / "step-2-sampled.jsonl")
     assert own and not [r for r in own if str(r["id"]).startswith("extra-")]
     assert len(read_jsonl(out / "dose" / "eval" / "heuristic-extra4.jsonl")) == 4  # the heuristic covers them too
+
+
+def test_sft_first_starts_grpo_and_the_control_from_a_further_trained_sft_model(default_wiki, tmp_path, capsys):
+    from benchmarks.grpo_dose import main
+
+    args = ["--smoke", "--wiki-dir", str(default_wiki), "--out-dir", str(tmp_path), "--steps", "0,1",
+            "--samples", "1", "--control-steps", "1", "--no-progress", "--jobs", "1"]
+    result = main([*args, "--sft-first", "2"])
+    work = tmp_path / "dose"
+    assert result["sft_first"] == 2 and (work / "sft").resolve() == (work / "sft-start").resolve()
+    assert (work / "sft-start" / "model" / "config.json").is_file()
+    steps = [m["step"] for m in map(json.loads, (work / "sft-start" / "metrics.jsonl").read_text().splitlines())
+             if "step" in m]
+    assert steps and max(steps) == 2  # two SFT steps from the run's SFT model
+    # The same folder with another start is refused, not mixed with the cached doses.
+    with pytest.raises(SystemExit) as exc:
+        main(args)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("grpo_dose: error:") and "use another --out-dir" in err[-1]
