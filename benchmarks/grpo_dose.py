@@ -164,9 +164,11 @@ def train_doses(config: Any, work: Path, doses: list[int]) -> dict[int, dict[str
     return out
 
 
-def train_sft_more(config: Any, work: Path, steps: int, source: Path | None = None, name: str = "sft-more") -> str:
+def train_sft_more(config: Any, work: Path, steps: int, source: Path | None = None, name: str = "") -> str:
     """The SFT model (``source``, default ``work/sft/model``) trained ``steps`` more SFT steps on its gold
-    trajectories (the same layers and rate), saved in ``work/NAME/model``."""
+    trajectories (the same layers and rate), saved in ``work/NAME/model`` (default ``sft-more-STEPS``: a dose
+    run extended to more GRPO steps trains its longer control apart, never reusing the shorter one)."""
+    name = name or f"sft-more-{steps}"
     from trainers.layers import trainable_top
     from trainers.sft import SFTConfig, train
     from websailor import stages
@@ -175,7 +177,7 @@ def train_sft_more(config: Any, work: Path, steps: int, source: Path | None = No
     target = work / name / "model"
     if (target / "config.json").is_file():
         return str(target)
-    what = "SFT control" if name == "sft-more" else "SFT first (the start of GRPO)"
+    what = "SFT control" if name.startswith("sft-more") else "SFT first (the start of GRPO)"
     print(f"==> {what}: {steps} more steps", file=sys.stderr, flush=True)
     model, tokenizer = stages._load(source)
     tiny = config.model == stages.TINY
@@ -447,7 +449,7 @@ def main(argv: list[str] | None = None) -> dict:
     updates = trained[doses[-1]]["updates"] if args.control_steps is None else args.control_steps
     named = [("step-0", str(work / "sft" / "model"))] + [(f"step-{d}", trained[d]["model"]) for d in doses if d]
     if updates > 0:
-        named.append(("sft-more", train_sft_more(config, work, updates)))
+        named.append((f"sft-more-{updates}", train_sft_more(config, work, updates)))
     models = [(name, model_dir, run_held) for name, model_dir in named]
     if extra:  # the extra tasks' evaluations are cached under their own names
         models += [(f"{name}-extra{len(extra)}", model_dir, extra) for name, model_dir in named]
@@ -482,7 +484,7 @@ def main(argv: list[str] | None = None) -> dict:
                 if args.control_steps is None else f"set by --control-steps; GRPO took "
                 f"{trained[doses[-1]]['updates']} optimizer steps to step {doses[-1]}"))
     if updates > 0:
-        more = evaluate_all("sft-more")
+        more = evaluate_all(f"sft-more-{updates}")
         controls["sft_more"] = {"name": name, "label": label, "steps": updates, "sampled": mean(more["sampled"]),
                                 "greedy": mean(more["greedy"]), "vs_sft": paired(more["sampled"], sft["sampled"]),
                                 "largest_dose_vs": paired(rates[doses[-1]]["sampled"], more["sampled"])}

@@ -61,11 +61,23 @@ def test_parallel_evaluations_equal_one_at_a_time(default_wiki, smoke):
 
     out, first = smoke  # evaluated in two worker processes, which merged the summary one at a time
     summary = json.loads((out / "dose" / "eval" / "summary.json").read_text())
-    assert {f"{n}-{m}" for n in ("step-0", "step-1", "step-2", "sft-more") for m in ("sampled", "greedy")} <= set(summary)
+    assert {f"{n}-{m}" for n in ("step-0", "step-1", "step-2", "sft-more-1") for m in ("sampled", "greedy")} <= set(summary)
     for cached in (out / "dose" / "eval").glob("step-*"):
         cached.unlink()
     again = main(["--smoke", "--wiki-dir", str(default_wiki), "--out-dir", str(out), "--steps", "0,1,2",
                   "--samples", "2", "--control-steps", "1", "--no-progress", "--jobs", "1"])
+    assert again["doses"] == first["doses"]
+
+
+def test_a_longer_control_is_trained_apart_from_a_shorter_one(default_wiki, smoke):
+    from benchmarks.grpo_dose import main
+
+    out, first = smoke  # a dose run extended (here: its control set longer) never reuses the shorter control
+    again = main(["--smoke", "--wiki-dir", str(default_wiki), "--out-dir", str(out), "--steps", "0,1,2",
+                  "--samples", "2", "--control-steps", "2", "--no-progress", "--jobs", "1"])
+    assert again["controls"]["sft_more"]["steps"] == 2 and again["controls"]["sft_more"]["name"] == "sft+2"
+    assert (out / "dose" / "sft-more-1" / "model" / "config.json").is_file()
+    assert (out / "dose" / "sft-more-2" / "model" / "config.json").is_file()
     assert again["doses"] == first["doses"]
 
 
