@@ -58,9 +58,9 @@ def _best_rank(sim: Any, queries: Sequence[str], answers: set[str]) -> int | Non
     queries = _distinct(queries)
     best = None
     for start in range(0, len(queries), 32):
-        for hits in sim.search(list(queries[start:start + 32]), k=10):
-            for rank, hit in enumerate(hits, 1):
-                if hit.title in answers and (best is None or rank < best):
+        for titles in sim.ranked_titles(list(queries[start:start + 32]), k=10):
+            for rank, title in enumerate(titles, 1):
+                if title in answers and (best is None or rank < best):
                     best = rank
     return best
 

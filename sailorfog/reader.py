@@ -286,7 +286,7 @@ class PlainReader:
             self._place_keys = index
         places = self.places()
         found = min((self._place_keys.get(k, set()) for k in keys), key=len)
-        return (pages & found) | {p for p in pages if p not in places}
+        return (pages & found) | (pages - places)
 
     def type_pages(self, s: Statement) -> set[int]:
         """Pages a reader takes to be of the stated type: the head in the defining sentence, or the

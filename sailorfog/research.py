@@ -476,9 +476,9 @@ class ResearchSynthesizer:
         """Record, per statement, whether a search of its own words finds its subject in the top 10."""
         queries = [self.search_words(s, types) for s in statements]
         asked = [q for q in queries if q]
-        results = dict(zip(asked, self.sim.search(asked, k=10))) if asked else {}
+        results = dict(zip(asked, self.sim.ranked_titles(asked, k=10))) if asked else {}
         for s, q in zip(statements, queries):
-            s.search_top10 = (titles[s.subject] in {h.title for h in results[q]}) if q else None
+            s.search_top10 = (titles[s.subject] in results[q]) if q else None
 
     # --- one attempt ---------------------------------------------------------------------------
     def attempt(self, i: int, target: str, env: Any, writer: Any, heuristic: bool = False,
@@ -571,8 +571,8 @@ class ResearchSynthesizer:
         hops = max(nx.single_source_shortest_path_length(H, "X").values()) if x_only > 1 else 0
         orbits = automorphism_orbits(H)
         orbit = next(k for k, o in enumerate(orbits) if "X" in o)
-        [hits] = self.sim.search([question], k=10)
-        rank = next((r for r, h in enumerate(hits, 1) if h.title == target), None)
+        [found] = self.sim.ranked_titles([question], k=10)
+        rank = next((r for r, title in enumerate(found, 1) if title == target), None)
         level = "hard" if hops >= 2 else "medium" if hops == 1 else "easy"
         return {"wl_hash": wl_hash(H), "target_orbit": orbit, "target_role": orbit_role(H, orbits[orbit]),
                 "hops": hops,

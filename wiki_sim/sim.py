@@ -159,6 +159,19 @@ def normalize_query(query: str) -> str:
     return " ".join(query.split())
 
 
+def _checked_queries(queries: list[str] | str, k: int) -> list[str]:
+    """``queries`` (one string or a list) normalized; a bad ``k`` or a query that is not a string is a
+    :class:`ValueError`."""
+    if isinstance(queries, str):
+        queries = [queries]
+    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+        raise ValueError(f"k must be a positive integer, got {k!r}")
+    for query in queries:
+        if not isinstance(query, str):
+            raise ValueError(f"each query must be a string, got {type(query).__name__}")
+    return [normalize_query(q) for q in queries]
+
+
 def _copy(hits: SearchResults) -> SearchResults:
     out = SearchResults(hits)
     out.corrected_query = hits.corrected_query
@@ -235,16 +248,21 @@ class WikiSim:
         Each query's list is a :class:`~wiki_sim.search.SearchResults`: its
         ``corrected_query`` is set when a word matched no page and a word spelled like it
         was searched instead."""
-        if isinstance(queries, str):
-            queries = [queries]
-        if not isinstance(k, int) or isinstance(k, bool) or k < 1:
-            raise ValueError(f"k must be a positive integer, got {k!r}")
-        results = []
-        for query in queries:
-            if not isinstance(query, str):
-                raise ValueError(f"each query must be a string, got {type(query).__name__}")
-            results.append(self._search_one(normalize_query(query), k))
-        return results
+        return [self._search_one(query, k) for query in _checked_queries(queries, k)]
+
+    def ranked_titles(self, queries: list[str] | str, k: int = 10) -> list[list[str]]:
+        """For each query, the titles of :meth:`search`'s hits in its order, without making their snippets:
+        what a check of an answer's rank needs (BM25 ranks here, in this process; a dense or hybrid
+        simulator, or a search already cached, gives its hits' titles)."""
+        out = []
+        for query in _checked_queries(queries, k):
+            cached = self._search_cache.get((query, k)) if query else None
+            if not query or cached is not None or self.dense is not None:
+                out.append([h.title for h in (cached if cached is not None else self._search_one(query, k))])
+            else:
+                ranking = self.searcher.rank(query, k)
+                out.append([self.index.titles[d] for d, _ in ranking.ranked])
+        return out
 
     def _search_one(self, query: str, k: int) -> list[Hit]:
         if not query:

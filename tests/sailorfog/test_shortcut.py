@@ -15,9 +15,9 @@ class CountingSim:
     def __init__(self, sim):
         self.sim, self.queries = sim, 0
 
-    def search(self, queries, k=10):
+    def ranked_titles(self, queries, k=10):
         self.queries += len(queries)
-        return self.sim.search(queries, k=k)
+        return self.sim.ranked_titles(queries, k=k)
 
 
 def test_the_first_shortcut_is_the_first_rank_found_with_fewer_searches(toy_sim):

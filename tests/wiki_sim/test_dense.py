@@ -44,6 +44,9 @@ def test_hybrid_and_dense_find_obvious_pages(built):
         assert (hit.title, hit.url) == ("Tokyo", title_to_url("Tokyo"))  # the live web's URL
         assert "Japan" in hit.snippet
         assert hybrid.stats()["retriever"] == "hybrid" and "retriever='hybrid'" in repr(hybrid)
+        queries = ["capital of Japan", "plants convert light energy", "Einstien physicist"]
+        for sim in (hybrid, dense):  # the ranked titles of the searches the retriever makes
+            assert sim.ranked_titles(queries, k=5) == [[h.title for h in hits] for hits in sim.search(queries, k=5)]
 
 
 def test_bm25_stays_the_default_and_hybrid_keeps_the_spelling_retry(built):

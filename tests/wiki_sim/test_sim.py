@@ -36,15 +36,30 @@ def test_search_shapes(sim):
     assert sim.search(["", "   "]) == [[], []]
 
 
+def test_ranked_titles_are_the_titles_search_lists_in_its_order(gensim_wiki):
+    queries = QUERIES + ["relativty photoelectic", "  Capital   of ALBANIA ", "", "zzzqqq xxyyzz"]
+    with WikiSim(gensim_wiki, cache_size=0) as plain, WikiSim(gensim_wiki) as cached:
+        for k in (1, 3, 10):
+            expected = [[h.title for h in hits] for hits in plain.search(queries, k=k)]
+            assert plain.ranked_titles(queries, k=k) == expected  # ranked in this process, no snippets
+            cached.search(queries[::2], k=k)  # half of them cached first
+            assert cached.ranked_titles(queries, k=k) == expected
+    assert expected[0] and expected[-2] == []
+
+
 @pytest.mark.parametrize("k", [0, -1, 1.5, True])
 def test_bad_k_is_rejected(sim, k):
     with pytest.raises(ValueError, match="k must be a positive integer"):
         sim.search(["x"], k=k)
+    with pytest.raises(ValueError, match="k must be a positive integer"):
+        sim.ranked_titles(["x"], k=k)
 
 
 def test_bad_query_type_is_rejected(sim):
     with pytest.raises(ValueError, match="must be a string"):
         sim.search([None])
+    with pytest.raises(ValueError, match="must be a string"):
+        sim.ranked_titles(["ok", 3])
 
 
 def test_threads_share_one_simulator(gensim_wiki):
