@@ -27,7 +27,7 @@ import re
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from sailorfog.constraints import unary_pages
 from sailorfog.corpus import CorpusIndex
@@ -326,12 +326,7 @@ class PlainReader:
         """Pages of ``texts_of`` whose text (``defining``: first sentence, where a place says what it lies
         in) names a page of ``names_of``: its title or short title as whole words, read loosely in the text
         (long words by their stem, any case: a page on a "Romantic" composer names Romanticism)."""
-        names = {}
-        for p in names_of:
-            title = self.index.titles[p]
-            for n in {title, display_title(title)}:
-                if len(n) >= 4:
-                    names[n] = p
+        names = self._names(names_of)
         if not names:
             return set()
         if defining:  # a name at a time, on the few places whose sentence has its capitalized words
@@ -339,6 +334,28 @@ class PlainReader:
             for n in names:
                 out |= {p for p in self._defining_mentions(pages - out, n) if _has_word(self.defining_sentence(p), n)}
             return out
+        return {p for p, _ in self._mention_pairs(texts_of, names)}
+
+    def _named(self, texts_of: Iterable[int], names_of: Iterable[int]) -> set[int]:
+        """Pages of ``names_of`` that some text of ``texts_of`` names (read as :meth:`_mentions` reads): one
+        scan of the texts for all the names, where a :meth:`_mentions` per name scans them once each."""
+        names = self._names(names_of)
+        return {q for _, q in self._mention_pairs(texts_of, names, every=True)} if names else set()
+
+    def _names(self, pages: Iterable[int]) -> dict[str, int]:
+        """Each page's title and short title (four characters or more) -> the page."""
+        names = {}
+        for p in pages:
+            title = self.index.titles[p]
+            for n in {title, display_title(title)}:
+                if len(n) >= 4:
+                    names[n] = p
+        return names
+
+    def _mention_pairs(self, texts_of: Iterable[int], names: Mapping[str, int],
+                       every: bool = False) -> Iterator[tuple[int, int]]:
+        """(text page, named page) for the texts of ``texts_of`` that name a page of ``names`` loosely: the
+        first name found in each text, or (``every``) each page the first time some text names it."""
         # names by the word a text must hold for them (:func:`_word_key`): a text's candidates are read off
         # its own words, then checked by their keys and their own pattern
         by_word: dict[str, list[str]] = {}
@@ -351,7 +368,7 @@ class PlainReader:
             else:
                 (by_word if wk[0] else by_opening).setdefault(wk[1], []).append(n)
         words, openings = frozenset(by_word), frozenset(by_opening)
-        out = set()
+        done: set[int] = set()
         for p in texts_of:
             sets, low = self._word_sets(p), self._lower(p)
             if sets is None:
@@ -360,6 +377,8 @@ class PlainReader:
                 found = always + [n for w in sets[0] & words for n in by_word[w]] \
                     + [n for w in sets[1] & openings for n in by_opening[w]]
             for n in found:
+                if every and names[n] in done:
+                    continue
                 if low is None:  # a text with case oddities: the pattern itself
                     hit = _loose_pattern((n,)).search(self.text(p)) is not None
                 elif not all(k in low for k in _loose_keys(n)):
@@ -368,9 +387,12 @@ class PlainReader:
                     hit = _loose_in_lower(low, n) if n.isascii() else \
                         _loose_pattern((n,)).search(self.text(p)) is not None
                 if hit:
-                    out.add(p)
-                    break
-        return out
+                    yield p, names[n]
+                    if not every:
+                        break
+                    done.add(names[n])
+            if every and len(done) == len(set(names.values())):
+                return
 
     def related(self, xs: set[int], ys: set[int], place: bool) -> set[int]:
         """The pages of ``xs`` a reader relates to some page of ``ys``."""
@@ -383,7 +405,7 @@ class PlainReader:
             back = self._mentions(ys, rest) if rest else set()
             if back:  # x is related when a page of ``back`` links to it or names it (one scan of back per x)
                 linked_back = self._linked(back)
-                out |= {x for x in rest if x in linked_back or self._mentions(back, [x])}
+                out |= {x for x in rest if x in linked_back} | self._named(back, rest - linked_back)
         if place and len(ys) <= MAX_NAMES:  # containment: x is linked with a place that lies in y
             out |= xs & self._linked(self._mentions(self.places() - ys, ys, defining=True))
         if place and len(xs - out) <= MAX_CONTAINERS:  # or x contains a place linked with some y

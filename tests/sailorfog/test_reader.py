@@ -104,7 +104,7 @@ def test_mentions_equal_one_pattern_of_every_name(default_wiki):
         reader = PlainReader(index, sim)
         rng = random.Random(2)
         places, pages = sorted(reader.places()), range(len(index))
-        found = {True: 0, False: 0}
+        found = {True: 0, False: 0, "named": 0}
         hubs = sorted(places, key=lambda p: -len(index.neighbors[p]))[:100]  # countries, continents, seas
         for trial in range(60):
             defining = trial % 3 == 0
@@ -115,6 +115,10 @@ def test_mentions_equal_one_pattern_of_every_name(default_wiki):
             got = reader._mentions(texts_of, names_of, defining=defining)
             assert got == _reference_mentions(reader, texts_of, names_of, defining), trial
             found[defining] += len(got)
+            if not defining and len(names_of) <= 5:  # the pages some text names, in one scan
+                named = reader._named(texts_of, names_of)
+                assert named == {q for q in names_of if _reference_mentions(reader, texts_of, [q])}, trial
+                found["named"] += len(named)
         assert min(found.values()) > 5, found  # the cases are not all empty
     finally:
         sim.close()
