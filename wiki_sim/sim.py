@@ -108,6 +108,12 @@ def search_entry_bytes(key: Hashable, hits: list[Hit]) -> int:
             + sum(_HIT_BYTES + _text_bytes(h.title) + _text_bytes(h.url) + _text_bytes(h.snippet) for h in hits))
 
 
+def ranked_entry_bytes(key: Hashable, titles: tuple[str, ...]) -> int:
+    """What a cached ranking costs: its query and titles."""
+    query = key[0] if isinstance(key, tuple) else key
+    return _ENTRY_BYTES + _text_bytes(query) + sys.getsizeof(titles) + sum(_text_bytes(t) for t in titles)
+
+
 def visit_entry_bytes(key: Hashable, text: str) -> int:
     """What a cached visit costs: its url, goal and text."""
     url, goal = key if isinstance(key, tuple) else (key, "")
@@ -183,8 +189,8 @@ class WikiSim:
 
     ``summarizer`` turns a page into the visit tool's evidence and summary (default:
     :class:`~wiki_sim.focus.ExtractiveSummarizer`, no model). ``cache_size`` (entries) and
-    ``cache_bytes`` (default :data:`DEFAULT_CACHE_BYTES`) bound each of the search and visit
-    LRU caches, per process; ``snippet_chars`` is the snippet length.
+    ``cache_bytes`` (default :data:`DEFAULT_CACHE_BYTES`) bound each of the search, ranking
+    (:meth:`ranked_titles`) and visit LRU caches, per process; ``snippet_chars`` is the snippet length.
     ``search_processes`` is how many helper processes may take searches that arrive while
     one already runs in this process (a search is mostly Python, so threads alone would
     take turns on the interpreter lock; see :mod:`wiki_sim.search_processes`): ``None``
@@ -237,6 +243,7 @@ class WikiSim:
                 raise
         self._search_cache = LRUCache(cache_size, cache_bytes, search_entry_bytes)
         self._visit_cache = LRUCache(cache_size, cache_bytes, visit_entry_bytes)
+        self._rank_cache = LRUCache(cache_size, cache_bytes, ranked_entry_bytes)
         self.searches = SearchProcesses(
             self.path, self.searcher.search, default_processes() if search_processes is None else search_processes,
             snippet_chars, build_fingerprint(self.build_info))
@@ -259,9 +266,13 @@ class WikiSim:
             cached = self._search_cache.get((query, k)) if query else None
             if not query or cached is not None or self.dense is not None:
                 out.append([h.title for h in (cached if cached is not None else self._search_one(query, k))])
-            else:
-                ranking = self.searcher.rank(query, k)
-                out.append([self.index.titles[d] for d, _ in ranking.ranked])
+                continue
+            titles = self._rank_cache.get((query, k))
+            if titles is None:
+                titles = tuple(self.index.titles[d] for d, _ in self.searcher.rank(query, k).ranked)
+                if len(query) <= MAX_CACHED_KEY_CHARS:
+                    self._rank_cache.put((query, k), titles)
+            out.append(list(titles))
         return out
 
     def _search_one(self, query: str, k: int) -> list[Hit]:
@@ -443,6 +454,7 @@ class WikiSim:
             "search_processes": {"max": self.searches.processes, "serving": self.searches.helpers(),
                                  "failures": self.searches.failures},
             "visit_cache": self._visit_cache.info(),
+            "rank_cache": self._rank_cache.info(),
             "build": self.build_info,
         }
 

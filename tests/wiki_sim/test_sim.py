@@ -124,8 +124,9 @@ def test_simulator_caches_stay_within_cache_bytes(gensim_wiki):
             hits = sim.search([f"{word} history"], k=10)[0]
             for hit in hits[:3]:
                 sim.visit(hit.url, f"what {word}")
+            sim.ranked_titles([f"{word} {other} history" for other in ("old", "new", "great", "small")], k=10)
         stats = sim.stats()
-        for name in ("search_cache", "visit_cache"):
+        for name in ("search_cache", "visit_cache", "rank_cache"):
             assert 0 < stats[name]["bytes"] <= 20_000 and stats[name]["max_bytes"] == 20_000
         assert stats["search_cache"]["size"] < 9  # some were dropped for their bytes, not their count
     with pytest.raises(ValueError, match="cache_bytes"):

@@ -36,7 +36,9 @@ def test_long_goals_and_queries_are_answered_but_not_cached(gensim_wiki):
             goal = f"goal {i} " + "x" * MAX_CACHED_KEY_CHARS
             assert "Evidence in page" in sim.visit(url, goal)
             sim.search(["anarchism " + "y" * MAX_CACHED_KEY_CHARS + str(i)])
+            sim.ranked_titles(["anarchy " + "y" * MAX_CACHED_KEY_CHARS + str(i)])
         assert sim.stats()["visit_cache"]["size"] == 0 and sim.stats()["search_cache"]["size"] == 0
+        assert sim.stats()["rank_cache"]["size"] == 0
         sim.visit(url, "a short goal")
         sim.search(["anarchism"])
         assert sim.stats()["visit_cache"]["size"] == 1 and sim.stats()["search_cache"]["size"] == 1
