@@ -331,7 +331,24 @@ def fmt(c: dict[str, Any]) -> str:
     return f"{c['difference']:+.3f} [{c['low']:+.2f}, {c['high']:+.2f}]"
 
 
-def print_table(rows: list[dict], controls: dict[str, Any]) -> None:
+def grpo_pool(work: Path, tasks_per_step: int, largest: int) -> dict[str, Any]:
+    """The GRPO task pool the probe chose (``grpo/selection.json``): its tasks and the steps it was sized for
+    (two fresh tasks per group drawn, :func:`websailor.stages._probe`), with a ``note`` when the largest dose
+    runs past them: a dose run extended to more steps keeps its first pool, so its later steps draw the
+    pool's tasks again."""
+    file = work / "grpo" / "selection.json"
+    if not file.is_file():
+        return {}
+    selection = json.loads(file.read_text(encoding="utf-8"))
+    tasks = len(selection.get("tasks") or [])
+    sized = int(selection.get("wanted") or tasks) // max(1, 2 * tasks_per_step)
+    out: dict[str, Any] = {"tasks": tasks, "sized_for_steps": sized}
+    if largest > sized:
+        out["note"] = f"the pool was chosen for {sized} steps; steps past {sized} draw its tasks again"
+    return out
+
+
+def print_table(rows: list[dict], controls: dict[str, Any], pool: dict[str, Any] | None = None) -> None:
     print(f"\n{'steps':>5} {'updates':>7} {'sampled':>7} {'greedy':>6}  {'sampled - SFT':<24} "
           f"{'sampled - SFT greedy':<24} {'greedy - SFT greedy':<24} verdict (sampled - SFT)")
     for r in rows:
@@ -348,6 +365,9 @@ def print_table(rows: list[dict], controls: dict[str, Any]) -> None:
           + (f"; {more['name']} ({more['label']}): sampled {more['sampled']:.3f}, greedy {more['greedy']:.3f}, "
              f"largest dose - it {fmt(more['largest_dose_vs'])} ({more['largest_dose_vs']['verdict']})"
              if more.get("sampled") is not None else f"; {more.get('label', 'no SFT control')}"))
+    if pool:
+        print(f"GRPO pool: {pool['tasks']} tasks, sized for {pool['sized_for_steps']} steps"
+              + (f" ({pool['note']})" if pool.get("note") else ""))
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -494,13 +514,14 @@ def main(argv: list[str] | None = None) -> dict:
         controls["sft_more"] = {"name": name, "label": f"no SFT control ({why})", "steps": 0}
     figure = out / f"grpo_dose-{mode}.png"
     draw(rows, controls, figure)
-    print_table(rows, controls)
+    pool = grpo_pool(work, config.grpo_tasks_per_step, doses[-1])
+    print_table(rows, controls, pool)
     result = {"benchmark": "grpo_dose", "mode": mode, "model": config.model, "device": stages.model_device(config),
               "run_dir": str(run_dir), "samples": args.samples, "temperature": config.temperature, "top_p": config.top_p,
               "sft_first": args.sft_first, "heldout_tasks": len(held), "extra_heldout": len(extra), "heldout_per_level": {lv: len(ids) for lv, ids in levels.items()},
               "grpo": {"tasks_per_step": config.grpo_tasks_per_step, "group_size": config.group_size,
                        "lr": config.grpo_lr, "update_epochs": config.grpo_update_epochs,
-                       "train_layers": config.train_layers},
+                       "train_layers": config.train_layers, "pool": pool},
               "doses": rows, "controls": controls, "figure": str(figure),
               "seconds": round(time.perf_counter() - start, 1)}
     print(json.dumps(result))

@@ -42,6 +42,19 @@ def test_smoke_run_reports_every_dose_paired_against_sft_per_level(smoke):
     assert controls["sft_more"]["steps"] == 1 and set(controls["sft_more"]["largest_dose_vs"]) == PAIRED
     assert Path(result["figure"]).is_file() and Path(result["figure"]).stat().st_size > 1000
     assert (out / "dose" / "models" / "step-2" / "config.json").is_file()
+    pool = result["grpo"]["pool"]
+    assert pool["tasks"] > 0 and pool["sized_for_steps"] >= 2 and "note" not in pool
+
+
+def test_a_pool_sized_for_fewer_steps_than_the_largest_dose_is_said(tmp_path):
+    from benchmarks.grpo_dose import grpo_pool
+
+    assert grpo_pool(tmp_path, 4, 8) == {}  # no probe made yet
+    (tmp_path / "grpo").mkdir()
+    (tmp_path / "grpo" / "selection.json").write_text(json.dumps({"tasks": [{"id": str(i)} for i in range(128)],
+                                                                  "wanted": 128}))
+    assert grpo_pool(tmp_path, 4, 16) == {"tasks": 128, "sized_for_steps": 16}
+    assert grpo_pool(tmp_path, 4, 32)["note"] == "the pool was chosen for 16 steps; steps past 16 draw its tasks again"
 
 
 def test_json_line_is_printed_last(default_wiki, tmp_path, capsys, smoke):
