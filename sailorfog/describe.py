@@ -21,9 +21,13 @@ _MEASURE_MODIFIER = re.compile(r"^\d[\d,.]*-\w+(?:-\w+)*,?\s+")
 _COMMA_ADJECTIVE = re.compile(r"^((?:[a-z][a-z\-]*\s+)?([a-z][a-z\-]*)),\s+(?=[A-Za-z])")
 """A leading adjective and the comma after it ("a sovereign, doubly landlocked country", "a thin,
 continuous tissue"): coordinated modifiers of the head that follows, not the head."""
+_LAST_COORDINATE = re.compile(r"^or\s+([a-z][a-z\-]*)\s+(?=[a-z])")
+"""The last of alternative adjectives after their commas ("green, red, or white biennial plant": a cabbage
+is one of them, so none is its type; "social, economic, and political ideology" keeps "political")."""
 _COORDINATE_ADJECTIVES = frozenset("sovereign thin thick dense hard soft strong rapid remote worldwide obsolete "
                                    "complex diurnal nocturnal muscular nontrinitarian millenarian woody leafy "
-                                   "pagan vast".split())
+                                   "pagan vast green red white black blue yellow purple brown grey gray orange "
+                                   "pink golden".split())
 _ADJECTIVE_ENDINGS = ("ic", "ous", "ive", "ful", "less", "ular", "ed")
 _ED_NOUNS = frozenset("bed red shed sled hundred sacred kindred naked wicked rugged".split())
 """Words ending in -ed that are no participle; of the -eed words only these are: agreed, decreed, freed."""
@@ -146,7 +150,7 @@ def defining_type(text: str) -> list[str]:
             or _participle_ing(head) \
             or _ed_participle(head) \
             or head.endswith(("ly", "ical", "ieval", "ous", "ful", "less", "able", "ible", "ese", "ish")) \
-            or head.lower() in _ADJECTIVES or _superlative(head) \
+            or head.lower() in _ADJECTIVES or head.lower() in _POST_ADJECTIVES or _superlative(head) \
             or head.endswith("s") and not head.endswith(("ss", "us", "is", "species", "series")):
         return []
     if head in _VAGUE_HEADS and " ".join(words[-2:]).lower() not in _VAGUE_COMPOUNDS:
@@ -161,13 +165,20 @@ def defining_type(text: str) -> list[str]:
 def _skip_comma_adjectives(phrase: str, most: int = 3) -> str:
     """``phrase`` without its leading adjectives that a comma follows ("thin, continuous, avascular
     tissue" -> "avascular tissue"); a noun before a comma stays ("a poet, essayist and playwright")."""
+    skipped = False
     for _ in range(most):
         m = _COMMA_ADJECTIVE.match(phrase)
-        if not m or not (m.group(2) in _COORDINATE_ADJECTIVES or m.group(2) in _ADJECTIVES
-                         or m.group(2).endswith(_ADJECTIVE_ENDINGS)):
+        if not m or not _adjective(m.group(2)):
             break
+        phrase, skipped = phrase[m.end():], True
+    m = _LAST_COORDINATE.match(phrase) if skipped else None
+    if m and _adjective(m.group(1)):  # "green, red, or white biennial plant": the last alternative goes too
         phrase = phrase[m.end():]
     return phrase
+
+
+def _adjective(word: str) -> bool:
+    return word in _COORDINATE_ADJECTIVES or word in _ADJECTIVES or word.endswith(_ADJECTIVE_ENDINGS)
 
 
 def _first_nominal(words: list[str]) -> tuple[list[str], bool]:

@@ -59,6 +59,13 @@ from wiki_sim import WikiSim
      ["coliform", "bacterium"]),
     ("Wicca is a modern pagan, syncretic, Earth-centred religious movement.",
      ["Earth-centred", "religious", "movement"]),
+    # alternative adjectives ("green, red, or white"): none of them is the type; coordinated ones keep the last
+    ("Cabbage is a leafy green, red (purple), or white biennial plant grown as an annual crop.",
+     ["biennial", "plant"]),
+    ("Social democracy is a broad, centre-left social, economic, and political ideology within socialism.",
+     ["political", "ideology"]),
+    # an adjective left as the head when a noun read as a participle cut the phrase ("set") is no type
+    ("Orion is a prominent set of stars visible during winter.", []),
     # three words at most, never half of a name
     ("Harvard University is a private Ivy League research university in Cambridge.", ["research", "university"]),
     ("James Cook was a British Royal Navy officer who sailed the Pacific.", ["officer"]),
