@@ -94,12 +94,21 @@ def years(text: str) -> list[int]:
     return [int(m.group(1)) for m in YEAR.finditer(text)]
 
 
+_SCALE = re.compile(r"\s+(thousand|million|billion|trillion)\b", re.I)
+_SCALES = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12}
+
+
 def numbers(text: str) -> list[float]:
-    """Every number written in ``text`` (thousands separators understood)."""
+    """Every number written in ``text`` (thousands separators understood); a number a scale word follows
+    counts as written and as a reader reads it ("2.04 million": 2.04 and 2,040,000)."""
     out = []
     for m in NUMBER.finditer(text):
         whole = m.group(1).replace(",", "")
-        out.append(float(f"{whole}.{m.group(2)}") if m.group(2) else float(whole))
+        value = float(f"{whole}.{m.group(2)}") if m.group(2) else float(whole)
+        out.append(value)
+        scale = _SCALE.match(text, m.end())
+        if scale:
+            out.append(value * _SCALES[scale.group(1).lower()])
     return out
 
 

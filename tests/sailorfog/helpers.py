@@ -30,7 +30,7 @@ def toy_graph(sim, query_prefix: str = "") -> nx.Graph:
         dates = [{"text": m.group(1), "year": int(m.group(1)), "month": None, "day": None, "sentence": s}
                  for s in sentences(text) for m in YEAR.finditer(s)]
         nums = [{"text": m.group(0), "value": v, "unit": "", "sentence": s}
-                for s in sentences(text) for m, v in zip(NUMBER.finditer(s), numbers(s))
+                for s in sentences(text) for m in NUMBER.finditer(s) for v in numbers(m.group(0))
                 if not 1000 <= v <= 2099]
         facts = [{"key": f["key"], "value": f["value"], "target": None, "sentence": ""} for f in sim.facts(title)]
         G.add_node(title, url=page["url"], lead=page["lead"], depth=min(depth, 3),

@@ -23,6 +23,9 @@ def test_text_helpers():
     assert leaks("nothing here", ["Tasmanian devil"], ["tasmanian", "devil"]) == []
     assert years("born in 1851, died 1899; 84,000 people; 2,450 m") == [1851, 1899]
     assert numbers("84,000 people, 2,450 m and 3.5 km") == [84000.0, 2450.0, 3.5]
+    # a reader reads a scale word: "2.04 million" is also 2,040,000 (the literal stays)
+    assert numbers("a population of 2.04 million and 1,200 Thousand; 5 millions") == [
+        2.04, 2040000.0, 1200.0, 1200000.0, 5.0]
     long = " ".join(f"w{i}" for i in range(100)) + " TARGET " + " ".join(f"v{i}" for i in range(100))
     piece = clause_around(long, "TARGET", max_words=10)
     assert "TARGET" in piece and len(piece.split()) <= 12
