@@ -1,8 +1,9 @@
 """Do synthesized questions need research? Attackers against the tasks, side by side.
 
 For each corpus (the default simulator; ``--wiki2``, e.g. the gensim enwiki sample) and each
-generator (``research``, the default; ``research depth 0``, the one-hop curriculum level;
-``subgraph``, the earlier generator whose clues quote pages), in one run:
+generator (``research``, the default: two hidden entities on the way; ``research depth 1``, one; ``research
+depth 0``, the one-hop curriculum level; ``subgraph``, the earlier generator whose clues quote pages), in one
+run:
 
 - (a) the share of tasks whose answer page is in the top 10 for the whole question as one query,
   (b) for the best single sentence or clause, (c) for the best 6-word window, (d) for the answer's
@@ -122,8 +123,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         corpora = [("default", args.wiki)] + ([("wiki2", args.wiki2)] if args.wiki2 else [])
         for cname, wiki in corpora:
-            for gname, mode, depth in (("research", "research", 1), ("research-depth0", "research", 0),
-                                       ("subgraph", "subgraph", 1)):
+            for gname, mode, depth in (("research", "research", 2), ("research-depth1", "research", 1),
+                                       ("research-depth0", "research", 0), ("subgraph", "subgraph", 1)):
                 try:
                     tasks, secs = synthesize(wiki, Path(tmp) / f"{cname}-{gname}.jsonl", args.n, mode, depth,
                                              args.workers)

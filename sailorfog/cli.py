@@ -42,9 +42,10 @@ class SynthConfig:
     mode: Literal["research", "subgraph"] = "research"
     """research: answers reached through described, unnamed intermediates (SailorFog-QA style);
     subgraph: the earlier generator over a sampled entity graph, whose clues quote the pages."""
-    depth: int = 1
-    """research mode: hidden intermediate entities on the way to the answer (1 or 2); 0 writes the
-    one-hop curriculum level (entities still described, never quoted), for small models."""
+    depth: int = 2
+    """research mode: hidden intermediate entities on the way to the answer (1 or 2: at 1 a strong agent's
+    knowledge often names the one hidden entity); 0 writes the one-hop curriculum level (entities still
+    described, never quoted), for small models."""
     writer: Literal["template", "llm"] = "template"
     """Question writer: deterministic templates, or a language model over an OpenAI-compatible endpoint."""
     graph: str | None = None
@@ -264,7 +265,7 @@ _ADVICE = {
 }
 
 
-def drop_advice(dropped: dict[str, int], *, depth: int = 1) -> str:
+def drop_advice(dropped: dict[str, int], *, depth: int = 2) -> str:
     """What to try, from the reasons the attempts were dropped (the two most frequent that have advice);
     ``depth``: the research mode's --depth (advice to use --depth 0 is left out when it is already 0)."""
     tips = []

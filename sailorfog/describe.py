@@ -60,7 +60,8 @@ _DETERMINERS = frozenset("a an the its his her their this that these those".spli
 _POST_ADJECTIVES = frozenset("native active endemic responsible famous notable popular prominent common "
                              "primarily mainly chiefly best".split())
 _VAGUE_HEADS = frozenset("area place activity collection increase decrease unit object thing entity item "
-                         "piece work property relationship measure range matter practice deepest".split())
+                         "piece work property relationship measure range matter practice deepest centre center hub "
+                         "seat".split())
 """Heads too vague to be stated as a type ("There is an area."), unless in one of the compounds below."""
 _VAGUE_COMPOUNDS = frozenset(["geographical area", "geographic area", "metropolitan area", "urban area",
                               "protected area", "mountain range", "reference work"])

@@ -66,6 +66,8 @@ from wiki_sim import WikiSim
      ["political", "ideology"]),
     # an adjective left as the head when a noun read as a participle cut the phrase ("set") is no type
     ("Orion is a prominent set of stars visible during winter.", []),
+    # a head that says no kind ("a centre" in a question) is no type
+    ("Medina is the capital and administrative centre of Medina Province in the Hejaz region.", []),
     # three words at most, never half of a name
     ("Harvard University is a private Ivy League research university in Cambridge.", ["research", "university"]),
     ("James Cook was a British Royal Navy officer who sailed the Pacific.", ["officer"]),
