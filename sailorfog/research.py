@@ -312,6 +312,8 @@ class ResearchSynthesizer:
         path = [lab for lab in titles if lab != "X"]
         extra, extras = len(titles), []
         anchors = ("X", path[-1], path[-1], path[0])[:self.branches]
+        if len(path) >= 2:  # which intermediates the branches hang on is drawn: several shapes, not one
+            anchors = ("X", *(rng.choice(path) for _ in anchors[1:]))
         for anchor in anchors if self.depth >= 1 else ():  # side branches: an entity known by its type
             if rng.random() < self.branch_p:
                 step = self._neighbor(titles[anchor], set(titles.values()), rng, LABELS[extra - 1],
