@@ -369,6 +369,7 @@ class PlainReader:
                 (by_word if wk[0] else by_opening).setdefault(wk[1], []).append(n)
         words, openings = frozenset(by_word), frozenset(by_opening)
         done: set[int] = set()
+        wanted = len(set(names.values()))
         for p in texts_of:
             sets, low = self._word_sets(p), self._lower(p)
             if sets is None:
@@ -391,7 +392,7 @@ class PlainReader:
                     if not every:
                         break
                     done.add(names[n])
-            if every and len(done) == len(set(names.values())):
+            if every and len(done) == wanted:
                 return
 
     def related(self, xs: set[int], ys: set[int], place: bool) -> set[int]:
@@ -403,7 +404,7 @@ class PlainReader:
         if len(xs) <= MAX_NAMES:
             rest = xs - out
             back = self._mentions(ys, rest) if rest else set()
-            if back:  # x is related when a page of ``back`` links to it or names it (one scan of back per x)
+            if back:  # x is related when a page of ``back`` links to it or names it (one scan of back for all x)
                 linked_back = self._linked(back)
                 out |= {x for x in rest if x in linked_back} | self._named(back, rest - linked_back)
         if place and len(ys) <= MAX_NAMES:  # containment: x is linked with a place that lies in y
