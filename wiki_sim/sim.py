@@ -70,6 +70,12 @@ class LRUCache:
             self.misses += 1
             return None
 
+    def peek(self, key: Hashable) -> Any | None:
+        """The value of ``key`` without counting a hit or a miss or refreshing it (``None``: not held)."""
+        with self._lock:
+            found = self._data.get(key)
+            return found[0] if found is not None else None
+
     def put(self, key: Hashable, value: Any) -> None:
         if self.maxsize <= 0:
             return
@@ -263,9 +269,8 @@ class WikiSim:
         simulator, or a search already cached, gives its hits' titles)."""
         out = []
         for query in _checked_queries(queries, k):
-            cached = self._search_cache.get((query, k)) if query else None
-            if not query or cached is not None or self.dense is not None:
-                out.append([h.title for h in (cached if cached is not None else self._search_one(query, k))])
+            if not query or self.dense is not None or self._search_cache.peek((query, k)) is not None:
+                out.append([h.title for h in self._search_one(query, k)])  # counted once, by the search cache
                 continue
             titles = self._rank_cache.get((query, k))
             if titles is None:

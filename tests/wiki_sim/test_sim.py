@@ -43,7 +43,11 @@ def test_ranked_titles_are_the_titles_search_lists_in_its_order(gensim_wiki):
             expected = [[h.title for h in hits] for hits in plain.search(queries, k=k)]
             assert plain.ranked_titles(queries, k=k) == expected  # ranked in this process, no snippets
             cached.search(queries[::2], k=k)  # half of them cached first
+            before = cached.stats()["search_cache"]
             assert cached.ranked_titles(queries, k=k) == expected
+            after = cached.stats()["search_cache"]  # the cached half counted as hits, the rest not as misses
+            assert (after["hits"] - before["hits"], after["misses"] - before["misses"]) == (
+                len([q for q in queries[::2] if q.strip()]), 0)
     assert expected[0] and expected[-2] == []
 
 
