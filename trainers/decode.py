@@ -255,6 +255,16 @@ class KVStore:
             total -= victim.nbytes
 
 
+def per_row_logits_to_keep() -> bool:
+    """Whether this transformers reads a 2-D integer ``logits_to_keep`` as each row's own positions
+    (``modeling_utils.slice_logits_to_keep``, 5.2x on). Before it (5.17, the GPU machines' version, and
+    4.x), a tensor is one set of positions kept for every row, and a ``(B, 1)`` one gives ``(B, B, 1, V)``
+    logits."""
+    from transformers import modeling_utils
+
+    return hasattr(modeling_utils, "slice_logits_to_keep")
+
+
 # ---------------------------------------------------------------------- sampling
 
 
@@ -354,17 +364,25 @@ class Decoder:
         params = forward_params(model)
         self.cache_arg = cache_keyword(model)
         self.keep_arg = "logits_to_keep" if "logits_to_keep" in params else None
+        self.per_row_keep = per_row_logits_to_keep()
 
     def _forward(self, ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor, cache: Cache,
                  keep: torch.Tensor | None) -> torch.Tensor:
         """Logits ``(B, V)`` at ``keep`` (``(B, 1)`` column indices into ``ids``; None: the last column)."""
         kwargs: dict[str, Any] = {"input_ids": ids, "attention_mask": mask, "position_ids": positions,
                                   self.cache_arg: cache, "use_cache": True}
-        if self.keep_arg is not None:
-            kwargs[self.keep_arg] = keep if keep is not None else 1
-        logits = self.model(**kwargs).logits
+        index = None  # (B, 1) columns of the returned logits to gather, when the model could not pick them per row
         if self.keep_arg is None:
             index = keep if keep is not None else torch.full((ids.shape[0], 1), ids.shape[1] - 1, device=ids.device)
+        elif keep is None:
+            kwargs[self.keep_arg] = 1
+        elif self.per_row_keep:
+            kwargs[self.keep_arg] = keep
+        else:  # a tensor is one set of columns for every row: the rows' distinct columns, then each row's own
+            columns, index = torch.unique(keep, return_inverse=True)
+            kwargs[self.keep_arg] = columns
+        logits = self.model(**kwargs).logits
+        if index is not None:
             logits = logits.gather(1, index.unsqueeze(-1).expand(-1, -1, logits.shape[-1]))
         return logits[:, -1, :]
 

@@ -150,3 +150,20 @@ def test_prefill_in_chunks_of_rows_gives_the_same_samples(model, tokenizer):
     old, new = _both(model, tokenizer, second, [5, 6, 7, 8], keys=keys, policy=policy, **kwargs)
     _assert_same(old, new)
     assert policy.store.reused_tokens > 0
+
+
+def test_transformers_without_per_row_logits_to_keep_samples_the_same(model, tokenizer):
+    """Before transformers read a 2-D ``logits_to_keep`` per row (5.17 on the GPU machines), a tensor is
+    one set of positions for every row: the decoder keeps the rows' distinct positions and gathers each
+    row's own, sampling what ``model.generate`` samples (prompts of different lengths, second turns)."""
+    policy = TransformersPolicy(model, tokenizer, engine="kv")
+    policy._decoder = decode.Decoder(model, policy.device)
+    policy._decoder.per_row_keep = False
+    prompts = _prompts(tokenizer, ["a", "who wrote the long book B?", "c?", "what is the capital of D?"])
+    keys = ["a", "b", "c", "d"]
+    kwargs = dict(max_new_tokens=10, temperature=1.0, top_p=1.0, stop_ids=[[1]])
+    old, new = _both(model, tokenizer, prompts, [1, 2, 3, 4], keys=keys, policy=policy, **kwargs)
+    _assert_same(old, new)
+    second = [p + g.token_ids + [50, 51, 52] * (i + 1) for i, (p, g) in enumerate(zip(prompts, new))]
+    old, new = _both(model, tokenizer, second, [5, 6, 7, 8], keys=keys, policy=policy, **kwargs)
+    _assert_same(old, new)
