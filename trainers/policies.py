@@ -18,10 +18,11 @@ Backends: :class:`TransformersPolicy` (``model.generate``, CPU or GPU),
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, Sequence, runtime_checkable
+from typing import Any, Iterator, Literal, Protocol, Sequence, runtime_checkable
 
 import torch
 from transformers import LogitsProcessor, StoppingCriteria
@@ -186,6 +187,22 @@ class _Criterion(StoppingCriteria):
         return self.recorder.stop(input_ids, scores)
 
 
+@contextlib.contextmanager
+def _decoding_mode(model: Any) -> Iterator[None]:
+    """The model in eval mode while it samples, every module's own mode restored after: a model handed
+    over in training mode (a trainer's, TRL's) samples without dropout, and with gradient checkpointing
+    on, transformers before 5.2x drops the KV cache in training mode (``use_cache=False``), which the
+    KV engine cannot run without."""
+    modes = [(m, m.training) for m in model.modules()] if isinstance(model, torch.nn.Module) else []
+    if any(training for _, training in modes):
+        model.eval()
+    try:
+        yield
+    finally:
+        for module, training in modes:
+            module.training = training
+
+
 class TransformersPolicy:
     """Sampling with a ``transformers`` causal LM's ``generate`` (CPU or GPU).
 
@@ -249,14 +266,16 @@ class TransformersPolicy:
         if cache_keys is not None and len(cache_keys) != len(prompts):
             raise ValueError(f"expected one cache key per prompt ({len(prompts)}), got {len(cache_keys)}")
         out: list[Generation] = []
-        for start in range(0, len(prompts), self.max_batch_size):
-            end = start + self.max_batch_size
-            gens = None if generators is None else generators[start:end]
-            if self.engine == "kv":
-                keys = None if cache_keys is None else cache_keys[start:end]
-                out += self._decode_batch(prompts[start:end], max_new_tokens, temperature, top_p, stops, gens, keys)
-            else:
-                out += self._generate_batch(prompts[start:end], max_new_tokens, temperature, top_p, stops, gens)
+        with _decoding_mode(self.model):
+            for start in range(0, len(prompts), self.max_batch_size):
+                end = start + self.max_batch_size
+                gens = None if generators is None else generators[start:end]
+                if self.engine == "kv":
+                    keys = None if cache_keys is None else cache_keys[start:end]
+                    out += self._decode_batch(prompts[start:end], max_new_tokens, temperature, top_p, stops, gens,
+                                              keys)
+                else:
+                    out += self._generate_batch(prompts[start:end], max_new_tokens, temperature, top_p, stops, gens)
         return out
 
     def _decode_batch(self, prompts: list[list[int]], max_new_tokens: int, temperature: float, top_p: float,

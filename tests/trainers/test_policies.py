@@ -245,3 +245,24 @@ def test_vllm_backend_against_its_documented_interface(monkeypatch):
     assert gens[1].token_ids == [50, 51] and gens[1].finish_reason == "length"
     policy.generate([[5]], max_new_tokens=2, temperature=1.0, top_p=1.0)
     assert fake.params[-1]["seed"] == 8  # a fresh seed per call
+
+
+@pytest.mark.parametrize("engine", ["kv", "generate"])
+def test_a_model_in_training_mode_samples_as_in_eval_mode_and_keeps_its_modes(tokenizer, engine):
+    """A trainer's model handed over in training mode, with dropout and gradient checkpointing on, samples
+    what the same model samples in eval mode (no dropout; the KV cache kept: transformers before 5.2x
+    drops it in training mode with checkpointing), and every module's mode is restored after."""
+    model = tiny_qwen2()
+    model.config.attention_dropout = 0.5
+    for layer in model.model.layers:
+        layer.self_attn.attention_dropout = 0.5
+    prompts = [tokenizer.encode("who is A?" * 20), tokenizer.encode("what is B?")]
+    kwargs = dict(max_new_tokens=8, temperature=1.0)
+    gens = lambda: [torch.Generator().manual_seed(s) for s in (1, 2)]  # noqa: E731
+    want = TransformersPolicy(model.eval(), tokenizer, engine=engine).generate(prompts, generators=gens(), **kwargs)
+    model.gradient_checkpointing_enable()
+    model.train()
+    model.model.norm.eval()  # a module a trainer keeps in eval mode stays so
+    got = TransformersPolicy(model, tokenizer, engine=engine).generate(prompts, generators=gens(), **kwargs)
+    assert [g.token_ids for g in got] == [g.token_ids for g in want]
+    assert model.training and model.model.layers[0].training and not model.model.norm.training
