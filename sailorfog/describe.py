@@ -430,6 +430,9 @@ _MEASURES_BEFORE = (("length", re.compile(r"\b(?:length|long|stretches|runs|flow
 _AREA_BEFORE = re.compile(r"\b(?:area|covers?|covered|covering|spans?|spanning|surface|size|over)\b[^;()]{0,40}$")
 _PEOPLE_BEFORE = re.compile(r"\b(?:population|populated|home to|inhabited by)\b[^;()]{0,40}$")
 _LIVE_AFTER = re.compile(r"^\s*(?:live|living|lived|reside|residing)\b")
+_OTHER_UNIT = re.compile(r"\b(?:metropolitan|metro area|urban area|agglomeration|conurbation|wider|surrounding)\b")
+"""Words that make a head count another unit's ("the eponymous metropolitan province, which counts 988,494
+inhabitants, while ... 696,767 people live in the urban area of Florence", whose own population is 361,625)."""
 _NOT_RESIDENTS = re.compile(r"^\s*(?:were |had been |have been )?(?:killed|died|dead|deaths|injured|displaced|"
                             r"evacuated|attended|visited|arrested|executed|fled)\b")
 
@@ -457,7 +460,7 @@ def quantity_predicate(sentence: str, raw: str, unit: str) -> str | None:
                 return name
         return next((name for name, pattern in _MEASURES_BEFORE if pattern.search(before)), None)
     if unit in _PEOPLE_UNITS:
-        if _NOT_RESIDENTS.match(after):
+        if _NOT_RESIDENTS.match(after) or _OTHER_UNIT.search(before[-45:]) or _OTHER_UNIT.search(after[:40]):
             return None
         return "population" if unit != "people" or _PEOPLE_BEFORE.search(before) or _LIVE_AFTER.match(after) else None
     return "count" if unit in _COUNT_UNITS and (not _ELSEWHERE.match(after) or after.lstrip().startswith("of ")) \

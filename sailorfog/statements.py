@@ -332,6 +332,32 @@ def inside_longer_name(sentence: str, anchor: str) -> bool:
     return found
 
 
+_QUOTED = re.compile(r"[\"“]([^\"“”]{1,120})[\"”]")
+_SUPERLATIVE_SINCE = re.compile(r"\b(?:greatest|best|finest|most|first|largest|biggest|worst|only)\b(?:\s+\S+){0,4}?"
+                                r"\s+since\s+$")
+
+
+def figurative_use(sentence: str, anchor: str) -> bool:
+    """Whether every mention of the linked name only serves a comparison: the head of a quoted nickname
+    ("called “China's Mona Lisa”", "the “Peter the Great of Turkey”", "the “Charlie Chaplin of Indian
+    cinema”") or the yardstick of a superlative ("the greatest experimentalist since Michael Faraday").
+    Neither ties the page to the entity named ("the “Sibyl of the Rhine”" does: the name is not the head)."""
+    name = r"(?<!\w)" + re.escape(anchor) + r"(?!\w)"
+    spans = [(m.start(1), m.group(1)) for m in _QUOTED.finditer(sentence)]
+    found = False
+    for m in re.finditer(name, sentence):
+        found = True
+        quoted = next(((start, text) for start, text in spans if start <= m.start() < start + len(text)), None)
+        head = False
+        if quoted is not None:
+            start, text = quoted
+            before, after = text[:m.start() - start], text[m.end() - start:]
+            head = bool(re.search(r"\w['’]s\s+$", before) or re.match(r"\s+of\b", after))
+        if not head and not _SUPERLATIVE_SINCE.search(sentence[max(0, m.start() - 80):m.start()]):
+            return False
+    return found
+
+
 def other_place(sim: Any, target: str, sentence: str, anchor: str) -> bool:
     """Whether the linked name is qualified by a place its target's page never mentions: "Manchester, New
     Hampshire" is not the English city."""
@@ -364,7 +390,7 @@ def relation_statement(index: CorpusIndex, sim: Any, a: tuple[str, str], b: tupl
     for (sl, st), (ol, ot) in ((a, b), (b, a)):
         found = link_sentence(sim, st, ot)
         if found and not modifier_use(*found) and not other_place(sim, ot, *found) \
-                and not own_name(index, st, found[1]) and not inside_longer_name(*found):
+                and not own_name(index, st, found[1]) and not inside_longer_name(*found) and not figurative_use(*found):
             sentence, anchor = found
             kind = " ".join(index.page_type[index.ids[st]]) if st in index.ids else ""
             options.append((predicate(sentence, anchor, st, kind) or "mentions", sl, ol, st, sentence))

@@ -14,7 +14,7 @@ from sailorfog.describe import date_event, defining_type, event_of_another, pred
 from sailorfog.reader import PlainReader
 from sailorfog.prose import DescribedWriter, is_person
 from sailorfog.research import ResearchSynthesizer, answer_order, distinct_periods, repeats, task_entities
-from sailorfog.statements import (Statement, date_statements, inside_longer_name, modifier_use, name_words_statement,
+from sailorfog.statements import (Statement, date_statements, figurative_use, inside_longer_name, modifier_use, name_words_statement,
                                   other_place, own_name, year_in_name, year_of_another)
 from wiki_sim import WikiSim
 
@@ -502,6 +502,23 @@ def test_a_name_inside_a_longer_name_is_no_relation():
     assert not inside_longer_name("The United States Navy sailed.", "United States")  # a navy is no longer name
 
 
+@pytest.mark.parametrize("sentence, anchor, expected", [
+    ('The scroll has been called "China\'s Mona Lisa."', "Mona Lisa", True),
+    ('The scroll has been called "China\'s Mona Lisa."', "China", False),  # the nickname places it in China
+    ('Often described as the "Peter the Great of Turkey", Mahmud instituted reforms.', "Peter the Great", True),
+    ("He is known as “The Charlie Chaplin of Indian Cinema”.", "Charlie Chaplin", True),
+    ('He has been called "the greatest experimentalist since Michael Faraday."', "Michael Faraday", True),
+    ("Frege is considered one of the greatest logicians since Aristotle.", "Aristotle", True),
+    ('Hildegard of Bingen, also known as the "Sibyl of the Rhine", was an abbess.', "Rhine", False),
+    ("It has been neutral since World War II.", "World War II", False),
+    ("He met Michael Faraday. He was the greatest experimentalist since Michael Faraday.", "Michael Faraday", False),
+])
+def test_a_name_that_only_serves_a_comparison_is_no_relation(sentence, anchor, expected):
+    """Blind play: "China's Mona Lisa" tied a Chinese scroll to the Mona Lisa, "the Charlie Chaplin of Indian
+    cinema" a filmmaker to Chaplin, "the greatest experimentalist since Michael Faraday" Rutherford to Faraday."""
+    assert figurative_use(sentence, anchor) is expected
+
+
 def test_a_task_that_retells_an_earlier_one_is_a_repeat():
     """Otto Hahn's chain asked once for protactinium and once for thorium; Minimalism's five entities asked once
     for Philip Glass and once for Robert Bresson: one run keeps only the first of each pair."""
@@ -563,6 +580,13 @@ def test_the_article_follows_the_sound():
     ("The distance to the coast is 300 km.", "300 km", "km", None),
     ("About 3,000 people were killed in the fighting.", "3,000 people", "people", None),
     ("The city had 3,000 people.", "3,000 people", "people", None),
+    # another unit's head count (Florence: 361,625 its own)
+    ("It is the capital of the eponymous metropolitan province, which counts 988,494 inhabitants, while Eurostat "
+     "estimates that 696,767 people live in the urban area of Florence.", "988,494 inhabitants", "inhabitants", None),
+    ("It is the capital of the eponymous metropolitan province, which counts 988,494 inhabitants, while Eurostat "
+     "estimates that 696,767 people live in the urban area of Florence.", "696,767 people", "people", None),
+    ("As of 2026, with a population of 361,625, it is the 8th most populous city in the country.", "361,625", "people",
+     "population"),
     ("Its largest towers reach 240 feet", "240 feet", "feet", None),
     ("The plant produces 1,200 MW.", "1,200 MW", "MW", None),
 ])
