@@ -173,8 +173,8 @@ class ResearchSynthesizer:
     depth: int = 2
     """Hidden intermediates between the answer and the entity pinned by its own clues (0: a one-hop
     curriculum level where the answer's own clues may decide). 2 by default: at 1 a strong agent needed 1.95
-    tool calls a task in blind play (knowledge names the one hidden entity), at 2 it needed 2.97 over 30 tasks
-    (benchmarks/README.md#synth_difficulty)."""
+    tool calls a task in blind play (knowledge names the one hidden entity), at 2 it needed 2.67 over 60 tasks
+    in six rounds (benchmarks/README.md#synth_difficulty)."""
     min_x_candidates: int = 2
     """With ``depth >= 1``: pages the answer's own clues must leave (so the hop is required)."""
     max_added: int = 5
