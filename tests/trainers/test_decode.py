@@ -137,10 +137,9 @@ def test_rollouts_with_the_kv_engine_match_the_generate_engine(model, tokenizer)
     assert max(t.num_turns for t in runs["kv"]) > 1
 
 
-def test_prefill_in_chunks_of_rows_gives_the_same_samples(model, tokenizer):
-    """A small prefill budget runs the rows a few at a time (each chunk through its own view of the cache)."""
-    policy = TransformersPolicy(model, tokenizer, engine="kv")
-    policy._decoder = decode.Decoder(model, policy.device, prefill_tokens=40)
+def _two_turns_match_generate(model, tokenizer, policy):
+    """Four prompts of different lengths, then their second turns, sampled by ``policy`` (kept states reused)
+    and by the generate engine: the same samples."""
     prompts = _prompts(tokenizer, ["a", "who wrote the long book B?", "c?", "what is the capital of D?"])
     keys = ["a", "b", "c", "d"]
     kwargs = dict(max_new_tokens=10, temperature=1.0, top_p=1.0, stop_ids=[[1]])
@@ -149,6 +148,13 @@ def test_prefill_in_chunks_of_rows_gives_the_same_samples(model, tokenizer):
     second = [p + g.token_ids + [50, 51, 52] * (i + 1) for i, (p, g) in enumerate(zip(prompts, new))]
     old, new = _both(model, tokenizer, second, [5, 6, 7, 8], keys=keys, policy=policy, **kwargs)
     _assert_same(old, new)
+
+
+def test_prefill_in_chunks_of_rows_gives_the_same_samples(model, tokenizer):
+    """A small prefill budget runs the rows a few at a time (each chunk through its own view of the cache)."""
+    policy = TransformersPolicy(model, tokenizer, engine="kv")
+    policy._decoder = decode.Decoder(model, policy.device, prefill_tokens=40)
+    _two_turns_match_generate(model, tokenizer, policy)
     assert policy.store.reused_tokens > 0
 
 
@@ -159,11 +165,4 @@ def test_transformers_without_per_row_logits_to_keep_samples_the_same(model, tok
     policy = TransformersPolicy(model, tokenizer, engine="kv")
     policy._decoder = decode.Decoder(model, policy.device)
     policy._decoder.per_row_keep = False
-    prompts = _prompts(tokenizer, ["a", "who wrote the long book B?", "c?", "what is the capital of D?"])
-    keys = ["a", "b", "c", "d"]
-    kwargs = dict(max_new_tokens=10, temperature=1.0, top_p=1.0, stop_ids=[[1]])
-    old, new = _both(model, tokenizer, prompts, [1, 2, 3, 4], keys=keys, policy=policy, **kwargs)
-    _assert_same(old, new)
-    second = [p + g.token_ids + [50, 51, 52] * (i + 1) for i, (p, g) in enumerate(zip(prompts, new))]
-    old, new = _both(model, tokenizer, second, [5, 6, 7, 8], keys=keys, policy=policy, **kwargs)
-    _assert_same(old, new)
+    _two_turns_match_generate(model, tokenizer, policy)
