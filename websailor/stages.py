@@ -8,7 +8,6 @@ import contextlib
 import json
 import math
 import os
-import random
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
@@ -295,35 +294,34 @@ def unseen_train_tasks(config: Any, run_dir: Path, train_tasks: list[dict]) -> l
 
 
 PROBE_ROUNDS = 3
-"""Rounds of ``--probe`` episodes the probe plays at most on a level, until the level shows a success."""
+"""Rounds of ``--probe`` episodes per level the probe plays at most, until some level shows a success."""
 
 
 def _probe(config: Any, run_dir: Path, model: Any, tokenizer: Any, train_tasks: list[dict]) -> dict[str, Any]:
     """The SFT model's outcomes on ``--probe`` train tasks per level, and the GRPO tasks they pick;
-    both drawn from the tasks SFT never saw (:func:`unseen_train_tasks`). A level with no success yet
-    is probed again on fresh tasks (up to :data:`PROBE_ROUNDS` rounds): a handful of failures is weak
-    evidence (a level solved 35% of the time fails 4 probes in a row 18% of the time), and a level
-    with no probe success gets no GRPO task (:func:`websailor.recipe.select_grpo_tasks`)."""
+    both drawn from the tasks SFT never saw (:func:`unseen_train_tasks`). Where a round sees no success
+    on any level, another round probes fresh tasks (up to :data:`PROBE_ROUNDS`).
+
+    The probe takes each level's first unseen tasks in the train file's order, which are the tasks whose
+    gold trajectory failed (the gold set took the ones before them): it under-reads a level, and the main
+    job's description lookups read 0, so GRPO trains on lead lookups. Drawn at random instead (e2389d2),
+    the pool held both levels and the main job's GRPO fell below SFT (-0.141 [-0.261, -0.022] on its 46
+    held-out tasks, turns less often well formed); from a saturated SFT model it made no difference
+    (benchmarks/README.md#grpo_dose). The order stays until a pool of both levels is shown to help."""
     from trainers.policies import TransformersPolicy
     from trainers.rollout import RolloutConfig, collect
 
     unseen = unseen_train_tasks(config, run_dir, train_tasks)
-    # Probed in a seeded random order: in the train file's order a level's first unseen tasks are the
-    # ones whose gold trajectory failed (the gold set took the tasks before them), harder than the rest.
-    order = list(unseen)
-    random.Random(config.seed).shuffle(order)
     kwargs = recipe.compact_env_kwargs(config.wiki_dir, max_tool_calls=config.max_tool_calls)
     model.eval()
     policy = TransformersPolicy(model, tokenizer, device=model_device(config))
     outcomes: dict[str, list[float]] = {}
     probed: set[Any] = set()
     rounds = 0
-    while rounds < PROBE_ROUNDS:
+    while rounds < PROBE_ROUNDS and not any(sum(o) for o in outcomes.values()):
         probe = []
         for level in recipe.LEVELS:
-            if rounds and sum(outcomes.get(level, ())):
-                continue  # a success seen: the level is in
-            probe += [t for t in order if t.get("level") == level and t.get("id") not in probed][:config.probe]
+            probe += [t for t in unseen if t.get("level") == level and t.get("id") not in probed][:config.probe]
         if not probe:
             break
         rounds += 1

@@ -59,39 +59,3 @@ def test_probe_and_grpo_draw_only_tasks_sft_never_saw(tmp_path):
     assert [t["id"] for t in unseen_train_tasks(config, tmp_path, train)] == [f"t{i}" for i in range(6, 12)]
     with pytest.raises(ValueError, match=r"only 6 train task\(s\) are not in SFT's gold set \(6 are\)"):
         unseen_train_tasks(PipelineConfig(out="x", model="tiny", probe=4, grpo_tasks_per_step=4), tmp_path, train)
-
-
-def test_a_level_with_no_probe_success_is_probed_again_before_it_is_left_out(tmp_path, monkeypatch):
-    """Round 1 probes every level; later rounds only the levels with no success yet, on fresh tasks. A
-    level that fails its first probes and then succeeds gets GRPO tasks; one that never succeeds does not.
-    Tasks are probed in a seeded random order, not the train file's (where a level's first unseen tasks
-    are those whose gold trajectory failed)."""
-    import types
-
-    import trainers.policies
-    import trainers.rollout
-    from websailor import stages
-
-    levels = ("lookup-description", "lookup-lead", "sailorfog")
-    train = [{"id": f"{lv}-{i}", "question": "q", "answer": "a", "level": lv} for lv in levels for i in range(20)]
-    rounds: list[list[str]] = []
-
-    def scripted(policy, tasks, rollout, progress=True):  # descriptions succeed from round 2, leads at once
-        rounds.append([t["id"] for t in tasks])
-        won = {"lookup-description": len(rounds) >= 2, "lookup-lead": True, "sailorfog": False}
-        return [types.SimpleNamespace(task=t, is_correct=won[t["level"]]) for t in tasks]
-
-    monkeypatch.setattr(trainers.rollout, "collect", scripted)
-    monkeypatch.setattr(trainers.policies, "TransformersPolicy", lambda *a, **k: None)
-    config = PipelineConfig(out=str(tmp_path), model="tiny", probe=3, grpo_steps=4, grpo_tasks_per_step=4)
-    model = types.SimpleNamespace(eval=lambda: None)
-    out = stages._probe(config, tmp_path, model, None, train)
-    probed = [{i.rsplit("-", 1)[0] for i in r} for r in rounds]
-    assert probed == [set(levels), {"lookup-description", "sailorfog"}, {"sailorfog"}]
-    assert out["probe_rounds"] == 3 and len(set(sum(rounds, []))) == sum(map(len, rounds))  # fresh tasks each round
-    assert out["probe_success"]["sailorfog"] == 0.0 and out["probe_success"]["lookup-description"] > 0
-    assert set(out["chosen_per_level"]) == {"lookup-description", "lookup-lead"}
-    first = [int(i.rsplit("-", 1)[1]) for i in rounds[0] if i.startswith("lookup-lead")]
-    assert first != sorted(first) or first != [0, 1, 2]  # not the file's first tasks
-    rounds.clear()
-    assert stages._probe(config, tmp_path, model, None, train)["probe_success"] == out["probe_success"]  # seeded
