@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import random
 import re
+from bisect import bisect_right
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -343,11 +344,13 @@ def figurative_use(sentence: str, anchor: str) -> bool:
     cinema”") or the yardstick of a superlative ("the greatest experimentalist since Michael Faraday").
     Neither ties the page to the entity named ("the “Sibyl of the Rhine”" does: the name is not the head)."""
     name = r"(?<!\w)" + re.escape(anchor) + r"(?!\w)"
-    spans = [(m.start(1), m.group(1)) for m in _QUOTED.finditer(sentence)]
+    spans = [(m.start(1), m.group(1)) for m in _QUOTED.finditer(sentence)]  # disjoint, in order
+    starts = [start for start, _ in spans]
     found = False
     for m in re.finditer(name, sentence):
         found = True
-        quoted = next(((start, text) for start, text in spans if start <= m.start() < start + len(text)), None)
+        i = bisect_right(starts, m.start()) - 1  # the quote that opens last before the mention, if it holds it
+        quoted = spans[i] if i >= 0 and m.start() < spans[i][0] + len(spans[i][1]) else None
         head = False
         if quoted is not None:
             start, text = quoted

@@ -512,6 +512,8 @@ def test_a_name_inside_a_longer_name_is_no_relation():
     ('Hildegard of Bingen, also known as the "Sibyl of the Rhine", was an abbess.', "Rhine", False),
     ("It has been neutral since World War II.", "World War II", False),
     ("He met Michael Faraday. He was the greatest experimentalist since Michael Faraday.", "Michael Faraday", False),
+    ('Called "Rome\'s jewel" and "the pearl", it faces the Mona Lisa and "Venice\'s Mona Lisa".', "Mona Lisa", False),
+    ('Called "Rome\'s jewel", "the pearl" and "Venice\'s Mona Lisa".', "Mona Lisa", True),  # the last of many quotes
 ])
 def test_a_name_that_only_serves_a_comparison_is_no_relation(sentence, anchor, expected):
     """Blind play: "China's Mona Lisa" tied a Chinese scroll to the Mona Lisa, "the Charlie Chaplin of Indian
