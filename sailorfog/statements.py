@@ -374,15 +374,27 @@ def other_place(sim: Any, target: str, sentence: str, anchor: str) -> bool:
     return find_name((sim.page(target) or {}).get("text", ""), qualifier) < 0
 
 
-def own_name(index: CorpusIndex, source: str, anchor: str) -> bool:
+_NAME_END = re.compile(r"\s\(|\s(?:was|is|were|are)\s|,")
+_NAME_PARTICLES = {"van", "von", "de", "da", "di", "del", "der", "den", "du", "la", "le", "bin", "ibn", "al", "y"}
+
+
+def own_name(index: CorpusIndex, source: str, anchor: str, sentence: str = "") -> bool:
     """Whether a person's page links a word of the person's own name ("Jordan" on Michael Jordan's page
-    is his name, not the country)."""
+    is his name, not the country), or a name inside the full name its sentence opens with ("John Milton
+    Cage Jr. was an American composer" names the composer, not the poet)."""
     pid = index.ids.get(source)
     kind = index.page_type[pid] if pid is not None else ()
     if not kind or kind[-1].lower() not in PERSON_HEADS:
         return False
     words = {w.lower() for w in re.findall(r"\w+", display_title(source))}
-    return bool(words) and {w.lower() for w in re.findall(r"\w+", anchor)} <= words
+    if bool(words) and {w.lower() for w in re.findall(r"\w+", anchor)} <= words:
+        return True
+    end = _NAME_END.search(sentence[:200])
+    opening = sentence[:end.start()].split() if end else []
+    if not 1 < len(opening) <= 8 or not all(w[:1].isupper() or w in _NAME_PARTICLES for w in opening):
+        return False  # not one full name ("Newton and Leibniz were ...")
+    rest = " ".join(opening).replace(anchor, " ")
+    return find_name(" ".join(opening), anchor) >= 0 and bool(words & {w.lower() for w in re.findall(r"\w+", rest)})
 
 
 def relation_statement(index: CorpusIndex, sim: Any, a: tuple[str, str], b: tuple[str, str],
@@ -393,7 +405,8 @@ def relation_statement(index: CorpusIndex, sim: Any, a: tuple[str, str], b: tupl
     for (sl, st), (ol, ot) in ((a, b), (b, a)):
         found = link_sentence(sim, st, ot)
         if found and not modifier_use(*found) and not other_place(sim, ot, *found) \
-                and not own_name(index, st, found[1]) and not inside_longer_name(*found) and not figurative_use(*found):
+                and not own_name(index, st, found[1], found[0]) and not inside_longer_name(*found) \
+                and not figurative_use(*found):
             sentence, anchor = found
             kind = " ".join(index.page_type[index.ids[st]]) if st in index.ids else ""
             options.append((predicate(sentence, anchor, st, kind) or "mentions", sl, ol, st, sentence))

@@ -437,6 +437,13 @@ def test_a_persons_own_name_is_no_link_and_king_is_a_type(default_sim):
     _, index = default_sim
     assert own_name(index, "Michael Jordan", "Jordan")
     assert not own_name(index, "Mexico City", "Mexico")
+    # a name inside the full name the page's first sentence opens with (found in blind play: the poet)
+    cage = "John Milton Cage Jr. was an American composer, artist, and music theorist."
+    assert own_name(index, "John Cage", "John Milton", cage)
+    assert not own_name(index, "John Cage", "Merce Cunningham", cage)
+    assert not own_name(index, "Gottfried Wilhelm Leibniz", "Isaac Newton",
+                        "Isaac Newton and Leibniz were rivals, each claiming the calculus.")
+    assert not own_name(index, "John Cage", "Arnold Schoenberg", "In 1933, Arnold Schoenberg taught him.")
     assert defining_type("King Arthur was a legendary king of Britain.") == ["legendary", "king"]
     assert defining_type("The Tarnis War was an armed conflict fought between two states.") == ["armed", "conflict"]
 
