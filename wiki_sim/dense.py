@@ -6,7 +6,9 @@ converted at setup): a token's vector is its row of the input-embedding table
 the token is run through the model alone, after the BOS token that takes the attention sink
 (``recipe="hidden"``; it measured worse). The vectors are centred and reduced by PCA to ``dim`` dimensions, then
 each row is weighted by SIF (``a / (a + p(token))``, token frequencies counted over the
-simulator's titles and leads), so that frequent tokens count little in a mean.
+simulator's titles and leads), so that frequent tokens count little in a mean. ``recipe="static"``
+takes instead the table of a static embedding model trained for sentence similarity, shipped in
+a PyPI wheel (:mod:`wiki_sim.static_model`: WordLlama), as it is.
 
 A text's vector is the L2-normalized sum of its tokens' rows; a page's text is its title and
 lead. Search is an exact scan of the page matrix (one matrix-vector product; 10k pages x 256
@@ -38,13 +40,14 @@ from wiki_sim.errors import WikiSimError
 VECTORS_DIR = "vectors"
 VECTORS_FORMAT = 1
 VECTOR_FILES = ("tokens.npy", "tokenizer.json", "pages.npy")
-Recipe = Literal["hidden", "input"]
+Recipe = Literal["hidden", "input", "static"]
 Retriever = Literal["bm25", "dense", "hybrid"]
 RETRIEVERS = ("bm25", "dense", "hybrid")
-RECIPES = ("hidden", "input")
+RECIPES = ("hidden", "input", "static")
 DEFAULT_DIM = 256
 DEFAULT_RECIPE = "input"
-"""The input-embedding table: the best of the recipes measured (benchmarks/README.md#retrieval), and no forward pass."""
+"""For a causal LM: the input-embedding table, the better of its two recipes (benchmarks/README.md#retrieval),
+and no forward pass. ``websailor wiki embed`` defaults to ``static``, which measured better still."""
 DEFAULT_LAYER = 8
 """``recipe="hidden"``: the layer whose hidden state is a token's vector (of SmolLM2-135M's 30)."""
 SIF_A = 1e-3
@@ -75,8 +78,8 @@ def model_vectors(model_dir: str | Path, recipe: Recipe = DEFAULT_RECIPE, layer:
     except ImportError as exc:
         raise WikiSimError(f"making token embeddings needs torch and transformers ({exc.name} is missing): "
                            "pip install 'websailor-gym[train]'") from None
-    if recipe not in RECIPES:
-        raise ValueError(f"recipe must be one of {', '.join(RECIPES)}, got {recipe!r}")
+    if recipe not in ("hidden", "input"):
+        raise ValueError(f"recipe must be hidden or input for a causal LM, got {recipe!r}")
     config = AutoConfig.from_pretrained(model_dir)
     if recipe == "hidden" and not 1 <= layer <= config.num_hidden_layers:
         raise ValueError(f"layer must be in 1..{config.num_hidden_layers}, got {layer!r}")

@@ -20,6 +20,7 @@ from wiki_sim.dense import (DEFAULT_DIM, DEFAULT_LAYER, DEFAULT_RECIPE, LEAD_CHA
 from wiki_sim.contrast import TuneConfig, held_out, training_pairs, tune_record, tune_table
 from wiki_sim.errors import WikiSimError
 from wiki_sim.sim import WikiSim, build_fingerprint
+from wiki_sim.static_model import static_record, static_table
 
 
 def build_vectors(sim_dir: str | Path, model_dir: str | Path, *, recipe: Recipe = DEFAULT_RECIPE,
@@ -31,30 +32,42 @@ def build_vectors(sim_dir: str | Path, model_dir: str | Path, *, recipe: Recipe 
     comparing settings computes them once). ``tune``: train the table contrastively on the
     simulator's own pairs before the pages are encoded (:mod:`wiki_sim.contrast`)."""
     sim_dir = Path(sim_dir)
-    model_dir = Path(model_dir).expanduser()
-    if not (model_dir / "config.json").is_file() or not (model_dir / "tokenizer.json").is_file():
-        raise WikiSimError(f"{model_dir} is not a model folder (config.json and tokenizer.json needed); "
-                           "the default one (SmolLM2-135M, converted) is made by `websailor model fetch`")
     if not isinstance(dim, int) or isinstance(dim, bool) or dim < 2:
         raise ValueError(f"dim must be an integer >= 2, got {dim!r}")
     started = time.perf_counter()
+    if recipe == "static":  # ``model_dir`` names a static model (wiki_sim.static_model)
+        raw, tokenizer_file = static_table(str(model_dir))
+        model_record = static_record(str(model_dir))
+    else:
+        model_dir = Path(model_dir).expanduser()
+        if not (model_dir / "config.json").is_file() or not (model_dir / "tokenizer.json").is_file():
+            raise WikiSimError(f"{model_dir} is not a model folder (config.json and tokenizer.json needed); "
+                               "the default one (SmolLM2-135M, converted) is made by `websailor model fetch`")
+        tokenizer_file = model_dir / "tokenizer.json"
+        raw = token_vectors if token_vectors is not None else model_vectors(model_dir, recipe, layer,
+                                                                            progress=progress)
+        record_file = model_dir / "websailor-model.json"
+        model_record = {"dir": str(model_dir), "name": model_dir.name,
+                        "record": json.loads(record_file.read_text()) if record_file.is_file() else None}
     with WikiSim(sim_dir, search_processes=0) as sim:
         titles = list(sim.index.titles)
         leads = dict(sim.iter_leads())
         fingerprint = build_fingerprint(sim.build_info)
         descriptions = [(page, value) for page, _, value, _, _ in sim.iter_facts("description")] if tune else []
     texts = [page_text(t, leads.get(t, "")) for t in titles]
-    tokenizer = load_tokenizer(model_dir / "tokenizer.json")
-    raw = token_vectors if token_vectors is not None else model_vectors(model_dir, recipe, layer, progress=progress)
+    tokenizer = load_tokenizer(tokenizer_file)
     distilled = time.perf_counter()
-    reduced = pca(raw, dim)
+    static = recipe == "static"
+    # a static model's table is used as trained (sum-pooled; SIF weights measured no better on it), and
+    # reduced only when fewer dimensions are asked for
+    reduced = raw if static and dim >= raw.shape[1] else pca(raw, dim)
     counts = np.zeros(len(reduced), dtype=np.float64)
     page_ids: list[np.ndarray] = []  # kept for tuning only; else the pages are tokenized again below
-    for ids in token_ids(tokenizer, texts, len(reduced)):
+    for ids in (token_ids(tokenizer, texts, len(reduced)) if not static or tune is not None else ()):
         np.add.at(counts, ids, 1)
         if tune is not None:
             page_ids.append(ids)
-    table = reduced * sif_weights(counts)[:, None]
+    table = reduced if static else reduced * sif_weights(counts)[:, None]
     tuned = None
     if tune is not None:
         tune_started = time.perf_counter()
@@ -72,8 +85,7 @@ def build_vectors(sim_dir: str | Path, model_dir: str | Path, *, recipe: Recipe 
         os.chmod(tmp, 0o755)  # mkdtemp makes it private; the simulator is not
         np.save(tmp / "tokens.npy", table.astype(np.float32), allow_pickle=False)
         np.save(tmp / "pages.npy", pages, allow_pickle=False)
-        shutil.copyfile(model_dir / "tokenizer.json", tmp / "tokenizer.json")
-        model_record = model_dir / "websailor-model.json"
+        shutil.copyfile(tokenizer_file, tmp / "tokenizer.json")
         meta = {
             "format": VECTORS_FORMAT,
             "build_fingerprint": fingerprint,
@@ -81,11 +93,10 @@ def build_vectors(sim_dir: str | Path, model_dir: str | Path, *, recipe: Recipe 
             "dim": int(table.shape[1]),
             "recipe": recipe,
             "layer": layer if recipe == "hidden" else None,
-            "sif_a": SIF_A,
+            "sif_a": None if static else SIF_A,
             "text": f"title + lead (first {LEAD_CHARS} characters)",
             "tune": tuned,
-            "model": {"dir": str(model_dir), "name": model_dir.name,
-                      "record": json.loads(model_record.read_text()) if model_record.is_file() else None},
+            "model": model_record,
             "files": {name: {"bytes": (tmp / name).stat().st_size, "sha256": sha256_file(tmp / name)}
                       for name in VECTOR_FILES},
             "durations_s": {"model": round(distilled - started, 3),
