@@ -16,7 +16,7 @@ import numpy as np
 
 from wiki_sim.dense import (DEFAULT_DIM, DEFAULT_LAYER, DEFAULT_RECIPE, LEAD_CHARS, SIF_A, VECTOR_FILES,
                             VECTORS_DIR, VECTORS_FORMAT, Recipe, encode, encode_ids, load_tokenizer, model_vectors,
-                            page_text, pca, sha256_file, sif_weights, token_ids)
+                            page_text, pca, sha256_file, sif_weights, sketch, token_ids)
 from wiki_sim.contrast import TuneConfig, held_out, training_pairs, tune_record, tune_table
 from wiki_sim.errors import WikiSimError
 from wiki_sim.sim import WikiSim, build_fingerprint
@@ -85,6 +85,7 @@ def build_vectors(sim_dir: str | Path, model_dir: str | Path, *, recipe: Recipe 
         os.chmod(tmp, 0o755)  # mkdtemp makes it private; the simulator is not
         np.save(tmp / "tokens.npy", table.astype(np.float32), allow_pickle=False)
         np.save(tmp / "pages.npy", pages, allow_pickle=False)
+        np.save(tmp / "bits.npy", sketch(pages), allow_pickle=False)
         shutil.copyfile(tokenizer_file, tmp / "tokenizer.json")
         meta = {
             "format": VECTORS_FORMAT,

@@ -234,3 +234,61 @@ def test_a_stored_table_of_another_shape_is_not_read(built, tmp_path: Path):
     assert stored_input_table(tmp_path, 5, 4) is None
     (tmp_path / "model.safetensors").write_bytes(b"\xff" * 64)  # not a safetensors file
     assert stored_input_table(tmp_path, 3, 4) is None
+
+
+def test_sketch_packs_the_sign_of_every_dimension_word_major():
+    from wiki_sim.dense import sketch
+
+    rng = np.random.default_rng(0)
+    vectors = rng.standard_normal((5, 70)).astype(np.float32)  # 70 dimensions: a second, padded word
+    bits = sketch(vectors, chunk=2)
+    assert bits.dtype == np.uint64 and bits.shape == (2, 5)
+    unpacked = np.unpackbits(np.ascontiguousarray(bits.T).view(np.uint8), axis=1)
+    assert (unpacked[:, :70] == (vectors > 0)).all() and not unpacked[:, 70:].any()
+
+
+def test_candidates_are_every_page_up_to_the_distance_that_admits_k():
+    from wiki_sim.dense import candidates, sketch
+
+    rng = np.random.default_rng(1)
+    vectors = rng.standard_normal((400, 128)).astype(np.float32)
+    query = vectors[7] + 0.3 * rng.standard_normal(128).astype(np.float32)
+    bits, query_bits = sketch(vectors), sketch(query[None])
+    distance = np.array([int(np.sum((v > 0) != (query > 0))) for v in vectors])
+    chosen = candidates(bits, query_bits, 25)
+    assert len(chosen) >= 25 and 7 in chosen
+    threshold = distance[chosen].max()
+    assert sorted(chosen.tolist()) == np.flatnonzero(distance <= threshold).tolist()
+    assert (distance <= threshold).sum() - (distance == threshold).sum() < 25  # the smallest such distance
+    assert len(candidates(bits, query_bits, 10_000)) == 400
+
+
+def test_a_large_index_scores_the_sign_bit_candidates_exactly(built, monkeypatch):
+    from wiki_sim import dense
+
+    wiki, _ = built
+    with WikiSim(wiki, retriever="dense") as sim:
+        index = sim.dense
+        exact = index.search("capital of Austria on the river", 8)
+        monkeypatch.setattr(dense, "EXACT_PAGES", 0)
+        monkeypatch.setattr(dense, "SKETCH_CANDIDATES", len(PAGES))  # every page a candidate: the exact ranking
+        assert index.search("capital of Austria on the river", 3) == exact[:3]
+        monkeypatch.setattr(dense, "SKETCH_CANDIDATES", 2)  # fewer: exact cosines of the candidates, best first
+        approx = index.search("capital of Austria on the river", 1)
+        scores = dict(exact)
+        assert len(approx) == 1 and approx[0][1] == pytest.approx(scores[approx[0][0]], abs=1e-6)
+
+
+def test_missing_or_altered_sign_bits_and_an_older_format_are_refused(built, tmp_path: Path):
+    wiki = _copy(built, tmp_path)
+    bits = wiki / VECTORS_DIR / "bits.npy"
+    meta_file = wiki / VECTORS_DIR / "meta.json"
+    meta = json.loads(meta_file.read_text())
+    saved = bits.read_bytes()
+    bits.write_bytes(saved[:-1] + bytes([saved[-1] ^ 1]))
+    _refused(wiki, "bits.npy does not match the size and sha256")
+    bits.unlink()
+    _refused(wiki, "bits.npy is missing")
+    bits.write_bytes(saved)
+    meta_file.write_text(json.dumps({**meta, "format": 1}))  # made before the sign bits: embed again
+    _refused(wiki, "is not format 2")
