@@ -122,13 +122,22 @@ def batches(pair_pages: np.ndarray, batch: int, steps: int, seed: int) -> Iterab
         yield np.asarray([groups[g][rng.integers(len(groups[g]))] for g in chosen], dtype=np.int64)
 
 
-def _bags(ids: list[np.ndarray]) -> tuple[Any, Any]:
+def counted(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A text's token ids as distinct ids and how often each occurs: (L,) -> (U,) int32, (U,) float32.
+    The sum of their rows weighted by the counts is the sum of the text's rows, with fewer rows to read."""
+    unique, counts = np.unique(np.asarray(ids), return_counts=True)
+    return unique.astype(np.int32), counts.astype(np.float32)
+
+
+def _bags(texts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[Any, Any, Any]:
+    """EmbeddingBag's input, offsets and per-sample weights for texts given as :func:`counted` pairs."""
     import torch
 
-    lengths = [len(x) for x in ids]
-    flat = np.concatenate(ids) if ids else np.zeros(0, dtype=np.int64)
-    offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
-    return torch.from_numpy(flat.astype(np.int64)), torch.from_numpy(offsets)
+    lengths = [len(ids) for ids, _ in texts]
+    flat = np.concatenate([ids for ids, _ in texts]) if texts else np.zeros(0, dtype=np.int32)
+    weights = np.concatenate([c for _, c in texts]) if texts else np.zeros(0, dtype=np.float32)
+    offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int32)
+    return torch.from_numpy(flat), torch.from_numpy(offsets), torch.from_numpy(weights)
 
 
 def info_nce(queries: Any, pages: Any, temperature: float) -> Any:
@@ -164,12 +173,14 @@ def tune_table(table: np.ndarray, query_ids: list[np.ndarray], page_ids: list[np
         torch.manual_seed(config.seed)
         bag = torch.nn.EmbeddingBag.from_pretrained(torch.from_numpy(np.array(table, dtype=np.float32)),
                                                     freeze=False, mode="sum", sparse=True)
+        queries = [counted(ids) for ids in query_ids]
+        pages = {d: counted(page_ids[d]) for d in set(pair_pages.tolist())}  # the pages pairs name
         optimizer = torch.optim.SparseAdam(bag.parameters(), lr=config.lr)
         losses: list[float] = []
         started = shown = time.perf_counter()
         for step, chosen in enumerate(batches(pair_pages, config.batch, config.steps, config.seed), 1):
-            q = bag(*_bags([query_ids[i] for i in chosen]))
-            p = bag(*_bags([page_ids[d] for d in pair_pages[chosen]]))
+            q = bag(*_bags([queries[i] for i in chosen]))
+            p = bag(*_bags([pages[d] for d in pair_pages[chosen]]))
             loss = info_nce(q, p, config.temperature)
             optimizer.zero_grad()
             loss.backward()

@@ -108,3 +108,17 @@ def test_cli_embed_with_tune_and_bad_options_are_one_line(sample, tmp_path: Path
         assert main(["wiki", "embed", str(wiki), "--tune", "contrastive", option, value]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and needle in err, err
+
+
+def test_counted_ids_weighted_by_their_counts_sum_to_the_texts_rows():
+    import torch
+
+    from wiki_sim.contrast import _bags, counted
+
+    table = torch.randn(12, 4, dtype=torch.float64).float()
+    texts = [np.array([3, 5, 3, 3, 11]), np.array([0]), np.array([7, 7])]
+    bag = torch.nn.EmbeddingBag.from_pretrained(table, mode="sum")
+    got = bag(*_bags([counted(ids) for ids in texts]))
+    want = torch.stack([table[torch.from_numpy(ids)].sum(0) for ids in texts])
+    assert torch.allclose(got, want, atol=1e-6)
+    assert counted(np.array([3, 5, 3]))[0].tolist() == [3, 5] and counted(np.array([3, 5, 3]))[1].tolist() == [2, 1]
