@@ -373,6 +373,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 systems[f"fused-{variant}@{weight:g}"] = fused(sims[-1], weight)
         systems["fts5"] = lambda q, k: [t for t, _ in fts5(q, k)]
         results = {family: measure(systems, queries) for family, queries in families.items()}
+        ratios = {variant: {family: round(rows[f"hybrid-{variant}"]["p50_ms"] / max(rows["bm25"]["p50_ms"], 1e-9), 2)
+                            for family, rows in results.items()} for variant in args.variants}
         agent = heuristic_success(agent_sims, played) if played else {}
         return {"benchmark": "retrieval", "wiki": str(wiki), "pages": sims[0].store.count(),
                 "pad": args.pad, "builds": builds,
@@ -380,6 +382,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 "query_pages": f"description, lead, bridge answers: held out of contrastive tuning ({SPLIT_RULE}); "
                                "clue, research: any page",
                 "dim": args.dim, "model": model.name, "page_embed_s": embed_s, "tune": tunes, "results": results,
+                "hybrid_p50_over_bm25": ratios,
                 "heuristic": agent, "episodes": dict(Counter(kind for kind, _ in played)),
                 "note": "latency on a shared 2-core machine: noisy; compare ratios within one run"}
     finally:
@@ -400,6 +403,10 @@ def print_table(r: dict[str, Any]) -> None:
         for name, m in rows.items():
             print(f"{name:<28}{m['recall@1']:>7.3f}{m['recall@10']:>7.3f}{m['recall@100']:>7.3f}"
                   f"{m['evidence@100']:>7.3f}{m['p50_ms']:>9.2f}{m['p99_ms']:>9.2f}")
+    if r["hybrid_p50_over_bm25"]:
+        print("\nhybrid p50 / bm25 p50: " + "; ".join(
+            f"{variant}: " + ", ".join(f"{family} {ratio:.2f}x" for family, ratio in by_family.items())
+            for variant, by_family in r["hybrid_p50_over_bm25"].items()))
     if r["heuristic"]:
         print(f"\nheuristic agent's success through gym.make ({r['episodes']} episodes):")
         for name, by_kind in r["heuristic"].items():

@@ -147,7 +147,7 @@ class EmbedConfig:
 
     With --tune contrastive the token table is then trained on the simulator's own pairs (a page's short
     description, or its lead's first sentence, with the title's words removed -> the page's title and lead;
-    InfoNCE over in-batch negatives), 10% of the pages held out by a hash of the title; about 30 s more for
+    InfoNCE over in-batch negatives), 10% of the pages held out by a hash of the title; about 25 s more for
     10k pages on one core. On held-out pages the tuned static table measured dense description recall@10
     0.727 (untuned 0.630; SmolLM2's tuned table 0.690), and hybrid 0.860 against BM25's 0.830
     (benchmarks/README.md#retrieval).
