@@ -79,7 +79,7 @@ TYPE_SYNONYMS = (
     frozenset("empire kingdom dynasty state caliphate sultanate khanate".split()),
     frozenset("region area territory province".split()),
     frozenset("conflict war battle".split()),
-    frozenset("style movement school".split()),
+    frozenset("style movement school era period".split()),
 )
 """Heads a reader takes for one another ("a politician" fits a statesman who led a country)."""
 
@@ -175,6 +175,18 @@ def _keys(text: str) -> set[str]:
     return {w for w in re.findall(r"\w+", text) if w[0].isupper() or w[0].isdigit()}
 
 
+def singular(word: str) -> str:
+    """A lower-case plural's singular as a reader forms it ("rivers" river, "cities" city, "churches" church),
+    else the word itself."""
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 4 and word.endswith(("ches", "shes", "sses", "xes")):
+        return word[:-2]
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
+
+
 def synonyms(head: str) -> set[str]:
     """The head and every head a reader would accept for it."""
     out = {head}
@@ -223,11 +235,12 @@ class PlainReader:
     # --- what the reader accepts for one entity ------------------------------------------
     def defining_words(self) -> dict[str, set[int]]:
         """Lower-cased word -> pages whose defining phrase holds it (every conjunct of "X is a
-        Russian writer, poet and painter", up to the first relative clause or preposition)."""
+        Russian writer, poet and painter", up to the first relative clause or preposition), a plural
+        also as its singular ("the Dnieper is one of the major transboundary rivers": a river)."""
         if self._defining is None:
             words: dict[str, set[int]] = {}
             for pid in range(len(self.index)):
-                for w in set(tokenize(defining_phrase(self.text(pid)))):
+                for w in {form for w in tokenize(defining_phrase(self.text(pid))) for form in (w, singular(w))}:
                     words.setdefault(w, set()).add(pid)
             self._defining = words
         return self._defining

@@ -611,3 +611,40 @@ def test_a_name_is_counted_only_where_its_words_are_plain(default_sim, title, ex
     sim, index = default_sim
     s = name_words_statement(index, "X", title, "Xw")
     assert (s.value if s else None) == expected
+
+
+@pytest.mark.parametrize("word,single", [("rivers", "river"), ("cities", "city"), ("churches", "church"),
+                                         ("boxes", "box"), ("river", "river"), ("genus", "genus"),
+                                         ("basis", "basis"), ("glass", "glass"), ("bus", "bus")])
+def test_a_plural_is_read_as_its_singular(word, single):
+    from sailorfog.reader import singular
+
+    assert singular(word) == single
+
+
+def test_a_plain_reading_takes_one_of_the_rivers_for_a_river(default_sim):
+    """"A river a medieval state whose name has three words mentions": the First Bulgarian Empire stretched
+    "from the Danube Bend to the Black Sea and from the Dnieper River to the Adriatic Sea", and the Dnieper
+    "is one of the major transboundary rivers of Europe" (blind play, seed 9191)."""
+    sim, index = default_sim
+    statements = [_type("X", "river"), _type("B", "medieval state"),
+                  Statement("Bw", "name_words", "B", value="three", checks=[{"type": "name_words", "node": "B", "n": 3}]),
+                  Statement("Bp", "name", "B", value="First Bulgarian Empire",
+                            checks=[{"type": "title", "node": "B", "title": "First Bulgarian Empire"}]),
+                  Statement("rXB", "relation", "B", predicate="mentions", object="X",
+                            checks=[{"type": "link", "a": "B", "b": "X"}])]
+    assert {"Danube", "Dnieper"} <= {index.titles[p] for p in PlainReader(index, sim).candidates(statements)}
+
+
+def test_a_plain_reading_takes_an_era_for_a_movement(default_sim):
+    """"A movement whose name has two words that Beethoven's page mentions": Romantic music, "a stylistic
+    movement", and the Classical period, "an era of classical music" (blind play, seed 9191)."""
+    sim, index = default_sim
+    statements = [_type("X", "movement"), _type("B", "German composer"),
+                  Statement("Xw", "name_words", "X", value="two", checks=[{"type": "name_words", "node": "X", "n": 2}]),
+                  Statement("Bp", "name", "B", value="Ludwig van Beethoven",
+                            checks=[{"type": "title", "node": "B", "title": "Ludwig van Beethoven"}]),
+                  Statement("rXB", "relation", "B", predicate="mentions", object="X",
+                            checks=[{"type": "link", "a": "B", "b": "X"}])]
+    found = {index.titles[p] for p in PlainReader(index, sim).candidates(statements)}
+    assert {"Romantic music", "Classical period (music)"} <= found
