@@ -310,7 +310,7 @@ class ResearchSynthesizer:
             far += self.name_hints(label, cand, letter=False)
             prev = (label, cand)
         path = [lab for lab in titles if lab != "X"]
-        extra, extras = len(titles), []
+        extra = len(titles)
         anchors = ("X", path[-1], path[-1], path[0])[:self.branches]
         if len(path) >= 2:  # which intermediates the branches hang on is drawn: several shapes, not one
             anchors = ("X", *(rng.choice(path) for _ in anchors[1:]))
@@ -320,11 +320,14 @@ class ResearchSynthesizer:
                                       (anchor, titles[anchor]), x_type.value if anchor == "X" else "")
                 if step is not None:
                     label, cand = LABELS[extra - 1], step[0]
+                    # a branch on an intermediate is described a little too, or left out: "a city is associated
+                    # with a state" says nothing a reader can use (a branch on the answer counts among its clues)
+                    dated = [] if anchor == "X" else distinct_periods(
+                        date_statements(self.index, label, cand, self.text(cand), f"{label}d", rng))[:1]
+                    if anchor != "X" and not dated:
+                        continue
                     titles[label] = cand
-                    base += [step[2], step[1]]
-                    if anchor != "X":  # described a little too (a branch on the answer counts among its own clues)
-                        extras += distinct_periods(date_statements(self.index, label, cand, self.text(cand),
-                                                                   f"{label}d", rng))[:1]
+                    base += [step[2], step[1], *dated]
                     extra += 1
         if self.depth >= 1:
             base += self.cycles(titles, base, x_type.value, rng)
@@ -335,7 +338,6 @@ class ResearchSynthesizer:
             far = []
         rng.shuffle(far)
         far.sort(key=lambda s: s.kind != "date" or not s.predicate)
-        far += extras
         return Chain(titles, base, far, near, path)
 
     def cycles(self, titles: Mapping[str, str], base: Sequence[Statement], kind: str,

@@ -234,13 +234,19 @@ _CLASS_NOUNS = frozenset(["language", "languages", "people", "peoples"])
 """Words a title adds to a name to tell it from a namesake ("Portuguese language", "Igbo people")."""
 
 
+MAX_HINTED_WORDS = 3
+"""The longest name whose word count is stated: on the default corpus 985 of 10,033 titles have three
+words, 261 four and 108 five or six, so "an island country whose name has four words" names São Tomé and
+Príncipe to anyone who knows the world (blind play, seed 9191)."""
+
+
 def name_words_statement(index: CorpusIndex, label: str, title: str, sid: str) -> Statement | None:
-    """How many words the entity's name has (one to six); not said of a hyphenated name ("Timor-Leste": one
-    word or two?) nor of a title that adds a class noun to the name ("Portuguese language": the name is
-    "Portuguese")."""
+    """How many words the entity's name has (one to :data:`MAX_HINTED_WORDS`); not said of a hyphenated name
+    ("Timor-Leste": one word or two?) nor of a title that adds a class noun to the name ("Portuguese
+    language": the name is "Portuguese")."""
     words = display_title(title).split()
     n = len(words)
-    if not 1 <= n <= len(_NUMBER_WORDS) or any(c in title for c in "-\u2010\u2011\u2013") \
+    if not 1 <= n <= MAX_HINTED_WORDS or any(c in title for c in "-\u2010\u2011\u2013") \
             or words[-1].lower() in _CLASS_NOUNS:
         return None
     return Statement(sid, "name_words", label, value=_NUMBER_WORDS[n - 1],

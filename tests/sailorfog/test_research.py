@@ -4,6 +4,7 @@ names, gold trajectories without privileged pages, attackers, and the LLM writer
 from __future__ import annotations
 
 import json
+import random
 import re
 from collections import Counter
 from urllib.parse import unquote
@@ -230,3 +231,21 @@ def test_a_group_is_also_answered_by_its_name_without_the_group_noun(research, d
         assert "Sign" not in synth.aliases("Sign language")  # no capitalized name before the noun
     finally:
         sim.close()
+
+
+def test_a_side_branch_on_a_hidden_entity_is_described_by_a_date(research):
+    """"A city is associated with a state." tells a reader nothing (blind play, seed 9191): a side branch on a
+    hidden intermediate carries a date of its own in the stated base, or is left out."""
+    _, index, _, synth, _, _ = research
+    rng, branches = random.Random(5), 0
+    for pid in answer_order(index, 5)[:300]:
+        chain = synth.chain(index.titles[pid], rng)
+        if isinstance(chain, str):
+            continue
+        for label in set(chain.titles) - set(chain.path) - {"X"}:
+            ties = [s for s in chain.base if s.kind == "relation" and label in s.labels]
+            anchors = {lab for s in ties for lab in s.labels} - {label}
+            if "X" not in anchors:
+                branches += 1
+                assert any(s.kind == "date" and s.subject == label for s in chain.base), chain.titles
+    assert branches >= 3
