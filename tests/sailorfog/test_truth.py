@@ -405,6 +405,17 @@ def test_a_name_qualified_by_another_place_is_no_link_to_the_city(default_sim):
     assert not other_place(sim, "Zagreb", "Zagreb, Croatia's capital, lies on the Sava.", "Zagreb")
 
 
+def _titled(label: str, title: str) -> Statement:
+    """A statement that pins ``label`` to one page (what a test fixes to read the rest)."""
+    return Statement(f"{label}p", "name", label, value=title, checks=[{"type": "title", "node": label, "title": title}])
+
+
+def _tie(a: str, b: str) -> Statement:
+    """"``a`` mentions ``b``": a link between them."""
+    return Statement(f"r{a}{b}", "relation", a, predicate="mentions", object=b,
+                     checks=[{"type": "link", "a": a, "b": b}])
+
+
 def test_a_participle_before_a_preposition_ends_the_type_and_the_reader_reads_every_definition(default_sim):
     """Persian, "a Western Iranian language belonging to ...", is a language: a second answer to "a language
     whose name begins with P, associated with Afghanistan" beside Pashto."""
@@ -412,10 +423,7 @@ def test_a_participle_before_a_preposition_ends_the_type_and_the_reader_reads_ev
     assert defining_type("Persian is a Western Iranian language belonging to the Iranian branch.")[-1] == "language"
     statements = [_type("X", "language"), _type("B", "landlocked country"),
                   Statement("Xn", "name", "X", value="P", checks=[{"type": "prefix", "node": "X", "prefix": "P"}]),
-                  Statement("Bp", "name", "B", value="Afghanistan",
-                            checks=[{"type": "title", "node": "B", "title": "Afghanistan"}]),
-                  Statement("rXB", "relation", "X", predicate="mentions", object="B",
-                            checks=[{"type": "link", "a": "X", "b": "B"}])]
+                  _titled("B", "Afghanistan"), _tie("X", "B")]
     assert {"Pashto", "Persian language"} <= {index.titles[p] for p in PlainReader(index, sim).candidates(statements)}
 
 
@@ -628,12 +636,8 @@ def test_a_plain_reading_takes_one_of_the_rivers_for_a_river(default_sim):
     "from the Danube Bend to the Black Sea and from the Dnieper River to the Adriatic Sea", and the Dnieper
     "is one of the major transboundary rivers of Europe" (blind play, seed 9191)."""
     sim, index = default_sim
-    statements = [_type("X", "river"), _type("B", "medieval state"),
-                  Statement("Bw", "name_words", "B", value="three", checks=[{"type": "name_words", "node": "B", "n": 3}]),
-                  Statement("Bp", "name", "B", value="First Bulgarian Empire",
-                            checks=[{"type": "title", "node": "B", "title": "First Bulgarian Empire"}]),
-                  Statement("rXB", "relation", "B", predicate="mentions", object="X",
-                            checks=[{"type": "link", "a": "B", "b": "X"}])]
+    statements = [_type("X", "river"), _type("B", "medieval state"), _titled("B", "First Bulgarian Empire"),
+                  _tie("B", "X")]
     assert {"Danube", "Dnieper"} <= {index.titles[p] for p in PlainReader(index, sim).candidates(statements)}
 
 
@@ -641,11 +645,8 @@ def test_a_plain_reading_takes_an_era_for_a_movement(default_sim):
     """"A movement whose name has two words that Beethoven's page mentions": Romantic music, "a stylistic
     movement", and the Classical period, "an era of classical music" (blind play, seed 9191)."""
     sim, index = default_sim
-    statements = [_type("X", "movement"), _type("B", "German composer"),
-                  Statement("Xw", "name_words", "X", value="two", checks=[{"type": "name_words", "node": "X", "n": 2}]),
-                  Statement("Bp", "name", "B", value="Ludwig van Beethoven",
-                            checks=[{"type": "title", "node": "B", "title": "Ludwig van Beethoven"}]),
-                  Statement("rXB", "relation", "B", predicate="mentions", object="X",
-                            checks=[{"type": "link", "a": "B", "b": "X"}])]
+    statements = [_type("X", "movement"), _type("B", "German composer"), _titled("B", "Ludwig van Beethoven"),
+                  _tie("B", "X"),
+                  Statement("Xw", "name_words", "X", value="two", checks=[{"type": "name_words", "node": "X", "n": 2}])]
     found = {index.titles[p] for p in PlainReader(index, sim).candidates(statements)}
     assert {"Romantic music", "Classical period (music)"} <= found
