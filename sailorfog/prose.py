@@ -230,16 +230,19 @@ class DescribedWriter:
             return s.predicate
 
         sentences: list[str] = []
-        last_subject = None
+        last_subject, last_described = None, False
         for s in _relations_in_order(statements):
             subject_new = refs.is_new(s.subject)
             subject = mention(s.subject, subject=True)
+            # an entity introduced with clauses of its own ends its sentence: "..., whose name has three words,
+            # and is connected with a conflict" would read as said of it, not of the subject
+            described = refs.is_new(s.object) and bool(unary[s.object])
             phrase = f"{verb(s)} {mention(s.object)}"
-            if last_subject == s.subject and not subject_new and sentences:  # "... and has ties to ..."
-                sentences[-1] = sentences[-1][:-1] + f", and {phrase}."
+            if last_subject == s.subject and not subject_new and not last_described and sentences:
+                sentences[-1] = sentences[-1][:-1] + f", and {phrase}."  # "... and has ties to ..."
             else:
                 sentences.append(_cap(f"{subject} {phrase}."))
-            last_subject = s.subject
+            last_subject, last_described = s.subject, described
         for label in _order(statements):  # an entity no relation names (a lone answer)
             if refs.is_new(label):
                 sentences.append(_cap(f"consider {mention(label)}."))

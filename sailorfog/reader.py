@@ -80,6 +80,7 @@ TYPE_SYNONYMS = (
     frozenset("region area territory province".split()),
     frozenset("conflict war battle".split()),
     frozenset("style movement school era period".split()),
+    frozenset("period era epoch age phase".split()),
 )
 """Heads a reader takes for one another ("a politician" fits a statesman who led a country)."""
 

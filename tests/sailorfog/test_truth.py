@@ -650,3 +650,25 @@ def test_a_plain_reading_takes_an_era_for_a_movement(default_sim):
                   Statement("Xw", "name_words", "X", value="two", checks=[{"type": "name_words", "node": "X", "n": 2}])]
     found = {index.titles[p] for p in PlainReader(index, sim).candidates(statements)}
     assert {"Romantic music", "Classical period (music)"} <= found
+
+
+def test_a_plain_reading_takes_a_phase_or_an_epoch_for_a_period(default_sim):
+    """"A two-word period the Neolithic has ties to": the Stone Age ("a broad prehistoric period") and the
+    Bronze Age ("a term defining a phase"), whose page follows the Neolithic (blind play, seed 9292)."""
+    sim, index = default_sim
+    statements = [_type("X", "period"), _type("B", "period"), _titled("B", "Neolithic"), _tie("B", "X"),
+                  Statement("Xw", "name_words", "X", value="two", checks=[{"type": "name_words", "node": "X", "n": 2}])]
+    assert {"Stone Age", "Bronze Age"} <= {index.titles[p] for p in PlainReader(index, sim).candidates(statements)}
+
+
+def test_a_relation_after_an_entity_with_clauses_of_its_own_starts_a_sentence():
+    """"A president ..., is connected with another president ..., whose name has three words, and is connected
+    with a conflict" reads as if the second president were tied to the conflict (blind play, seed 9292)."""
+    statements = [_type("X", "conflict"), _type("B", "president"), _type("C", "president"),
+                  _tie("B", "C"), _tie("B", "X"),
+                  Statement("Cw", "name_words", "C", value="three", checks=[{"type": "name_words", "node": "C", "n": 3}])]
+    question = DescribedWriter().write(statements, {s.subject: s.value for s in statements if s.kind == "type"})
+    assert "words, and" not in question and "words. The first president" in question, question
+    plain = [s for s in statements if s.kind != "name_words"]  # no clause: one sentence, joined
+    question = DescribedWriter().write(plain, {s.subject: s.value for s in plain if s.kind == "type"})
+    assert ", and " in question, question
