@@ -39,8 +39,14 @@ class _Refs:
     def _head(self, label: str) -> str:
         return self.types[label].split()[-1]
 
+    def _alike(self, a: str, b: str) -> bool:
+        """Whether a reader could take one entity's reference for the other's: the same head, or one's head a
+        word of the other's type ("this capital" beside "a capital city")."""
+        return self._head(a) == self._head(b) or self._head(a) in self.types[b].split() \
+            or self._head(b) in self.types[a].split()
+
     def _same(self, label: str) -> list[str]:
-        return [lab for lab in self.types if self._head(lab) == self._head(label)]
+        return [lab for lab in self.types if self._alike(lab, label)]
 
     def ref(self, label: str) -> str:
         kind = self.types[label]
@@ -50,7 +56,7 @@ class _Refs:
             # "another archipelagic country" would call the first country archipelagic too
             same_kind = any(self.types[lab] == kind for lab in earlier)
             return f"another {kind}" if same_kind else f"{article(kind)} {kind}"
-        same = [lab for lab in self.introduced if self._head(lab) == self._head(label)]
+        same = [lab for lab in self.introduced if self._alike(lab, label)]
         if len(same) > 1:
             return f"the {('first', 'second', 'third', 'fourth')[min(same.index(label), 3)]} {self._head(label)}"
         return f"this {self._head(label)}"

@@ -672,3 +672,12 @@ def test_a_relation_after_an_entity_with_clauses_of_its_own_starts_a_sentence():
     plain = [s for s in statements if s.kind != "name_words"]  # no clause: one sentence, joined
     question = DescribedWriter().write(plain, {s.subject: s.value for s in plain if s.kind == "type"})
     assert ", and " in question, question
+
+
+def test_a_capital_beside_a_capital_city_is_told_apart_by_its_order():
+    """"This style has ties to a capital. A capital city has ties to this capital. Name this capital." left a
+    reader to guess which capital (blind play, seed 9595)."""
+    statements = [_type("X", "capital"), _type("B", "style"), _type("C", "capital city"), _tie("B", "X"),
+                  _tie("C", "X")]
+    question = DescribedWriter().write(statements, {s.subject: s.value for s in statements if s.kind == "type"})
+    assert "this capital" not in question and "the first capital" in question.rsplit(". ", 1)[-1], question
