@@ -321,6 +321,25 @@ def modifier_use(sentence: str, anchor: str) -> bool:
     return bool(m) and m.group(1) not in _NOT_A_HEAD
 
 
+_TIME_HEADS = frozenset("period era age epoch".split())
+"""Type heads of a span of time."""
+_TIME_PREPOSITION = re.compile(r"\b(?:in|since|during|throughout|until|till|from|before|after|by)\s+(?:the\s+)?$",
+                               re.I)
+
+
+def adverbial_period(index: CorpusIndex, target: str, sentence: str, anchor: str) -> bool:
+    """Whether a lower-case link to a span of time only says when ("In ancient history, the river was regarded
+    as ...", "known since ancient history"): the sentence is about something else, and "the river has ties to a
+    period" reads as nothing a reader could follow (blind play, seed 9595)."""
+    if not anchor[:1].islower() or target not in index.ids:
+        return False
+    kind = index.page_type[index.ids[target]]
+    if not kind or kind[-1].lower() not in _TIME_HEADS:
+        return False
+    at = find_name(sentence, anchor)
+    return at >= 0 and bool(_TIME_PREPOSITION.search(sentence[max(0, at - 40):at]))
+
+
 _NAMED_AFTER = frozenset("Park City Street Avenue Square Bridge Airport Station Stadium Building Tower Hall Centre "
                         "Center Memorial Prize Award Medal Foundation Institute School College University Library "
                         "Museum Boulevard Road Highway Dam Island Glacier Crater".split())
@@ -412,7 +431,7 @@ def relation_statement(index: CorpusIndex, sim: Any, a: tuple[str, str], b: tupl
         found = link_sentence(sim, st, ot)
         if found and not modifier_use(*found) and not other_place(sim, ot, *found) \
                 and not own_name(index, st, found[1], found[0]) and not inside_longer_name(*found) \
-                and not figurative_use(*found):
+                and not figurative_use(*found) and not adverbial_period(index, ot, *found):
             sentence, anchor = found
             kind = " ".join(index.page_type[index.ids[st]]) if st in index.ids else ""
             options.append((predicate(sentence, anchor, st, kind) or "mentions", sl, ol, st, sentence))

@@ -681,3 +681,19 @@ def test_a_capital_beside_a_capital_city_is_told_apart_by_its_order():
                   _tie("C", "X")]
     question = DescribedWriter().write(statements, {s.subject: s.value for s in statements if s.kind == "type"})
     assert "this capital" not in question and "the first capital" in question.rsplit(". ", 1)[-1], question
+
+
+@pytest.mark.parametrize("sentence, anchor, expected", [
+    ("In ancient history, the river was regarded as the boundary of Greater Iran with Turan.", "ancient history", True),
+    ("Antimony compounds have been known since ancient history and were powdered for use as cosmetics.",
+     "ancient history", True),
+    ("He was a scholar of ancient history at Oxford.", "ancient history", False),  # about it, not when
+])
+def test_a_lower_case_period_that_only_says_when_is_no_relation(default_sim, sentence, anchor, expected):
+    """"The first river has ties to a period": the Amu Darya's "In ancient history, ..." gave Ancient history as
+    an answer no player could follow (blind play, seed 9595)."""
+    from sailorfog.statements import adverbial_period
+
+    _, index = default_sim
+    assert adverbial_period(index, "Ancient history", sentence, anchor) is expected
+    assert not adverbial_period(index, "Amu Darya", sentence, anchor)  # a river is no span of time
