@@ -321,6 +321,22 @@ def modifier_use(sentence: str, anchor: str) -> bool:
     return bool(m) and m.group(1) not in _NOT_A_HEAD
 
 
+_CHARACTER_HEADS = frozenset("fisherman boy girl child character protagonist narrator hero heroine".split())
+"""Words for a person in a story, beside :data:`~sailorfog.describe.PERSON_HEADS`."""
+_APPOSITION = re.compile(r",\s+(?:an?|the)\s+((?:[\w-]+\s+){0,3}[\w-]+)")
+
+
+def namesake_person(index: CorpusIndex, target: str, sentence: str, anchor: str) -> bool:
+    """Whether the linked name is a person's in this sentence while the linked page is no person's: "the story
+    of Santiago, an aging fisherman" names the fisherman, not the city (blind play, seed 9696)."""
+    kind = index.page_type[index.ids[target]] if target in index.ids else ()
+    if kind and kind[-1].lower() in PERSON_HEADS:
+        return False
+    at = find_name(sentence, anchor)
+    m = _APPOSITION.match(sentence, at + len(anchor)) if at >= 0 else None
+    return bool(m) and any(w.lower() in PERSON_HEADS or w.lower() in _CHARACTER_HEADS for w in m.group(1).split())
+
+
 _TIME_HEADS = frozenset("period era age epoch".split())
 """Type heads of a span of time."""
 _TIME_PREPOSITION = re.compile(r"\b(?:in|since|during|throughout|until|till|from|before|after|by)\s+(?:the\s+)?$",
@@ -431,7 +447,8 @@ def relation_statement(index: CorpusIndex, sim: Any, a: tuple[str, str], b: tupl
         found = link_sentence(sim, st, ot)
         if found and not modifier_use(*found) and not other_place(sim, ot, *found) \
                 and not own_name(index, st, found[1], found[0]) and not inside_longer_name(*found) \
-                and not figurative_use(*found) and not adverbial_period(index, ot, *found):
+                and not figurative_use(*found) and not adverbial_period(index, ot, *found) \
+                and not namesake_person(index, ot, *found):
             sentence, anchor = found
             kind = " ".join(index.page_type[index.ids[st]]) if st in index.ids else ""
             options.append((predicate(sentence, anchor, st, kind) or "mentions", sl, ol, st, sentence))

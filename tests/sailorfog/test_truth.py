@@ -697,3 +697,17 @@ def test_a_lower_case_period_that_only_says_when_is_no_relation(default_sim, sen
     _, index = default_sim
     assert adverbial_period(index, "Ancient history", sentence, anchor) is expected
     assert not adverbial_period(index, "Amu Darya", sentence, anchor)  # a river is no span of time
+
+
+@pytest.mark.parametrize("target, sentence, expected", [
+    ("Santiago", "It tells the story of Santiago, an aging fisherman, and his long struggle to catch a marlin.", True),
+    ("Santiago", "The company moved to Santiago, the capital of Chile, in 1990.", False),
+    ("Ernest Hemingway", "It was written by Ernest Hemingway, an American novelist.", False),  # the page is a person's
+])
+def test_a_name_given_to_a_person_is_no_tie_to_its_namesake(default_sim, target, sentence, expected):
+    """*The Old Man and the Sea* "tells the story of Santiago, an aging fisherman": no tie to the city
+    (blind play, seed 9696)."""
+    from sailorfog.statements import namesake_person
+
+    _, index = default_sim
+    assert namesake_person(index, target, sentence, target) is expected
