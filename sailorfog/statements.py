@@ -321,6 +321,12 @@ def modifier_use(sentence: str, anchor: str) -> bool:
     return bool(m) and m.group(1) not in _NOT_A_HEAD
 
 
+def _type_head(index: CorpusIndex, title: str) -> str:
+    """The lower-case head of a page's extracted type, empty for an untyped or unknown page."""
+    kind = index.page_type[index.ids[title]] if title in index.ids else ()
+    return kind[-1].lower() if kind else ""
+
+
 _CHARACTER_HEADS = frozenset("fisherman boy girl child character protagonist narrator hero heroine".split())
 """Words for a person in a story, beside :data:`~sailorfog.describe.PERSON_HEADS`."""
 _APPOSITION = re.compile(r",\s+(?:an?|the)\s+((?:[\w-]+\s+){0,3}[\w-]+)")
@@ -329,8 +335,7 @@ _APPOSITION = re.compile(r",\s+(?:an?|the)\s+((?:[\w-]+\s+){0,3}[\w-]+)")
 def namesake_person(index: CorpusIndex, target: str, sentence: str, anchor: str) -> bool:
     """Whether the linked name is a person's in this sentence while the linked page is no person's: "the story
     of Santiago, an aging fisherman" names the fisherman, not the city (blind play, seed 9696)."""
-    kind = index.page_type[index.ids[target]] if target in index.ids else ()
-    if kind and kind[-1].lower() in PERSON_HEADS:
+    if _type_head(index, target) in PERSON_HEADS:
         return False
     at = find_name(sentence, anchor)
     m = _APPOSITION.match(sentence, at + len(anchor)) if at >= 0 else None
@@ -347,10 +352,7 @@ def adverbial_period(index: CorpusIndex, target: str, sentence: str, anchor: str
     """Whether a lower-case link to a span of time only says when ("In ancient history, the river was regarded
     as ...", "known since ancient history"): the sentence is about something else, and "the river has ties to a
     period" reads as nothing a reader could follow (blind play, seed 9595)."""
-    if not anchor[:1].islower() or target not in index.ids:
-        return False
-    kind = index.page_type[index.ids[target]]
-    if not kind or kind[-1].lower() not in _TIME_HEADS:
+    if not anchor[:1].islower() or _type_head(index, target) not in _TIME_HEADS:
         return False
     at = find_name(sentence, anchor)
     return at >= 0 and bool(_TIME_PREPOSITION.search(sentence[max(0, at - 40):at]))
