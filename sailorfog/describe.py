@@ -433,8 +433,27 @@ _LIVE_AFTER = re.compile(r"^\s*(?:live|living|lived|reside|residing)\b")
 _OTHER_UNIT = re.compile(r"\b(?:metropolitan|metro area|urban area|agglomeration|conurbation|wider|surrounding)\b")
 """Words that make a head count another unit's ("the eponymous metropolitan province, which counts 988,494
 inhabitants, while ... 696,767 people live in the urban area of Florence", whose own population is 361,625)."""
+_RATE = re.compile(r"^\s*(?:per\s+(?:square|sq\b|km|mi\b|mile|hectare|acre|capita|household|year|day)"
+                   r"|/\s*(?:km|sq\b|mi\b|ha\b))")
+"""A rate after a head count ("25.5 inhabitants per square kilometre" is a density, not a population)."""
 _NOT_RESIDENTS = re.compile(r"^\s*(?:were |had been |have been )?(?:killed|died|dead|deaths|injured|displaced|"
                             r"evacuated|attended|visited|arrested|executed|fled)\b")
+
+
+_POPULATION_WORDS = re.compile(r"\b(?:population|populous|inhabitants|residents)\b", re.I)
+
+
+def loose_measure(sentence: str, raw: str, unit: str) -> str | None:
+    """What a quantity may measure for a reader, who reads more loosely than :func:`quantity_predicate`:
+    its measure, else ``"area"`` for any area unit ("At 450,295 square kilometres ..., Sweden is"), else
+    ``"population"`` for a head count or a bare number in a sentence on population ("with a population of
+    10.6 million")."""
+    measure = quantity_predicate(sentence, raw, unit) if unit else None
+    if measure is None and unit in _AREA_UNITS:
+        return "area"
+    if measure is None and unit in _PEOPLE_UNITS | {""} and _POPULATION_WORDS.search(sentence):
+        return "population"
+    return measure
 
 
 def quantity_predicate(sentence: str, raw: str, unit: str) -> str | None:
@@ -460,7 +479,8 @@ def quantity_predicate(sentence: str, raw: str, unit: str) -> str | None:
                 return name
         return next((name for name, pattern in _MEASURES_BEFORE if pattern.search(before)), None)
     if unit in _PEOPLE_UNITS:
-        if _NOT_RESIDENTS.match(after) or _OTHER_UNIT.search(before[-45:]) or _OTHER_UNIT.search(after[:40]):
+        if _NOT_RESIDENTS.match(after) or _RATE.match(after) or "density" in before[-45:] \
+                or _OTHER_UNIT.search(before[-45:]) or _OTHER_UNIT.search(after[:40]):
             return None
         return "population" if unit != "people" or _PEOPLE_BEFORE.search(before) or _LIVE_AFTER.match(after) else None
     return "count" if unit in _COUNT_UNITS and (not _ELSEWHERE.match(after) or after.lstrip().startswith("of ")) \

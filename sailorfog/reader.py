@@ -31,7 +31,8 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from sailorfog.constraints import unary_pages
 from sailorfog.corpus import CorpusIndex
-from sailorfog.describe import PERSON_HEADS, first_sentence
+from sailorfog.describe import PERSON_HEADS, first_sentence, loose_measure
+from sailorfog.extract import extract_numbers
 from sailorfog.statements import Statement
 from sailorfog.text import display_title
 from wiki_sim.focus import tokenize
@@ -57,6 +58,10 @@ MAX_NAMES = 400
 WORD_SETS_KEPT = 4096
 """Pages whose word sets the reader keeps (least recently used dropped): its memory stays bounded on a large
 corpus, where a long run reads hundreds of thousands of pages."""
+MAX_UNSTATED = 2000
+"""A number statement also holds, for a reader, on a page that states no quantity of its measure (the
+corpus gives no area for Estonia, a reader knows it), read where the subject's other unary statements
+leave at most this many pages (exact beyond)."""
 MAX_CONTAINERS = 40
 """Containment is read from the container's side when at most this many candidates are left there."""
 
@@ -232,6 +237,7 @@ class PlainReader:
     _words: OrderedDict[int, tuple[frozenset[str], frozenset[str]] | None] = field(default_factory=OrderedDict,
                                                                                     repr=False)
     _place_keys: dict[str, set[int]] | None = field(default=None, repr=False)
+    _measures: OrderedDict[int, frozenset[str]] = field(default_factory=OrderedDict, repr=False)
 
     # --- what the reader accepts for one entity ------------------------------------------
     def defining_words(self) -> dict[str, set[int]]:
@@ -325,6 +331,26 @@ class PlainReader:
             by_head &= set(self.index.with_person()) | exact | set().union(
                 *(self.defining_words().get(w, set()) for w in synonyms(head) if w in PERSON_HEADS))
         return exact | by_head
+
+    def measures(self, pid: int) -> frozenset[str]:
+        """What the page's quantities may measure (:func:`sailorfog.describe.loose_measure`, over the first 12
+        quantities of its first 6,000 characters; the last :data:`WORD_SETS_KEPT` pages' kept)."""
+        if pid in self._measures:
+            self._measures.move_to_end(pid)
+            return self._measures[pid]
+        found = self._measures[pid] = frozenset(
+            loose_measure(q.get("sentence", ""), q.get("text", ""), q.get("unit") or "")
+            for q in extract_numbers(self.text(pid), max_chars=6000, max_items=12)) - {None}
+        if len(self._measures) > WORD_SETS_KEPT:
+            self._measures.popitem(last=False)
+        return found
+
+    def unstated(self, s: Statement, pages: set[int]) -> set[int]:
+        """The pages of ``pages`` that state no quantity of the number statement's measure (none beyond
+        :data:`MAX_UNSTATED` pages)."""
+        if len(pages) > MAX_UNSTATED:
+            return set()
+        return {p for p in pages if s.predicate not in self.measures(p)}
 
     def unary(self, s: Statement) -> set[int]:
         if s.kind == "type":
@@ -446,9 +472,15 @@ class PlainReader:
         labels = sorted({lab for s in statements for lab in s.labels})
         doms: dict[str, set[int]] = {}
         for s in statements:
-            if s.kind != "relation":
+            if s.kind not in ("relation", "number"):
                 pages = self.unary(s)
                 doms[s.subject] = pages if s.subject not in doms else doms[s.subject] & pages
+        for s in statements:  # a page that does not give the measure does not rule the quantity out
+            if s.kind == "number":
+                pages = self.unary(s)
+                if s.subject in doms:
+                    pages = (doms[s.subject] & pages) | self.unstated(s, doms[s.subject])
+                doms[s.subject] = pages
         everything = set(range(len(self.index)))
         for lab in labels:
             doms.setdefault(lab, everything)

@@ -10,7 +10,7 @@ import envs  # noqa: F401
 
 from sailorfog.constraints import candidates
 from sailorfog.corpus_index import open_corpus_index
-from sailorfog.describe import date_event, defining_type, event_of_another, predicate, quantity_predicate
+from sailorfog.describe import date_event, defining_type, event_of_another, loose_measure, predicate, quantity_predicate
 from sailorfog.reader import PlainReader
 from sailorfog.prose import DescribedWriter, is_person
 from sailorfog.research import ResearchSynthesizer, answer_order, distinct_periods, repeats, task_entities
@@ -604,6 +604,11 @@ def test_the_article_follows_the_sound():
      "estimates that 696,767 people live in the urban area of Florence.", "696,767 people", "people", None),
     ("As of 2026, with a population of 361,625, it is the 8th most populous city in the country.", "361,625", "people",
      "population"),
+    # a density is no head count (Sweden read as "home to between 17 and 41 inhabitants"; blind play, seed 9797)
+    ("The population density is 25.5 inhabitants per square kilometre (66/sq mi).", "25.5 inhabitants", "inhabitants",
+     None),
+    ("It has a density of 120 inhabitants/km2.", "120 inhabitants", "inhabitants", None),
+    ("It had 452,563 inhabitants per the 2021 census.", "452,563 inhabitants", "inhabitants", "population"),
     ("Its largest towers reach 240 feet", "240 feet", "feet", None),
     ("The plant produces 1,200 MW.", "1,200 MW", "MW", None),
 ])
@@ -711,3 +716,31 @@ def test_a_name_given_to_a_person_is_no_tie_to_its_namesake(default_sim, target,
 
     _, index = default_sim
     assert namesake_person(index, target, sentence, target) is expected
+
+
+def test_a_page_that_gives_no_such_quantity_does_not_rule_a_number_out(default_sim):
+    """"A country covering between 45,000 and 94,000 square kilometres" tied to Tallinn: Latvia's lead gives
+    64,573 km2, Estonia's gives no area, and a reader knows it is 45,339 (blind play, seed 9797: Estonia
+    answered, Latvia the gold). Sweden's lead gives 450,295 km2, so a reader rules it out."""
+    sim, index = default_sim
+    area = Statement("Xq0", "number", "X", value="between 45,000 and 94,000 square kilometres", predicate="area",
+                     checks=[{"type": "number", "node": "X", "lo": 45000, "hi": 94000}])
+    statements = [_type("X", "country"), area, _titled("B", "Tallinn"), _tie("B", "X")]
+    checks = [c for s in statements for c in s.checks]
+    assert "Estonia" not in {index.titles[p] for p in candidates(index, checks, ["B", "X"])}
+    reader = PlainReader(index, sim)
+    found = {index.titles[p] for p in reader.candidates(statements)}
+    assert {"Latvia", "Estonia"} <= found and "Sweden" not in found
+    assert "area" in reader.measures(index.ids["Sweden"]) and "area" not in reader.measures(index.ids["Estonia"])
+
+
+@pytest.mark.parametrize("sentence, raw, unit, expected", [
+    ("At 450,295 square kilometres and with a population of 10.6 million, Sweden is the largest Nordic country.",
+     "450,295 square kilometres", "square kilometres", "area"),
+    ("At 450,295 square kilometres and with a population of 10.6 million, Sweden is the largest Nordic country.",
+     "10.6 million", "", "population"),
+    ("The river is 2,850 km long.", "2,850 km", "km", "length"),
+    ("Its land holds over 180,000 recorded lakes.", "180,000", "", None),
+])
+def test_a_reader_reads_what_a_quantity_measures_more_loosely(sentence, raw, unit, expected):
+    assert loose_measure(sentence, raw, unit) == expected
