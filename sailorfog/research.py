@@ -220,14 +220,25 @@ class ResearchSynthesizer:
     _bounds: tuple[int, int] | None = field(default=None, repr=False)
     """(famous, hub) inbound-link bounds of the corpus, computed once (:meth:`inbound_bounds`)."""
 
-    def second_answers(self, statements: Sequence[Statement], target: str) -> list[str]:
-        """Pages other than ``target`` that the plain reading of ``statements`` also accepts."""
+    def second_answers(self, statements: Sequence[Statement], target: str,
+                       titles: Mapping[str, str] | None = None) -> list[str]:
+        """Pages other than ``target`` that the plain reading of ``statements`` also accepts; with the
+        chain's ``titles`` (label -> page), also the answer's peers without a page
+        (:func:`sailorfog.peers.unpaged_peers`: "It also stars Jack Hawkins, Anthony Quinn, ...")."""
+        from sailorfog.peers import CAST_HEADS, unpaged_peers
         from sailorfog.reader import PlainReader
 
         if self._reader is None:
             self._reader = PlainReader(self.index, self.sim)
         found = self._reader.candidates(statements)
-        return sorted(self.index.titles[p] for p in found if self.index.titles[p] != target)
+        pages = sorted(self.index.titles[p] for p in found if self.index.titles[p] != target)
+        if titles is None:
+            return pages
+        head = next((s.value.split()[-1].lower() for s in statements if s.kind == "type" and s.subject == "X"), "")
+        unpaged = unpaged_peers(statements, display_title(target), self.text, titles,
+                                is_page=lambda name: name in self.index.ids or self.sim.resolve(name) is not None,
+                                cast=head in CAST_HEADS)
+        return pages + unpaged
 
     def text(self, title: str) -> str:
         found = self.texts.get(title)
@@ -435,14 +446,14 @@ class ResearchSynthesizer:
         """Add unused statements while they remove second answers of the plain reading (never one that
         lets the answer's own clues decide); the statements and the second answers left."""
         target = chain.titles["X"]
-        others = self.second_answers(chosen, target)
+        others = self.second_answers(chosen, target, chain.titles)
         for s in chain.far + chain.near:
             if not others or len(chosen) >= self.min_statements + 2:
                 break
             if s in chosen or s.subject == "X" and self.depth >= 1 and \
                     self.x_only(chosen + [s], chain.path) < self.min_x_candidates:
                 continue
-            fewer = self.second_answers(chosen + [s], target)
+            fewer = self.second_answers(chosen + [s], target, chain.titles)
             if len(fewer) < len(others):
                 chosen, others = chosen + [s], fewer
                 steps.append({"step": "plain", "statement": s.id, "candidates": 1 + len(others)})

@@ -1,0 +1,102 @@
+"""Second answers that have no page: the answer's peers named beside it in a neighbour's text.
+
+The uniqueness checks count pages, but a reader also counts what a page names. "A drama film has
+ties to an actor whose name has two words" answered by Peter O'Toole has eight more answers in the
+film's text ("It also stars Jack Hawkins, Anthony Quinn, Omar Sharif, ..."), none with a page; "cities
+such as Timbuktu and Djenné" gives Djenné with Timbuktu. A peer is
+
+- a name listed with the answer's own name, separated from it only by commas, "and", "or" or "&"
+  (one chain of names in one sentence), or
+- for an actor or actress, any name in a sentence of the cast ("stars", "starring", "cast") among the
+  three from the one that names the answer.
+
+A peer with a page is left to the page-level checks; a name clue the question states of the answer
+(its first letter, its number of words) rules a peer out as it rules pages out.
+
+Every routine is linear in the text: one sentence split, one bounded-repetition name pattern.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Callable, Iterable, Mapping
+
+_WORD = r"[A-Z][\w'’-]*\.?"
+NAME = re.compile(_WORD + r"(?:\s+(?:(?:de|da|di|do|dos|van|von|der|den|del|della|la|le|du|bin|ibn|al|y)\s+)?"
+                  + _WORD + r"){0,3}")
+"""A proper name: one to four capitalized words, with the particles of names between them."""
+_SEPARATOR = re.compile(r"(?:,\s*(?:and\s+|or\s+)?|\s+(?:and|or|&)\s+)")
+_CAST = re.compile(r"\b(?:stars?|starring|starred|co-stars?|cast)\b")
+_SENTENCE_END = re.compile(r"(?<=[a-z0-9)][.!?])\s+")
+_NOT_NAMES = frozenset("The It He She They In On At A An This That His Her Its Their".split())
+_DEMONYM = re.compile(r"(?:ese|ian|ish)$")
+CAST_HEADS = frozenset(["actor", "actress"])
+MAX_TEXT = 20_000
+"""Characters of a neighbour's text read."""
+
+
+def _clean(name: str) -> str:
+    return name.rstrip(".")
+
+
+def _is_name(name: str) -> bool:
+    words = name.split()
+    return bool(words) and words[0] not in _NOT_NAMES and not (len(words) == 1 and _DEMONYM.search(name))
+
+
+def _chains(sentence: str) -> list[list[str]]:
+    """The sentence's names grouped into chains: consecutive names with only a list separator between them."""
+    chains: list[list[str]] = []
+    end = -1
+    for m in NAME.finditer(sentence):
+        if chains and end >= 0 and _SEPARATOR.fullmatch(sentence, end, m.start()):
+            chains[-1].append(m.group(0))
+        else:
+            chains.append([m.group(0)])
+        end = m.end()
+    return chains
+
+
+def peers(text: str, name: str, cast: bool = False) -> set[str]:
+    """The names listed with ``name`` in ``text`` (and, with ``cast``, every name of the cast sentences
+    near it), without ``name`` itself and without words that are no names."""
+    sentences = _SENTENCE_END.split(text[:MAX_TEXT])
+    out: set[str] = set()
+    for i, sentence in enumerate(sentences):
+        if name not in sentence:
+            continue
+        for chain in _chains(sentence):
+            names = [_clean(n) for n in chain]
+            if len(names) > 1 and name in names:
+                out.update(n for n in names if n != name)
+        if cast:
+            for near in sentences[i:i + 3]:
+                if _CAST.search(near):
+                    out.update(_clean(m.group(0)) for m in NAME.finditer(near) if name not in m.group(0))
+    return {n for n in out if _is_name(n)}
+
+
+def fits_name_checks(name: str, checks: Iterable[Mapping[str, Any]]) -> bool:
+    """Whether a name satisfies the name clues among ``checks`` (a first letter, a number of words);
+    other checks cannot be read of a name and are taken to hold."""
+    for check in checks:
+        if check.get("type") == "prefix" and not name.lower().startswith(str(check["prefix"]).lower()):
+            return False
+        if check.get("type") == "name_words" and len(name.split()) != int(check["n"]):
+            return False
+    return True
+
+
+def unpaged_peers(statements: Iterable[Any], target: str, text_of: Callable[[str], str],
+                  titles: Mapping[str, str], is_page: Callable[[str], bool], cast: bool = False) -> list[str]:
+    """The peers of the answer (label ``X``, name ``target``) in the texts of the pages it is tied to
+    (``titles``: label -> page title) that have no page (``is_page``) and fit the answer's name clues."""
+    statements = list(statements)
+    checks = [c for s in statements if s.subject == "X" and s.kind in ("name", "name_words") for c in s.checks]
+    found: set[str] = set()
+    for s in statements:
+        if s.kind == "relation" and "X" in (s.subject, s.object):
+            other = titles.get(s.object if s.subject == "X" else s.subject)
+            if other:
+                found |= peers(text_of(other), target, cast)
+    return sorted(n for n in found if not is_page(n) and fits_name_checks(n, checks))

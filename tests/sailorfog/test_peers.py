@@ -1,0 +1,77 @@
+"""Second answers without a page: the answer's peers listed beside it in a neighbour's text."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from sailorfog.corpus_index import open_corpus_index
+from sailorfog.peers import fits_name_checks, peers, unpaged_peers
+from sailorfog.research import ResearchSynthesizer
+from sailorfog.statements import Statement
+from wiki_sim import WikiSim
+
+
+@pytest.mark.parametrize("text, name, cast, expected", [
+    ("Other important cities in the kingdom were Timbuktu and Djenné, where trade flourished.", "Timbuktu", False,
+     {"Djenné"}),
+    ("It is the country's third-most populous city after Buenos Aires and Córdoba.", "Buenos Aires", False,
+     {"Córdoba"}),
+    ("He influenced poets, including Robert Browning, Algernon Charles Swinburne, Thomas Hardy and W. B. Yeats.",
+     "W. B. Yeats", False, {"Robert Browning", "Algernon Charles Swinburne", "Thomas Hardy"}),
+    # a name that is not in the list with the answer is no peer
+    ("Paris is the capital of France. Lyon lies on the Rhône.", "Paris", False, set()),
+    ("Bohr visited Copenhagen and met Rutherford in Manchester.", "Rutherford", False, set()),
+    # a demonym or a pronoun beside the answer is no name
+    ("The song was written with music by Jobim and Portuguese lyrics.", "Jobim", False, set()),
+    # a cast: every name of the cast sentences near the answer
+    ("Lawrence of Arabia introduces Peter O'Toole as Lawrence, with Alec Guinness playing Prince Faisal. It also "
+     "stars Jack Hawkins, Anthony Quinn and Omar Sharif. The film was shot in Jordan.", "Peter O'Toole", True,
+     {"Jack Hawkins", "Anthony Quinn", "Omar Sharif"}),
+    ("Lawrence of Arabia introduces Peter O'Toole as Lawrence. It also stars Jack Hawkins.", "Peter O'Toole", False,
+     set()),
+])
+def test_peers_are_the_names_listed_with_the_answer(text, name, cast, expected):
+    assert peers(text, name, cast) == expected
+
+
+def test_name_clues_rule_peers_out_as_they_rule_pages_out():
+    two_words = [{"type": "name_words", "node": "X", "n": 2}]
+    assert fits_name_checks("Jack Hawkins", two_words) and not fits_name_checks("Algernon Charles Swinburne", two_words)
+    assert not fits_name_checks("Omar Sharif", [{"type": "prefix", "node": "X", "prefix": "J"}])
+    assert fits_name_checks("Omar Sharif", [{"type": "year", "node": "X", "lo": 1900, "hi": 1999}])  # not of a name
+
+
+def test_peers_stay_linear_on_a_hostile_text():
+    text = ("A, " * 200_000) + "B and C."
+    start = time.perf_counter()
+    peers(text, "B", cast=True)
+    peers("Aa Bb " * 100_000, "Bb", cast=True)
+    assert time.perf_counter() - start < 5
+
+
+def test_the_cast_of_a_film_answers_an_actor_question_on_the_default_corpus(default_wiki):
+    """"A drama film ... has ties to an actor whose name has two words": Peter O'Toole has a page, the rest
+    of the cast named in the film's lead does not (blind play, seed 9797)."""
+    sim = WikiSim(default_wiki)
+    try:
+        index = open_corpus_index(sim)
+        statements = [
+            Statement("Xt", "type", "X", value="actor", checks=[{"type": "type", "node": "X", "words": ["actor"]}]),
+            Statement("Xw", "name_words", "X", value="two", checks=[{"type": "name_words", "node": "X", "n": 2}]),
+            Statement("Bp", "name", "B", value="Lawrence of Arabia (film)",
+                      checks=[{"type": "title", "node": "B", "title": "Lawrence of Arabia (film)"}]),
+            Statement("rBX", "relation", "B", predicate="mentions", object="X",
+                      checks=[{"type": "link", "a": "B", "b": "X"}]),
+        ]
+        titles = {"X": "Peter O'Toole", "B": "Lawrence of Arabia (film)"}
+        text_of = lambda title: (sim.page(title) or {}).get("text", "")  # noqa: E731
+        found = unpaged_peers(statements, "Peter O'Toole", text_of, titles,
+                              is_page=lambda n: sim.resolve(n) is not None, cast=True)
+        assert {"Jack Hawkins", "Anthony Quinn"} <= set(found)
+        synth = ResearchSynthesizer(index, sim, seed=0)
+        assert "Jack Hawkins" in synth.second_answers(statements, "Peter O'Toole", titles)
+        assert "Jack Hawkins" not in synth.second_answers(statements, "Peter O'Toole")  # pages only
+    finally:
+        sim.close()
