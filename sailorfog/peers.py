@@ -44,20 +44,26 @@ def _is_name(name: str) -> bool:
     return bool(words) and words[0] not in _NOT_NAMES and not (len(words) == 1 and _DEMONYM.search(name))
 
 
-def _chains(sentence: str) -> list[list[str]]:
-    """The sentence's names grouped into chains: consecutive names with only a list separator between them."""
+def _chains(sentence: str, is_page: Callable[[str], bool]) -> list[list[str]]:
+    """The sentence's names grouped into chains: consecutive names with only a list separator between them
+    (two joined by "and" into one where that is a page's name: "São Tomé and Príncipe")."""
     chains: list[list[str]] = []
     end = -1
     for m in NAME.finditer(sentence):
-        if chains and end >= 0 and _SEPARATOR.fullmatch(sentence, end, m.start()):
-            chains[-1].append(m.group(0))
+        sep = sentence[end:m.start()] if end >= 0 else ""
+        if chains and end >= 0 and _SEPARATOR.fullmatch(sep):
+            joined = f"{chains[-1][-1]}{sep}{m.group(0)}"
+            if sep.strip() == "and" and is_page(_clean(joined)):
+                chains[-1][-1] = joined
+            else:
+                chains[-1].append(m.group(0))
         else:
             chains.append([m.group(0)])
         end = m.end()
     return chains
 
 
-def peers(text: str, name: str, cast: bool = False) -> set[str]:
+def peers(text: str, name: str, cast: bool = False, is_page: Callable[[str], bool] = lambda _: False) -> set[str]:
     """The names listed with ``name`` in ``text`` (and, with ``cast``, every name of the cast sentences
     near it), without ``name`` itself and without words that are no names."""
     sentences = _SENTENCE_END.split(text[:MAX_TEXT])
@@ -65,7 +71,7 @@ def peers(text: str, name: str, cast: bool = False) -> set[str]:
     for i, sentence in enumerate(sentences):
         if name not in sentence:
             continue
-        for chain in _chains(sentence):
+        for chain in _chains(sentence, is_page):
             names = [_clean(n) for n in chain]
             if len(names) > 1 and name in names:
                 out.update(n for n in names if n != name)
@@ -98,5 +104,5 @@ def unpaged_peers(statements: Iterable[Any], target: str, text_of: Callable[[str
         if s.kind == "relation" and "X" in (s.subject, s.object):
             other = titles.get(s.object if s.subject == "X" else s.subject)
             if other:
-                found |= peers(text_of(other), target, cast)
+                found |= peers(text_of(other), target, cast, is_page)
     return sorted(n for n in found if not is_page(n) and fits_name_checks(n, checks))

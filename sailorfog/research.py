@@ -25,7 +25,7 @@ from sailorfog.constraints import candidate_pages, count_candidates
 from sailorfog.pagesets import ByteLRU, contains
 from sailorfog.corpus import CorpusIndex
 from sailorfog.describe import other_names
-from sailorfog.statements import (Statement, date_statements, name_statement, name_words_statement,
+from sailorfog.statements import (Statement, date_statements, lifespan, name_statement, name_words_statement,
                                   number_statements, relation_statement, type_statement)
 from sailorfog.text import display_title, distinctive_words, leaks
 from sailorfog.writers import WriterError
@@ -235,10 +235,23 @@ class ResearchSynthesizer:
         if titles is None:
             return pages
         head = next((s.value.split()[-1].lower() for s in statements if s.kind == "type" and s.subject == "X"), "")
-        unpaged = unpaged_peers(statements, display_title(target), self.text, titles,
-                                is_page=lambda name: name in self.index.ids or self.sim.resolve(name) is not None,
+        unpaged = unpaged_peers(statements, display_title(target), self.text, titles, is_page=self.names_a_page,
                                 cast=head in CAST_HEADS)
         return pages + unpaged
+
+    def names_a_page(self, name: str) -> bool:
+        """Whether ``name`` is a page's title or alias, or the opening word of one ("Apollonius" of Apollonius
+        of Perga): a reader takes it for that page, which the page-level checks read."""
+        if name in self.index.ids or self.sim.resolve(name) is not None:
+            return True
+        return " " not in name and bool(self.index.with_prefix(name + " "))
+
+    def dates(self, label: str, title: str, rng: random.Random) -> list[Statement]:
+        """The page's date statements (:func:`~sailorfog.statements.date_statements`), none outside the
+        lifespan its short description gives."""
+        description = next((f["value"] for f in self.sim.facts(title) if f.get("key") == "description"), "")
+        return date_statements(self.index, label, title, self.text(title), f"{label}d", rng,
+                               life=lifespan(description or ""))
 
     def text(self, title: str) -> str:
         found = self.texts.get(title)
@@ -287,7 +300,7 @@ class ResearchSynthesizer:
                 return None
             cand = step[0]
             said = [] if anchor == "X" else (
-                distinct_periods(date_statements(self.index, label, cand, self.text(cand), f"{label}d", rng))[:1]
+                distinct_periods(self.dates(label, cand, rng))[:1]
                 or number_statements(self.index, label, cand, self.text(cand), f"{label}q", rng)[:1]
                 or self.name_hints(label, cand, letter=False))
             if anchor == "X" or said:
@@ -341,7 +354,7 @@ class ResearchSynthesizer:
             cand, kind, rel = step
             titles[label] = cand
             base += [rel, kind]
-            far += distinct_periods(date_statements(self.index, label, cand, self.text(cand), f"{label}d", rng))[:3]
+            far += distinct_periods(self.dates(label, cand, rng))[:3]
             far += number_statements(self.index, label, cand, self.text(cand), f"{label}q", rng)[:1]
             # a hidden entity's first letter gives it away to anyone who knows the field ("emperor K")
             far += self.name_hints(label, cand, letter=False)
@@ -360,7 +373,7 @@ class ResearchSynthesizer:
                     extra += 1
         if self.depth >= 1:
             base += self.cycles(titles, base, x_type.value, rng)
-        near = distinct_periods(date_statements(self.index, "X", target, self.text(target), "Xd", rng))[:2]
+        near = distinct_periods(self.dates("X", target, rng))[:2]
         near += number_statements(self.index, "X", target, self.text(target), "Xq", rng)[:1]
         near += self.name_hints("X", target, letter=self.answer_letter or self.depth == 0)
         if self.depth == 0:  # one hop: the neighbour is described by its type only

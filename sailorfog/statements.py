@@ -188,9 +188,23 @@ def _says_another(m: re.Match | None, own: set[str]) -> bool:
     return bool(name) and _other_name(name, own)
 
 
+_LIFESPAN = re.compile(r"\((?:c\.\s*)?(\d{3,4})\s*[–-]\s*(?:c\.\s*)?(\d{3,4})\)\s*$")
+
+
+def lifespan(description: str) -> tuple[int, int] | None:
+    """A person's years of birth and death from a short description ending "(1888–1935)"."""
+    m = _LIFESPAN.search(description[:300])
+    if not m:
+        return None
+    born, died = int(m.group(1)), int(m.group(2))
+    return (born, died) if born <= died else None
+
+
 def date_statements(index: CorpusIndex, label: str, title: str, text: str, sid: str,
-                    rng: random.Random) -> list[Statement]:
-    """One statement per dated event of the page (events with a verb first), the year blurred to a period."""
+                    rng: random.Random, life: tuple[int, int] | None = None) -> list[Statement]:
+    """One statement per dated event of the page (events with a verb first), the year blurred to a period;
+    for a person who lived ``life`` (born, died), none outside it (T. E. Lawrence, 1888-1935, is not "tied to a
+    date in the 1960s" by "a title used for the 1962 film")."""
     out, seen = [], set()
     pid = index.ids.get(title)
     kind = " ".join(index.page_type[pid]) if pid is not None else ""
@@ -199,6 +213,8 @@ def date_statements(index: CorpusIndex, label: str, title: str, text: str, sid: 
         if not isinstance(year, int) or not 1000 <= year <= 2099 or year in seen:
             continue
         seen.add(year)
+        if life and not life[0] <= year <= life[1]:
+            continue
         if year_in_name(d.get("sentence", ""), year):
             continue  # "Tchaikovsky ... the 1812 Overture": no event of his in the 1810s
         if year_of_another(d.get("sentence", ""), year, title) or event_of_another(d.get("sentence", ""), year):

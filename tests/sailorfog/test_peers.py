@@ -36,6 +36,24 @@ def test_peers_are_the_names_listed_with_the_answer(text, name, cast, expected):
     assert peers(text, name, cast) == expected
 
 
+def test_two_names_joined_by_and_are_one_where_that_names_a_page():
+    text = "Portuguese is spoken in Timor-Leste, São Tomé and Príncipe, and Mozambique."
+    assert peers(text, "Timor-Leste") == {"São Tomé", "Príncipe", "Mozambique"}
+    assert peers(text, "Timor-Leste", is_page=lambda n: n == "São Tomé and Príncipe") == {"São Tomé and Príncipe",
+                                                                                          "Mozambique"}
+
+
+def test_an_opening_word_of_a_title_names_that_page(default_wiki):
+    """"Archimedes and Apollonius": a reader takes Apollonius for Apollonius of Perga, a page."""
+    sim = WikiSim(default_wiki)
+    try:
+        synth = ResearchSynthesizer(open_corpus_index(sim), sim, seed=0)
+        assert synth.names_a_page("Apollonius") and synth.names_a_page("Apollonius of Perga")
+        assert not synth.names_a_page("Jack Hawkins") and not synth.names_a_page("Zzyzx")
+    finally:
+        sim.close()
+
+
 def test_name_clues_rule_peers_out_as_they_rule_pages_out():
     two_words = [{"type": "name_words", "node": "X", "n": 2}]
     assert fits_name_checks("Jack Hawkins", two_words) and not fits_name_checks("Algernon Charles Swinburne", two_words)

@@ -14,7 +14,8 @@ from sailorfog.describe import date_event, defining_type, event_of_another, loos
 from sailorfog.reader import PlainReader
 from sailorfog.prose import DescribedWriter, is_person
 from sailorfog.research import ResearchSynthesizer, answer_order, distinct_periods, repeats, task_entities
-from sailorfog.statements import (Statement, date_statements, figurative_use, inside_longer_name, modifier_use, name_words_statement,
+from sailorfog.statements import (Statement, date_statements, figurative_use, inside_longer_name, lifespan, modifier_use,
+                                  name_words_statement,
                                   other_place, own_name, year_in_name, year_of_another)
 from wiki_sim import WikiSim
 
@@ -744,3 +745,30 @@ def test_a_page_that_gives_no_such_quantity_does_not_rule_a_number_out(default_s
 ])
 def test_a_reader_reads_what_a_quantity_measures_more_loosely(sentence, raw, unit, expected):
     assert loose_measure(sentence, raw, unit) == expected
+
+
+@pytest.mark.parametrize("description, expected", [
+    ("British Army officer, diplomat and writer (1888–1935)", (1888, 1935)),
+    ("American actor (c. 1932 - 2013)", (1932, 2013)),
+    ("Greek philosopher (c. 470–399 BC)", None),
+    ("Capital city of Italy", None),
+    ("Nonsense (1990–1950)", None),
+])
+def test_a_lifespan_is_read_from_a_short_description(description, expected):
+    assert lifespan(description) == expected
+
+
+def test_a_person_is_tied_to_no_date_outside_his_life(default_sim):
+    """T. E. Lawrence (1888-1935) was asked as "a British Army officer tied to a date in the 1960s" through "a
+    title used for the 1962 film based on his wartime activities" (blind play, seed 9797)."""
+    sim, index = default_sim
+    text = (sim.page("T. E. Lawrence") or {}).get("text", "")
+    rng = __import__("random").Random(0)
+    assert any(s.checks[0]["lo"] <= 1962 <= s.checks[0]["hi"]
+               for s in date_statements(index, "X", "T. E. Lawrence", text, "Xd", rng))
+    life = lifespan(next(f["value"] for f in sim.facts("T. E. Lawrence") if f["key"] == "description"))
+    assert life == (1888, 1935)
+    stated = date_statements(index, "X", "T. E. Lawrence", text, "Xd", rng, life=life)
+    assert not any(s.checks[0]["lo"] <= 1962 <= s.checks[0]["hi"] for s in stated)  # the lead has no other date
+    synth = ResearchSynthesizer(index, sim, seed=0)
+    assert not any(s.checks[0]["lo"] <= 1962 <= s.checks[0]["hi"] for s in synth.dates("X", "T. E. Lawrence", rng))
