@@ -469,8 +469,9 @@ def quantity_predicate(sentence: str, raw: str, unit: str) -> str | None:
     before = sentence[max(0, at - 60):at].lower()
     after = sentence[at + len(raw):at + len(raw) + 60].lower()
     after = after[_AFTER_CONVERSION.match(after).end():] if _AFTER_CONVERSION.match(after) else after
-    if unit in _AREA_UNITS:
-        return "area" if _AREA_BEFORE.search(before) and not _ELSEWHERE.match(after) else None
+    if unit in _AREA_UNITS:  # not a wider unit's ("The Metropolitan Area of Florence, Prato and Pistoia ... 4,800 km2")
+        return "area" if _AREA_BEFORE.search(before) and not _ELSEWHERE.match(after) \
+            and not _OTHER_UNIT.search(sentence[:at].lower()) else None
     if unit in _LENGTH_UNITS:
         if _ELSEWHERE.match(after) or _DISTANCE_BEFORE.search(before):
             return None

@@ -8,7 +8,9 @@ such as Timbuktu and Djenné" gives Djenné with Timbuktu. A peer is
 - a name listed with the answer's own name, separated from it only by commas, "and", "or" or "&"
   (one chain of names in one sentence), or
 - for an actor or actress, any name in a sentence of the cast ("stars", "starring", "cast") among the
-  three from the one that names the answer.
+  three from the one that names the answer, or
+- any name the text gives a word of the answer's type in apposition ("the provincial capital, Quebec
+  City" beside "the national capital, Ottawa", for "a capital city").
 
 A peer with a page is left to the page-level checks; a name clue the question states of the answer
 (its first letter, its number of words) rules a peer out as it rules pages out.
@@ -19,6 +21,7 @@ Every routine is linear in the text: one sentence split, one bounded-repetition 
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any, Callable, Iterable, Mapping
 
 _WORD = r"[A-Z][\w'’-]*\.?"
@@ -36,7 +39,9 @@ MAX_TEXT = 20_000
 
 
 def _clean(name: str) -> str:
-    return name.rstrip(".")
+    """The name without a full stop or a possessive ending."""
+    name = name.rstrip(".")
+    return name[:-2] if name.endswith(("'s", "’s")) else name
 
 
 def _is_name(name: str) -> bool:
@@ -63,11 +68,29 @@ def _chains(sentence: str, is_page: Callable[[str], bool]) -> list[list[str]]:
     return chains
 
 
-def peers(text: str, name: str, cast: bool = False, is_page: Callable[[str], bool] = lambda _: False) -> set[str]:
+@lru_cache(maxsize=256)
+def _apposition(kind: str) -> re.Pattern | None:
+    words = [w for w in kind.lower().split() if len(w) >= 4]
+    return re.compile(r"\b(?:" + "|".join(map(re.escape, words)) + r")s?,\s+(" + NAME.pattern + ")") if words else None
+
+
+def typed(text: str, kind: str) -> set[str]:
+    """The names that ``text`` gives a word of the type ``kind`` in apposition ("the provincial capital, Quebec
+    City" for "a capital city")."""
+    pattern = _apposition(kind)
+    if pattern is None:
+        return set()
+    return {_clean(m.group(1)) for sentence in _SENTENCE_END.split(text[:MAX_TEXT]) for m in pattern.finditer(sentence)
+            if _is_name(_clean(m.group(1)))}
+
+
+def peers(text: str, name: str, cast: bool = False, is_page: Callable[[str], bool] = lambda _: False,
+          kind: str = "") -> set[str]:
     """The names listed with ``name`` in ``text`` (and, with ``cast``, every name of the cast sentences
-    near it), without ``name`` itself and without words that are no names."""
+    near it; with the answer's type ``kind``, every name the text gives that type in apposition), without
+    ``name`` itself and without words that are no names."""
     sentences = _SENTENCE_END.split(text[:MAX_TEXT])
-    out: set[str] = set()
+    out: set[str] = {n for n in typed(text, kind) if name not in n} if kind else set()
     for i, sentence in enumerate(sentences):
         if name not in sentence:
             continue
@@ -94,15 +117,17 @@ def fits_name_checks(name: str, checks: Iterable[Mapping[str, Any]]) -> bool:
 
 
 def unpaged_peers(statements: Iterable[Any], target: str, text_of: Callable[[str], str],
-                  titles: Mapping[str, str], is_page: Callable[[str], bool], cast: bool = False) -> list[str]:
+                  titles: Mapping[str, str], is_page: Callable[[str], bool]) -> list[str]:
     """The peers of the answer (label ``X``, name ``target``) in the texts of the pages it is tied to
     (``titles``: label -> page title) that have no page (``is_page``) and fit the answer's name clues."""
     statements = list(statements)
     checks = [c for s in statements if s.subject == "X" and s.kind in ("name", "name_words") for c in s.checks]
+    kind = next((s.value for s in statements if s.kind == "type" and s.subject == "X"), "")
+    cast = bool(kind) and kind.split()[-1].lower() in CAST_HEADS
     found: set[str] = set()
     for s in statements:
         if s.kind == "relation" and "X" in (s.subject, s.object):
             other = titles.get(s.object if s.subject == "X" else s.subject)
             if other:
-                found |= peers(text_of(other), target, cast, is_page)
+                found |= peers(text_of(other), target, cast, is_page, kind)
     return sorted(n for n in found if not is_page(n) and fits_name_checks(n, checks))

@@ -62,6 +62,8 @@ MAX_UNSTATED = 2000
 """A number statement also holds, for a reader, on a page that states no quantity of its measure (the
 corpus gives no area for Estonia, a reader knows it), read where the subject's other unary statements
 leave at most this many pages (exact beyond)."""
+MAX_YEARS = 400
+"""Years of a period read in the pages' short descriptions (a longer period: its first 400)."""
 MAX_CONTAINERS = 40
 """Containment is read from the container's side when at most this many candidates are left there."""
 
@@ -358,8 +360,18 @@ class PlainReader:
         pages: set[int] | None = None
         for check in s.checks:
             found = set(unary_pages(self.index, check).tolist())
+            if check.get("type") == "year":
+                found |= self.described_years(int(check["lo"]), int(check["hi"]))
             pages = found if pages is None else pages & found
         return pages if pages is not None else set(range(len(self.index)))
+
+    def described_years(self, lo: int, hi: int) -> set[int]:
+        """Pages whose short description names a year from ``lo`` to ``hi`` ("Prime Minister of India from 1947
+        to 1964" ties Nehru to the 1960s for a reader, though his lead gives no year of them)."""
+        out: set[int] = set()
+        for year in range(lo, min(hi, lo + MAX_YEARS) + 1):
+            out |= self.index.with_words([str(year)], description=True)
+        return out
 
     # --- what the reader accepts for a relation ---------------------------------------------
     def _mentions(self, texts_of: Iterable[int], names_of: Iterable[int], defining: bool = False) -> set[int]:
@@ -467,8 +479,10 @@ class PlainReader:
         return self._places
 
     # --- the answer's candidates ------------------------------------------------------------
-    def candidates(self, statements: Sequence[Statement], target: str = "X", max_rounds: int = 20) -> set[int]:
-        """The answer's candidate pages under the reader's reading of ``statements``."""
+    def candidates(self, statements: Sequence[Statement], target: str = "X", max_rounds: int = 20,
+                   answer: int | None = None) -> set[int]:
+        """The answer's candidate pages under the reader's reading of ``statements``; given the ``answer``'s
+        page, it stops as soon as no other page is left (the rest could only remove the answer too)."""
         labels = sorted({lab for s in statements for lab in s.labels})
         doms: dict[str, set[int]] = {}
         for s in statements:
@@ -495,6 +509,8 @@ class PlainReader:
                     new = self.related(doms[a], doms[b], place)
                     if len(new) < len(doms[a]):
                         doms[a], changed = new, True
+                        if answer is not None and doms[target] <= {answer}:
+                            return set(doms[target])
             if not changed:
                 break
         # one page is one entity: a label pinned to a page leaves it to no other ("the article on a

@@ -225,19 +225,16 @@ class ResearchSynthesizer:
         """Pages other than ``target`` that the plain reading of ``statements`` also accepts; with the
         chain's ``titles`` (label -> page), also the answer's peers without a page
         (:func:`sailorfog.peers.unpaged_peers`: "It also stars Jack Hawkins, Anthony Quinn, ...")."""
-        from sailorfog.peers import CAST_HEADS, unpaged_peers
+        from sailorfog.peers import unpaged_peers
         from sailorfog.reader import PlainReader
 
         if self._reader is None:
             self._reader = PlainReader(self.index, self.sim)
-        found = self._reader.candidates(statements)
+        found = self._reader.candidates(statements, answer=self.index.ids.get(target))
         pages = sorted(self.index.titles[p] for p in found if self.index.titles[p] != target)
         if titles is None:
             return pages
-        head = next((s.value.split()[-1].lower() for s in statements if s.kind == "type" and s.subject == "X"), "")
-        unpaged = unpaged_peers(statements, display_title(target), self.text, titles, is_page=self.names_a_page,
-                                cast=head in CAST_HEADS)
-        return pages + unpaged
+        return pages + unpaged_peers(statements, display_title(target), self.text, titles, is_page=self.names_a_page)
 
     def names_a_page(self, name: str) -> bool:
         """Whether ``name`` is a page's title or alias, or the opening word of one ("Apollonius" of Apollonius

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from sailorfog.corpus_index import open_corpus_index
-from sailorfog.peers import fits_name_checks, peers, unpaged_peers
+from sailorfog.peers import fits_name_checks, peers, typed, unpaged_peers
 from sailorfog.research import ResearchSynthesizer
 from sailorfog.statements import Statement
 from wiki_sim import WikiSim
@@ -34,6 +34,17 @@ from wiki_sim import WikiSim
 ])
 def test_peers_are_the_names_listed_with_the_answer(text, name, cast, expected):
     assert peers(text, name, cast) == expected
+
+
+def test_a_name_given_the_answers_type_in_apposition_is_a_peer():
+    """Montreal "lies 196 kilometres east of the national capital, Ottawa, and 258 kilometres southwest of the
+    provincial capital, Quebec City" (blind play, seeds 9191 and 9898: Quebec City has no page)."""
+    text = ("It lies 196 kilometres east of the national capital, Ottawa, and 258 kilometres southwest of the "
+            "provincial capital, Quebec City. Its port, the city's, is busy.")
+    assert peers(text, "Ottawa", kind="capital city") == {"Quebec City"}
+    assert peers(text, "Ottawa") == set()
+    assert typed(text, "capital city") == {"Ottawa", "Quebec City"}
+    assert typed("It trades with the capital, Ottawa's port.", "capital") == {"Ottawa"}
 
 
 def test_two_names_joined_by_and_are_one_where_that_names_a_page():
@@ -65,7 +76,8 @@ def test_peers_stay_linear_on_a_hostile_text():
     text = ("A, " * 200_000) + "B and C."
     start = time.perf_counter()
     peers(text, "B", cast=True)
-    peers("Aa Bb " * 100_000, "Bb", cast=True)
+    peers("Aa Bb " * 100_000, "Bb", cast=True, kind="capital city")
+    peers("capitals, " * 100_000, "Bb", kind="capital city")
     assert time.perf_counter() - start < 5
 
 
@@ -86,7 +98,7 @@ def test_the_cast_of_a_film_answers_an_actor_question_on_the_default_corpus(defa
         titles = {"X": "Peter O'Toole", "B": "Lawrence of Arabia (film)"}
         text_of = lambda title: (sim.page(title) or {}).get("text", "")  # noqa: E731
         found = unpaged_peers(statements, "Peter O'Toole", text_of, titles,
-                              is_page=lambda n: sim.resolve(n) is not None, cast=True)
+                              is_page=lambda n: sim.resolve(n) is not None)
         assert {"Jack Hawkins", "Anthony Quinn"} <= set(found)
         synth = ResearchSynthesizer(index, sim, seed=0)
         assert "Jack Hawkins" in synth.second_answers(statements, "Peter O'Toole", titles)
