@@ -10,7 +10,9 @@ such as Timbuktu and Djenné" gives Djenné with Timbuktu. A peer is
 - for an actor or actress, any name in a sentence of the cast ("stars", "starring", "cast") among the
   three from the one that names the answer, or
 - any name the text gives a word of the answer's type in apposition ("the provincial capital, Quebec
-  City" beside "the national capital, Ottawa", for "a capital city").
+  City" beside "the national capital, Ottawa", for "a capital city"), or
+- for a city, town or other settlement, any name the text writes with a page after a comma ("Born in
+  Lausanne, Switzerland", beside "grew up in Havana, Cuba").
 
 A peer with a page is left to the page-level checks; a name clue the question states of the answer
 (its first letter, its number of words) rules a peer out as it rules pages out.
@@ -29,11 +31,14 @@ NAME = re.compile(_WORD + r"(?:\s+(?:(?:de|da|di|do|dos|van|von|der|den|del|dell
                   + _WORD + r"){0,3}")
 """A proper name: one to four capitalized words, with the particles of names between them."""
 _SEPARATOR = re.compile(r"(?:,\s*(?:and\s+|or\s+)?|\s+(?:and|or|&)\s+)")
+_COMMA = re.compile(r",\s+")
 _CAST = re.compile(r"\b(?:stars?|starring|starred|co-stars?|cast)\b")
 _SENTENCE_END = re.compile(r"(?<=[a-z0-9)][.!?])\s+")
 _NOT_NAMES = frozenset("The It He She They In On At A An This That His Her Its Their".split())
 _DEMONYM = re.compile(r"(?:ese|ian|ish)$")
 CAST_HEADS = frozenset(["actor", "actress"])
+SETTLEMENT_HEADS = frozenset("city town village capital port municipality metropolis settlement".split())
+"""Types whose peers include a place written with the page of what holds it ("Lausanne, Switzerland")."""
 MAX_TEXT = 20_000
 """Characters of a neighbour's text read."""
 
@@ -84,13 +89,27 @@ def typed(text: str, kind: str) -> set[str]:
             if _is_name(_clean(m.group(1)))}
 
 
+def located(text: str, is_place: Callable[[str], bool]) -> set[str]:
+    """The names that ``text`` writes with a place after a comma ("Born in Lausanne, Switzerland"): places a
+    reader locates by that place."""
+    out = set()
+    for sentence in _SENTENCE_END.split(text[:MAX_TEXT]):
+        names = list(NAME.finditer(sentence))
+        for a, b in zip(names, names[1:]):
+            if _COMMA.fullmatch(sentence, a.end(), b.start()) and is_place(_clean(b.group(0))):
+                out.add(_clean(a.group(0)))
+    return {n for n in out if _is_name(n)}
+
+
 def peers(text: str, name: str, cast: bool = False, is_page: Callable[[str], bool] = lambda _: False,
-          kind: str = "") -> set[str]:
+          kind: str = "", is_place: Callable[[str], bool] = lambda _: False) -> set[str]:
     """The names listed with ``name`` in ``text`` (and, with ``cast``, every name of the cast sentences
     near it; with the answer's type ``kind``, every name the text gives that type in apposition), without
     ``name`` itself and without words that are no names."""
     sentences = _SENTENCE_END.split(text[:MAX_TEXT])
     out: set[str] = {n for n in typed(text, kind) if name not in n} if kind else set()
+    if kind and kind.split()[-1].lower() in SETTLEMENT_HEADS:
+        out |= {n for n in located(text, is_place) if name not in n}
     for i, sentence in enumerate(sentences):
         if name not in sentence:
             continue
@@ -117,9 +136,11 @@ def fits_name_checks(name: str, checks: Iterable[Mapping[str, Any]]) -> bool:
 
 
 def unpaged_peers(statements: Iterable[Any], target: str, text_of: Callable[[str], str],
-                  titles: Mapping[str, str], is_page: Callable[[str], bool]) -> list[str]:
+                  titles: Mapping[str, str], is_page: Callable[[str], bool],
+                  is_place: Callable[[str], bool] = lambda _: False) -> list[str]:
     """The peers of the answer (label ``X``, name ``target``) in the texts of the pages it is tied to
-    (``titles``: label -> page title) that have no page (``is_page``) and fit the answer's name clues."""
+    (``titles``: label -> page title) that have no page (``is_page``) and fit the answer's name clues
+    (``is_place``: whether a name is a place's page)."""
     statements = list(statements)
     checks = [c for s in statements if s.subject == "X" and s.kind in ("name", "name_words") for c in s.checks]
     kind = next((s.value for s in statements if s.kind == "type" and s.subject == "X"), "")
@@ -129,5 +150,5 @@ def unpaged_peers(statements: Iterable[Any], target: str, text_of: Callable[[str
         if s.kind == "relation" and "X" in (s.subject, s.object):
             other = titles.get(s.object if s.subject == "X" else s.subject)
             if other:
-                found |= peers(text_of(other), target, cast, is_page, kind)
+                found |= peers(text_of(other), target, cast, is_page, kind, is_place)
     return sorted(n for n in found if not is_page(n) and fits_name_checks(n, checks))

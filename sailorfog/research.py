@@ -234,7 +234,13 @@ class ResearchSynthesizer:
         pages = sorted(self.index.titles[p] for p in found if self.index.titles[p] != target)
         if titles is None:
             return pages
-        return pages + unpaged_peers(statements, display_title(target), self.text, titles, is_page=self.names_a_page)
+        return pages + unpaged_peers(statements, display_title(target), self.text, titles, is_page=self.names_a_page,
+                                     is_place=self.names_a_place)
+
+    def names_a_place(self, name: str) -> bool:
+        """Whether ``name`` is the title or an alias of a place's page (a country, a state, a region, ...)."""
+        title = self.sim.resolve(name)
+        return title is not None and self.index.ids.get(title) in self._reader.places()
 
     def names_a_page(self, name: str) -> bool:
         """Whether ``name`` is a page's title or alias, or the opening word of one ("Apollonius" of Apollonius

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from sailorfog.corpus_index import open_corpus_index
-from sailorfog.peers import fits_name_checks, peers, typed, unpaged_peers
+from sailorfog.peers import fits_name_checks, located, peers, typed, unpaged_peers
 from sailorfog.research import ResearchSynthesizer
 from sailorfog.statements import Statement
 from wiki_sim import WikiSim
@@ -47,6 +47,17 @@ def test_a_name_given_the_answers_type_in_apposition_is_a_peer():
     assert typed("It trades with the capital, Ottawa's port.", "capital") == {"Ottawa"}
 
 
+def test_a_settlement_written_with_a_place_after_a_comma_is_a_peer_of_a_city():
+    """Alejo Carpentier was "Born in Lausanne, Switzerland ... grew up in Havana, Cuba": "a city" tied to the
+    novelist is Lausanne as much as Havana (blind play, seed 9999: Lausanne has no page)."""
+    text = ("Born in Lausanne, Switzerland, of French and Russian parentage, Carpentier grew up in Havana, Cuba. "
+            "He wrote for Gilgit and Tibet, and for Smith, Jones.")
+    places = {"Switzerland", "Cuba", "Tibet"}.__contains__
+    assert located(text, places) == {"Lausanne", "Havana"}
+    assert peers(text, "Havana", kind="city", is_place=places) == {"Lausanne", "Cuba"}  # Cuba: left to its page
+    assert peers(text, "Havana", kind="novel", is_place=places) == {"Cuba"}  # not a settlement
+
+
 def test_two_names_joined_by_and_are_one_where_that_names_a_page():
     text = "Portuguese is spoken in Timor-Leste, São Tomé and Príncipe, and Mozambique."
     assert peers(text, "Timor-Leste") == {"São Tomé", "Príncipe", "Mozambique"}
@@ -78,6 +89,7 @@ def test_peers_stay_linear_on_a_hostile_text():
     peers(text, "B", cast=True)
     peers("Aa Bb " * 100_000, "Bb", cast=True, kind="capital city")
     peers("capitals, " * 100_000, "Bb", kind="capital city")
+    peers("Aa, " * 100_000 + "Bb", "Bb", kind="city", is_place=lambda n: True)
     assert time.perf_counter() - start < 5
 
 
