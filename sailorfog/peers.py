@@ -11,8 +11,9 @@ such as Timbuktu and Djenné" gives Djenné with Timbuktu. A peer is
   three from the one that names the answer, or
 - any name the text gives a word of the answer's type in apposition ("the provincial capital, Quebec
   City" beside "the national capital, Ottawa", for "a capital city"), or
-- for a city, town or other settlement, any name the text writes with a page after a comma ("Born in
-  Lausanne, Switzerland", beside "grew up in Havana, Cuba").
+- for a city, town or other settlement, any name the text writes with a place's page after a comma ("Born
+  in Lausanne, Switzerland", beside "grew up in Havana, Cuba") or before a noun of places ("4 Zhangzhou
+  districts", beside Quanzhou).
 
 A peer with a page is left to the page-level checks; a name clue the question states of the answer
 (its first letter, its number of words) rules a peer out as it rules pages out.
@@ -32,6 +33,7 @@ NAME = re.compile(_WORD + r"(?:\s+(?:(?:de|da|di|do|dos|van|von|der|den|del|dell
 """A proper name: one to four capitalized words, with the particles of names between them."""
 _SEPARATOR = re.compile(r"(?:,\s*(?:and\s+|or\s+)?|\s+(?:and|or|&)\s+)")
 _COMMA = re.compile(r",\s+")
+_PLACE_NOUN = re.compile(r"\s+(?:district|county|prefecture|province|municipality|township)s?\b")
 _CAST = re.compile(r"\b(?:stars?|starring|starred|co-stars?|cast)\b")
 _SENTENCE_END = re.compile(r"(?<=[a-z0-9)][.!?])\s+")
 _NOT_NAMES = frozenset("The It He She They In On At A An This That His Her Its Their".split())
@@ -90,14 +92,15 @@ def typed(text: str, kind: str) -> set[str]:
 
 
 def located(text: str, is_place: Callable[[str], bool]) -> set[str]:
-    """The names that ``text`` writes with a place after a comma ("Born in Lausanne, Switzerland"): places a
-    reader locates by that place."""
+    """The names that ``text`` writes with a place after a comma ("Born in Lausanne, Switzerland") or before
+    a noun of places ("4 Zhangzhou districts"): places for a reader."""
     out = set()
     for sentence in _SENTENCE_END.split(text[:MAX_TEXT]):
         names = list(NAME.finditer(sentence))
         for a, b in zip(names, names[1:]):
             if _COMMA.fullmatch(sentence, a.end(), b.start()) and is_place(_clean(b.group(0))):
                 out.add(_clean(a.group(0)))
+        out.update(_clean(m.group(0)) for m in names if _PLACE_NOUN.match(sentence, m.end()))
     return {n for n in out if _is_name(n)}
 
 

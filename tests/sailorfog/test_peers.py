@@ -54,6 +54,7 @@ def test_a_settlement_written_with_a_place_after_a_comma_is_a_peer_of_a_city():
             "He wrote for Gilgit and Tibet, and for Smith, Jones.")
     places = {"Switzerland", "Cuba", "Tibet"}.__contains__
     assert located(text, places) == {"Lausanne", "Havana"}
+    assert located("It includes 4 Zhangzhou districts and connects with Quanzhou in the north.", places) == {"Zhangzhou"}
     assert peers(text, "Havana", kind="city", is_place=places) == {"Lausanne", "Cuba"}  # Cuba: left to its page
     assert peers(text, "Havana", kind="novel", is_place=places) == {"Cuba"}  # not a settlement
 
