@@ -6,7 +6,7 @@ film's text ("It also stars Jack Hawkins, Anthony Quinn, Omar Sharif, ..."), non
 such as Timbuktu and Djenné" gives Djenné with Timbuktu. A peer is
 
 - a name listed with the answer's own name, separated from it only by commas, "and", "or" or "&"
-  (one chain of names in one sentence), or
+  (one chain of names in one sentence), or at the other end of a span ("from Basra to Khasab"), or
 - for an actor or actress, any name in a sentence of the cast ("stars", "starring", "cast") among the
   three from the one that names the answer, or
 - any name the text gives a word of the answer's type in apposition ("the provincial capital, Quebec
@@ -34,6 +34,7 @@ NAME = re.compile(_WORD + r"(?:\s+(?:(?:de|da|di|do|dos|van|von|der|den|del|dell
 _SEPARATOR = re.compile(r"(?:,\s*(?:and\s+|or\s+)?|\s+(?:and|or|&)\s+)")
 _COMMA = re.compile(r",\s+")
 _PLACE_NOUN = re.compile(r"\s+(?:district|county|prefecture|province|municipality|township)s?\b")
+_SPAN = re.compile(r"\bfrom (" + NAME.pattern + r") to (" + NAME.pattern + ")")
 _CAST = re.compile(r"\b(?:stars?|starring|starred|co-stars?|cast)\b")
 _SENTENCE_END = re.compile(r"(?<=[a-z0-9)][.!?])\s+")
 _NOT_NAMES = frozenset("The It He She They In On At A An This That His Her Its Their".split())
@@ -120,6 +121,10 @@ def peers(text: str, name: str, cast: bool = False, is_page: Callable[[str], boo
             names = [_clean(n) for n in chain]
             if len(names) > 1 and name in names:
                 out.update(n for n in names if n != name)
+        for m in _SPAN.finditer(sentence):  # "stretching from Basra to Khasab"
+            ends = {_clean(m.group(1)), _clean(m.group(2))}
+            if name in ends:
+                out.update(ends - {name})
         if cast:
             for near in sentences[i:i + 3]:
                 if _CAST.search(near):

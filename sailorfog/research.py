@@ -487,16 +487,19 @@ class ResearchSynthesizer:
 
     def group_name(self, title: str) -> str:
         """The name of a language, dynasty or people without its group noun ("French" for French language),
-        where the page writes that name capitalized inside a sentence and never in lower case ("sign
-        language" is no name); else ""."""
+        where the page writes that name capitalized inside a sentence or as the subject of its first one
+        ("Spanish or Castilian is a Romance language") and never in lower case ("sign language" is no name);
+        else ""."""
         m = _GROUP_NOUN.fullmatch(display_title(title))
         if not m:
             return ""
         text = self.text(title)[:20_000]
         name = m.group(1)
-        if display_title(title).lower() in text or not re.search(r"[a-z,;] +" + re.escape(name) + r"\b", text):
+        if display_title(title).lower() in text:
             return ""
-        return name
+        inside = re.search(r"[a-z,;] +" + re.escape(name) + r"\b", text)
+        subject = re.match(re.escape(name) + r"(?: or | is | \(|, )", text)
+        return name if inside or subject else ""
 
     def subgraph(self, chain: Chain, statements: Sequence[Statement]) -> tuple[dict[str, Any], nx.Graph]:
         H = nx.Graph()

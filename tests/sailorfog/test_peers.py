@@ -20,6 +20,8 @@ from wiki_sim import WikiSim
      {"Córdoba"}),
     ("He influenced poets, including Robert Browning, Algernon Charles Swinburne, Thomas Hardy and W. B. Yeats.",
      "W. B. Yeats", False, {"Robert Browning", "Algernon Charles Swinburne", "Thomas Hardy"}),
+    ("Eastern Arabia is a historical region stretching from Basra to Khasab along the coast.", "Basra", False,
+     {"Khasab"}),
     # a name that is not in the list with the answer is no peer
     ("Paris is the capital of France. Lyon lies on the Rhône.", "Paris", False, set()),
     ("Bohr visited Copenhagen and met Rutherford in Manchester.", "Rutherford", False, set()),

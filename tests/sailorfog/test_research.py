@@ -224,7 +224,10 @@ def test_a_group_is_also_answered_by_its_name_without_the_group_noun(research, d
     sim = WikiSim(default_wiki)
     try:
         synth = ResearchSynthesizer(open_corpus_index(sim), sim, seed=3)
-        for title, short in (("French language", "French"), ("Qing dynasty", "Qing"), ("Yoruba people", "Yoruba")):
+        # "Spanish or Castilian is a Romance language": the name opens sentences only (blind play, seed 10101:
+        # "Spanish" read as wrong against Spanish language)
+        for title, short in (("French language", "French"), ("Qing dynasty", "Qing"), ("Yoruba people", "Yoruba"),
+                             ("Spanish language", "Spanish")):
             assert short in synth.aliases(title) and title in synth.aliases(title)
         for title in ("Paris", "Sign language", "New York City"):
             assert all(n.split()[-1] in title.split() for n in synth.aliases(title)[:2])
