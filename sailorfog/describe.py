@@ -451,7 +451,9 @@ def loose_measure(sentence: str, raw: str, unit: str) -> str | None:
     measure = quantity_predicate(sentence, raw, unit) if unit else None
     if measure is None and unit in _AREA_UNITS:
         return "area"
-    if measure is None and unit in _PEOPLE_UNITS | {""} and _POPULATION_WORDS.search(sentence):
+    at = sentence.find(raw)
+    rate = at >= 0 and _RATE.match(sentence[at + len(raw):at + len(raw) + 60].lower())  # a density: "25 per km2"
+    if measure is None and unit in _PEOPLE_UNITS | {""} and _POPULATION_WORDS.search(sentence) and not rate:
         return "population"
     return measure
 

@@ -745,6 +745,7 @@ def test_a_page_that_gives_no_such_quantity_does_not_rule_a_number_out(default_s
      "10.6 million", "", "population"),
     ("The river is 2,850 km long.", "2,850 km", "km", "length"),
     ("Its land holds over 180,000 recorded lakes.", "180,000", "", None),
+    ("The population density is 25.5 inhabitants per square kilometre.", "25.5 inhabitants", "inhabitants", None),
 ])
 def test_a_reader_reads_what_a_quantity_measures_more_loosely(sentence, raw, unit, expected):
     assert loose_measure(sentence, raw, unit) == expected
