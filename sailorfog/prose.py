@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
@@ -28,12 +29,33 @@ def _cap(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
+_SPELLINGS = ((re.compile(r"isation(s?)$"), r"ization\1"), (re.compile(r"tre(s?)$"), r"ter\1"))
+"""British spellings of a type noun that a reader takes for the American ones (organisation, centre)."""
+
+
+def spelling_key(word: str) -> str:
+    """One key for the British and American spellings of a word ("organisation" and "organization")."""
+    word = word.lower()
+    for pattern, american in _SPELLINGS:
+        word = pattern.sub(american, word)
+    return word
+
+
+def one_spelling(types: Mapping[str, str]) -> dict[str, str]:
+    """The types with each word spelled as where it is first met, so that two pages' spellings of one noun read
+    as one ("an intergovernmental organisation ... another intergovernmental organisation", not "... an
+    intergovernmental organization", whose "this organisation" a reader could not place)."""
+    first: dict[str, str] = {}
+    return {label: " ".join(first.setdefault(spelling_key(w), w) for w in kind.split())
+            for label, kind in types.items()}
+
+
 class _Refs:
     """How each entity is referred to: "a plant" the first time, "this plant" (or "the first plant"
     when two entities share a type) afterwards."""
 
     def __init__(self, types: Mapping[str, str]):
-        self.types = dict(types)
+        self.types = one_spelling(types)
         self.introduced: list[str] = []
 
     def _head(self, label: str) -> str:
@@ -253,7 +275,7 @@ class DescribedWriter:
             if refs.is_new(label):
                 sentences.append(_cap(f"consider {mention(label)}."))
         ref = refs.ref(TARGET)
-        head = types[TARGET].split()[-1]
+        head = refs.types[TARGET].split()[-1]
         if ref != f"this {head}":  # two entities of the same kind: say which one
             asks: tuple[str, ...] = (f"{'Who' if is_person(types[TARGET]) else 'What'} is {ref}?",) * 2 + (
                 f"Name {ref}.",)

@@ -792,3 +792,18 @@ def test_a_year_of_the_short_description_ties_a_page_to_its_period_for_a_reader(
     assert {"Indira Gandhi", "Jawaharlal Nehru"} <= {index.titles[p] for p in reader.candidates(statements)}
     answer = index.ids["Indira Gandhi"]
     assert reader.candidates(statements, answer=answer) == reader.candidates(statements)
+
+
+def test_two_spellings_of_one_type_noun_read_as_one():
+    """Blind play (seed 10303): "An intergovernmental organisation is associated with an intergovernmental
+    organization ... This organisation has ties to a capital city": two pages' spellings of one noun made two kinds,
+    and "this organisation" could be either."""
+    link = lambda sid, a, b: _s(sid, "relation", a, predicate="mentions", object=b,  # noqa: E731
+                                checks=[{"type": "link", "a": a, "b": b}])
+    statements = [_type("B", "intergovernmental organisation"), _type("C", "intergovernmental organization"),
+                  _type("X", "city"), _type("D", "theatre"), _type("E", "theater"),
+                  link("rBC", "B", "C"), link("rCX", "C", "X"), link("rXD", "X", "D"), link("rXE", "X", "E")]
+    question = DescribedWriter().write(statements, {s.subject: s.value for s in statements if s.kind == "type"})
+    assert "organization" not in question and "another intergovernmental organisation" in question, question
+    assert "theater" not in question and "another theatre" in question, question
+    assert "this organisation" not in question, question  # two of them: "the first/second organisation"
