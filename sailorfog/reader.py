@@ -92,13 +92,36 @@ TYPE_SYNONYMS = (
 """Heads a reader takes for one another ("a politician" fits a statesman who led a country)."""
 
 
+_ADJECTIVE_ENDINGS = "n|an|ian|ese|i"
+"""What a reader hears as the same name in an adjective ("Asian", "Japanese", "Iraqi", "Parisian")."""
+
+
+def _adjectival(words: list[str], i: int) -> bool:
+    """Whether a reader takes an adjective of the name's word ``i`` for the name: its last word, of 4-5
+    letters (a longer word is read by its stem already)."""
+    w = words[i]
+    return i == len(words) - 1 and w.isascii() and w.isalpha() and 4 <= len(w) <= 5
+
+
+def _adjective_base(w: str) -> str:
+    """The part of a short last word that its adjectives keep: without a last a, y or e of five letters
+    ("Chin" of China, "Ital" of Italy), else the word."""
+    return w[:-1] if len(w) == 5 and w[-1] in "aAyYeE" else w
+
+
 def _loose(name: str) -> str:
     """A pattern for a name as a reader recognizes it: long words by their stem ("Romantic" for
-    "Romanticism", "Classical" for "classical"), any case."""
-    parts = []
-    for w in name.split():
+    "Romanticism", "Classical" for "classical"), a short last word in its adjectives too ("East Asian"
+    for East Asia, "Chinese" for China), any case."""
+    words, parts = name.split(), []
+    for i, w in enumerate(words):
         if w.isalpha() and len(w) >= 6:
             parts.append(re.escape(w[:max(5, len(w) - 4)]) + r"\w*")
+        elif _adjectival(words, i):
+            base = _adjective_base(w)
+            rest = f"(?:{_ADJECTIVE_ENDINGS})?" if base == w else \
+                f"(?:{re.escape(w[-1])}(?:{_ADJECTIVE_ENDINGS})?|an|ian|ese)"
+            parts.append(re.escape(base) + rest)
         else:
             parts.append(re.escape(w))
     return r"\s+".join(parts)
@@ -114,10 +137,13 @@ def _loose_pattern(names: tuple[str, ...]) -> re.Pattern:
 
 @lru_cache(maxsize=65536)
 def _loose_keys(name: str) -> tuple[str, ...]:
-    """Lower-case pieces that every loose match of ``name`` holds: each ASCII word, or its stem (the
-    longest first, then alphabetical; none for a name without ASCII words). A text whose lower case lacks one of them, and
-    holds none of :data:`~wiki_sim.snippets.CASE_ODDITIES`, cannot match the name's :func:`_loose_pattern`."""
-    words = [w[:max(5, len(w) - 4)] if w.isalpha() and len(w) >= 6 else w for w in name.split() if w.isascii()]
+    """Lower-case pieces that every loose match of ``name`` holds: each ASCII word, its stem, or what its
+    adjectives keep (the longest first, then alphabetical; none for a name without ASCII words). A text whose
+    lower case lacks one of them, and holds none of :data:`~wiki_sim.snippets.CASE_ODDITIES`, cannot match the
+    name's :func:`_loose_pattern`."""
+    split = name.split()
+    words = [w[:max(5, len(w) - 4)] if w.isalpha() and len(w) >= 6 else _adjective_base(w) if _adjectival(split, i)
+             else w for i, w in enumerate(split) if w.isascii()]
     return tuple(sorted({w.lower() for w in words}, key=lambda w: (-len(w), w)))
 
 
@@ -151,11 +177,14 @@ def _loose_in_lower(low: str, name: str) -> bool:
 def _word_key(name: str) -> tuple[bool, str] | None:
     """What a text's words must hold for a loose match of ``name``: ``(True, w)``, the name's longest
     ASCII word ``w`` made only of word characters, as a whole word of the text (lower case); ``(False, s)``,
-    the first 5 letters of the stem of a long ASCII word, opening some word of the text; ``None`` for no
-    such word."""
-    for w in sorted((w for w in name.split() if w.isascii()), key=len, reverse=True):
+    the first 5 letters of the stem of a long ASCII word, or the first 4 of a last word that adjectives
+    keep (:func:`_adjective_base`), opening some word of the text; ``None`` for no such word."""
+    split = name.split()
+    for i, w in sorted(((i, w) for i, w in enumerate(split) if w.isascii()), key=lambda iw: len(iw[1]), reverse=True):
         if w.isalpha() and len(w) >= 6:
             return False, w[:5].lower()
+        if _adjectival(split, i):
+            return False, _adjective_base(w)[:4].lower()
         if _WORD.fullmatch(w):
             return True, w.lower()
     return None
@@ -269,7 +298,7 @@ class PlainReader:
         return self._lowers[pid]
 
     def _word_sets(self, pid: int) -> tuple[frozenset[str], frozenset[str]] | None:
-        """The words of the page's lower-case text and their 5-letter openings (the last
+        """The words of the page's lower-case text and their 5- and 4-letter openings (the last
         :data:`WORD_SETS_KEPT` pages' kept); ``None`` where :meth:`_lower` is."""
         if pid in self._words:
             self._words.move_to_end(pid)
@@ -279,7 +308,7 @@ class PlainReader:
             found = None
         else:
             words = frozenset(_WORD.findall(low))
-            found = (words, frozenset(w[:5] for w in words if len(w) >= 5))
+            found = (words, frozenset(w[:n] for w in words for n in (4, 5) if len(w) >= n))
         self._words[pid] = found
         if len(self._words) > WORD_SETS_KEPT:
             self._words.popitem(last=False)
