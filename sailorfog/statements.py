@@ -250,6 +250,9 @@ _CLASS_NOUNS = frozenset(["language", "languages", "people", "peoples"])
 """Words a title adds to a name to tell it from a namesake ("Portuguese language", "Igbo people")."""
 
 
+_INITIALS = re.compile(r"(?:[^\W\d_]\.)+")
+"""A word of initials ("D.", "H.", "J.R.R.")."""
+
 MAX_HINTED_WORDS = 3
 """The longest name whose word count is stated: on the default corpus 985 of 10,033 titles have three
 words, 261 four and 108 five or six, so "an island country whose name has four words" names São Tomé and
@@ -258,12 +261,13 @@ Príncipe to anyone who knows the world (blind play, seed 9191)."""
 
 def name_words_statement(index: CorpusIndex, label: str, title: str, sid: str) -> Statement | None:
     """How many words the entity's name has (one to :data:`MAX_HINTED_WORDS`); not said of a hyphenated name
-    ("Timor-Leste": one word or two?) nor of a title that adds a class noun to the name ("Portuguese
-    language": the name is "Portuguese")."""
+    ("Timor-Leste": one word or two?), nor of a name with initials ("D. H. Lawrence": three words, or a name
+    of one?), nor of a title that adds a class noun to the name ("Portuguese language": the name is
+    "Portuguese")."""
     words = display_title(title).split()
     n = len(words)
     if not 1 <= n <= MAX_HINTED_WORDS or any(c in title for c in "-\u2010\u2011\u2013") \
-            or words[-1].lower() in _CLASS_NOUNS:
+            or words[-1].lower() in _CLASS_NOUNS or any(_INITIALS.fullmatch(w) for w in words):
         return None
     return Statement(sid, "name_words", label, value=_NUMBER_WORDS[n - 1],
                      checks=[{"type": "name_words", "node": label, "n": n}], evidence=_evidence(index, title, title),
