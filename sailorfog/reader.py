@@ -253,6 +253,14 @@ def defining_phrase(text: str) -> str:
     return rest[: max(0, end.start() - 1)] if end else rest
 
 
+def title_head(title: str) -> list[str]:
+    """The last word of a title of two words or more when it is written lower-case, the noun that names
+    what the page is ("Martial arts", "Classical music"); none for a proper name ("Bass Strait")."""
+    words = display_title(title).split()
+    last = words[-1] if len(words) >= 2 else ""
+    return tokenize(last) if last.isalpha() and last.islower() else []
+
+
 @dataclass
 class PlainReader:
     """The looser reading of a clue set over one simulator (one per process: it indexes the
@@ -274,11 +282,14 @@ class PlainReader:
     def defining_words(self) -> dict[str, set[int]]:
         """Lower-cased word -> pages whose defining phrase holds it (every conjunct of "X is a
         Russian writer, poet and painter", up to the first relative clause or preposition), a plural
-        also as its singular ("the Dnieper is one of the major transboundary rivers": a river)."""
+        also as its singular ("the Dnieper is one of the major transboundary rivers": a river), or whose
+        title ends in it lower-case (:func:`title_head`: "Martial arts" are an art, whatever their
+        defining sentence says)."""
         if self._defining is None:
             words: dict[str, set[int]] = {}
             for pid in range(len(self.index)):
-                for w in {form for w in tokenize(defining_phrase(self.text(pid))) for form in (w, singular(w))}:
+                said = tokenize(defining_phrase(self.text(pid))) + title_head(self.index.titles[pid])
+                for w in {form for w in said for form in (w, singular(w))}:
                     words.setdefault(w, set()).add(pid)
             self._defining = words
         return self._defining

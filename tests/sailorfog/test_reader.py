@@ -140,3 +140,21 @@ def test_a_short_last_word_is_read_in_its_adjectives_on_the_default_corpus(defau
         assert named == {ids["East Asia"], ids["Japan"], ids["Hong Kong"]}
     finally:
         sim.close()
+
+
+def test_a_title_that_ends_in_a_common_noun_says_what_the_page_is(default_wiki):
+    """Blind play (seed 10404): "This franchise is associated with an art. Which art is it?" was Karate, but
+    Dragon Ball's lead names martial arts three times, and "Martial arts are codified systems and traditions of
+    combat": a reader takes them for an art by their name."""
+    from sailorfog.reader import title_head
+
+    assert [title_head(t) for t in ("Martial arts", "Classical music", "Bass Strait", "Art", "Mercury (planet)")] \
+        == [["arts"], ["music"], [], [], []]
+    sim = WikiSim(default_wiki)
+    try:
+        index = open_corpus_index(sim)
+        reader = PlainReader(index, sim)
+        arts = reader.defining_words()["art"]
+        assert index.ids["Martial arts"] in arts and index.ids["Karate"] in arts
+    finally:
+        sim.close()
