@@ -181,11 +181,17 @@ def _clauses(statements: Sequence[Statement], person: bool) -> list[str]:
 
 
 def _describe(clauses: Sequence[str]) -> tuple[str, bool]:
-    """The clauses after a noun (participles directly, relative clauses after a comma when both are
-    there), and whether a relative clause ends it (a verb after it needs a comma)."""
+    """The clauses after a noun, and whether a verb after them needs a comma (when both kinds are there). The
+    count of a name's words comes first, the participles after a comma ("a marginal sea whose name has two words,
+    tied to a date in the 1640s and measuring ... across": after the measure, "whose name" would seem said of the
+    kilometres); other relative clauses come after the participles ("a physician tied to ..., who was born in the
+    1880s"), a first letter too (beside the type, "movement whose two-word name begins with “R”" is one search
+    away from Romanticism)."""
     rel_start = ("who ", "which ", "whose ")
     parts = [c for c in clauses if not c.startswith(rel_start)]
     rel = [c for c in clauses if c.startswith(rel_start)]
+    if parts and rel and all(c.startswith("whose name ") and "begins" not in c for c in rel):
+        return _join(rel) + ", " + _join(parts), True
     text = _join(parts) if parts else ""
     if rel:
         text = (text + ", " if text else "") + _join(rel)
