@@ -49,8 +49,9 @@ PLACE_HEADS = frozenset("country state city town village region province island 
                         "metropolis prefecture".split())
 """Type heads of places through which containment is read."""
 UNSTATED_MODIFIERS = frozenset("large small big little major minor famous important notable prominent common populous "
-                               "largest biggest".split())
-"""Modifiers a reader grants a page that does not write them (an Iguanodon page need not say "extinct")."""
+                               "largest biggest narrative".split())
+"""Modifiers a reader grants a page that does not write them (an Iguanodon page need not say "extinct"; the
+Aeneid, "a Latin epic poem that tells the legendary story of Aeneas", is a narrative poem)."""
 _EXTINCT = re.compile(r"\b(?:extinct|fossils?|million years ago|dinosaurs?|Cretaceous|Jurassic|Triassic|Permian|"
                       r"Carboniferous|Devonian|Pleistocene|Miocene|Eocene)\b", re.I)
 MAX_NAMES = 400

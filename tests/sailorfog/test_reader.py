@@ -158,3 +158,20 @@ def test_a_title_that_ends_in_a_common_noun_says_what_the_page_is(default_wiki):
         assert index.ids["Martial arts"] in arts and index.ids["Karate"] in arts
     finally:
         sim.close()
+
+
+def test_a_reader_grants_narrative_to_a_poem_that_tells_a_story(default_wiki):
+    """Blind play (seed 10505): "A narrative poem has ties to the second poet" was Ovid (Metamorphoses, "a Latin
+    narrative poem"), but the Aeneid, "a Latin epic poem that tells the legendary story of Aeneas", is one too, and
+    Virgil stood beside Ovid on the Trojan War's page."""
+    from sailorfog.statements import Statement
+
+    sim = WikiSim(default_wiki)
+    try:
+        index = open_corpus_index(sim)
+        reader = PlainReader(index, sim)
+        narrative = Statement("Dt", "type", "D", value="narrative poem",
+                              checks=[{"type": "type", "node": "D", "words": ["narrative", "poem"]}])
+        assert {index.ids["Metamorphoses"], index.ids["Aeneid"]} <= reader.type_pages(narrative)
+    finally:
+        sim.close()
