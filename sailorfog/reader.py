@@ -89,8 +89,10 @@ TYPE_SYNONYMS = (
     frozenset("conflict war battle".split()),
     frozenset("style movement school era period".split()),
     frozenset("period era epoch age phase".split()),
+    frozenset("drama play opera operetta tragedy".split()),
 )
-"""Heads a reader takes for one another ("a politician" fits a statesman who led a country)."""
+"""Heads a reader takes for one another ("a politician" fits a statesman who led a country; "a drama" an opera,
+as the corpus's Drama page says: "a play, opera, mime, ballet")."""
 
 
 _ADJECTIVE_ENDINGS = "n|an|ian|ese|i"

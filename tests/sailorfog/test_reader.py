@@ -175,3 +175,21 @@ def test_a_reader_grants_narrative_to_a_poem_that_tells_a_story(default_wiki):
         assert {index.ids["Metamorphoses"], index.ids["Aeneid"]} <= reader.type_pages(narrative)
     finally:
         sim.close()
+
+
+def test_a_reader_takes_an_opera_for_a_drama(default_wiki):
+    """Blind play (seed 10606): "A drama is associated with the second city" was Munich (Tristan und Isolde, "a
+    music drama"), but La bohème, "set in Paris", is an opera, and the corpus's Drama page counts "a play, opera,
+    mime, ballet": Paris, where Brâncuși studied too, was a second answer."""
+    from sailorfog.reader import synonyms
+    from sailorfog.statements import Statement
+
+    assert {"play", "opera"} <= synonyms("drama")
+    sim = WikiSim(default_wiki)
+    try:
+        index = open_corpus_index(sim)
+        reader = PlainReader(index, sim)
+        drama = Statement("Dt", "type", "D", value="drama", checks=[{"type": "type", "node": "D", "words": ["drama"]}])
+        assert {index.ids["Tristan und Isolde"], index.ids["La bohème"]} <= reader.type_pages(drama)
+    finally:
+        sim.close()
