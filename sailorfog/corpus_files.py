@@ -25,7 +25,7 @@ from sailorfog.describe import PERSON_HEADS, defining_type, type_key
 from sailorfog.text import display_title, numbers, years
 from wiki_sim.focus import tokenize
 
-FORMAT = 15
+FORMAT = 16
 NO_YEAR = int(np.iinfo(np.int32).min)
 SEP = "\x1f"
 _FLUSH = 1 << 20

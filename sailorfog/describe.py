@@ -74,7 +74,8 @@ _EST_NOUNS = frozenset("forest interest contest conquest protest request priest 
 _ADJECTIVES = frozenset("narrow broad wide common rare early late modern ancient major minor main public private "
                         "human natural social political economic cultural civil military federal royal imperial "
                         "often also usually generally typically mostly widely long short similar tall high low new "
-                        "old great big little various different single important famous popular well widespread".split())
+                        "old great big little various different single important famous popular well widespread vast "
+                        "huge immense enormous tiny".split())
 _LEADING = frozenset("a an the one largest smallest biggest most least first second third fourth fifth only main "
                      "chief oldest best".split())
 _PARTICIPLES = frozenset("spoken written known born made found held seen given taken worn grown shown built "
@@ -195,12 +196,22 @@ def _first_nominal(words: list[str]) -> tuple[list[str], bool]:
             return _conjunct(words[:i]), True
         if low in _DETERMINERS:
             return words[:i], True
+        if _ed_participle(low) and _prenominal(words[:i], nxt):
+            continue  # "a vast elevated plateau", "a densely populated city": the -ed word modifies the noun after it
         if _ed_participle(low) or low in _PARTICIPLES or low in _POST_ADJECTIVES:
             return _conjunct(words[:i]), True
         if low.endswith("ing") and nxt and (nxt in _DETERMINERS or nxt in _PREPOSITIONS
                                             or words[i + 1][:1].isupper()):
             return _conjunct(words[:i]), True
     return _conjunct(words), False
+
+
+def _prenominal(before: list[str], nxt: str) -> bool:
+    """Whether an -ed word between ``before`` and ``nxt`` modifies a noun that follows ("vast elevated plateau"):
+    only modifiers stand before it (adjectives of :data:`_ADJECTIVES`, adverbs, -ous, -ful and -ive words) and a
+    lower-case word that is no adverb comes after ("a dish served cold" keeps its noun)."""
+    return bool(nxt) and nxt.isalpha() and nxt.islower() and not nxt.endswith("ly") and all(
+        w.lower() in _ADJECTIVES or w.lower().endswith(("ly", "ous", "ful", "ive")) for w in before)
 
 
 def _conjunct(words: list[str]) -> list[str]:
@@ -292,10 +303,26 @@ def find_name(text: str, name: str) -> int:
     return -1
 
 
+_POSSESSED = re.compile(r"^(?:[Ii]ts|[Hh]is|[Hh]er|[Tt]heir|(?:The\s+)?(?:[A-Z][\w\-]*\s+){0,4}(?:[a-z][\w\-]*\s+)?"
+                        r"[\w\-]+(?:['’]s|s['’]))\s+([\w\-]+(?:\s+[\w\-]+){0,2})")
+"""A subject that is something the entity has ("Its capital and largest city is Kigali", "The Dada movement's
+principles were first collected in 1916"): the words after the possessive."""
+
+
+def possessed_subject(sentence: str) -> str:
+    """The words naming what the sentence's subject is of the entity's (after an adverbial lead-in), empty
+    when its subject is not a possessive ("Its capital", "The Dada movement's principles")."""
+    m = _POSSESSED.match(_LEAD_IN.sub("", sentence.strip()))
+    return m.group(1) if m else ""
+
+
 def sentence_subject_is(sentence: str, title: str, kind: str = "") -> bool:
     """Whether the sentence's subject is the entity of page ``title``: its opening words (after an
-    adverbial lead-in such as "In 1825,") name it, or a pronoun or "the <its type>" stands for it."""
+    adverbial lead-in such as "In 1825,") name it, or a pronoun or "the <its type>" stands for it; not
+    a possessive, whose subject is something the entity has (:func:`possessed_subject`)."""
     body = _LEAD_IN.sub("", sentence.strip())
+    if possessed_subject(body):
+        return False
     if _PRONOUN_SUBJECT.match(body):
         return True
     opening = [w.lower() for w in re.findall(r"[\w'\-]+", body)[:6]]
@@ -458,15 +485,27 @@ def loose_measure(sentence: str, raw: str, unit: str) -> str | None:
     return measure
 
 
+_MEASURE_NOUNS = frozenset("area population length elevation altitude height depth width size surface territory land "
+                           "total inhabitants residents summit peak diameter volume".split())
+"""Words of a possessive subject that keep a quantity the entity's own ("Its total area is ...")."""
+
+
+def of_a_part(sentence: str) -> bool:
+    """Whether the sentence's subject is a part of the entity other than a measure of it: "Its capital and largest
+    city is Kigali, ... at 1,567 metres above sea level" gives Kigali's elevation, not Rwanda's."""
+    said = possessed_subject(sentence)
+    return bool(said) and not _MEASURE_NOUNS & set(said.lower().split())
+
+
 def quantity_predicate(sentence: str, raw: str, unit: str) -> str | None:
     """What a quantity in a sentence measures of the page's entity, read from the words around it:
     ``"area"``, ``"length"``, ``"height"``, ``"elevation"``, ``"width"``, ``"depth"``, ``"population"`` or ``"count"``
     (islands, species, members, ...); ``None`` when the words do not say, or say it is something else:
-    a distance to another place ("196 kilometres east of Ottawa"), the people a war killed, a unit that
-    measures nothing of the entity by itself. Only these are stated, so that the question says what
-    the number is ("covering between 12,000 and 25,000 square kilometres")."""
+    a distance to another place ("196 kilometres east of Ottawa"), a part's (:func:`of_a_part`), the people a
+    war killed, a unit that measures nothing of the entity by itself. Only these are stated, so that the
+    question says what the number is ("covering between 12,000 and 25,000 square kilometres")."""
     at = sentence.find(raw)
-    if at < 0:
+    if at < 0 or of_a_part(sentence):
         return None
     before = sentence[max(0, at - 60):at].lower()
     after = sentence[at + len(raw):at + len(raw) + 60].lower()

@@ -50,6 +50,9 @@ def one_spelling(types: Mapping[str, str]) -> dict[str, str]:
             for label, kind in types.items()}
 
 
+_ORDINALS = ("first", "second", "third", "fourth")
+
+
 class _Refs:
     """How each entity is referred to: "a plant" the first time, "this plant" (or "the first plant"
     when two entities share a type) afterwards."""
@@ -77,10 +80,14 @@ class _Refs:
             self.introduced.append(label)
             # "another archipelagic country" would call the first country archipelagic too
             same_kind = any(self.types[lab] == kind for lab in earlier)
+            if len(earlier) > 1 and all(set(kind.split()) <= set(self.types[lab].split()) for lab in earlier):
+                # "another city" after two cities could be either's other; "a third landlocked country" would call
+                # both earlier countries landlocked, so only where every earlier one is said to be what this one is
+                return f"a {_ORDINALS[min(len(earlier), 3)]} {kind}"
             return f"another {kind}" if same_kind else f"{article(kind)} {kind}"
         same = [lab for lab in self.introduced if self._alike(lab, label)]
         if len(same) > 1:
-            return f"the {('first', 'second', 'third', 'fourth')[min(same.index(label), 3)]} {self._head(label)}"
+            return f"the {_ORDINALS[min(same.index(label), 3)]} {self._head(label)}"
         return f"this {self._head(label)}"
 
     def is_new(self, label: str) -> bool:
@@ -89,6 +96,18 @@ class _Refs:
 
 _ASSOCIATIONS = ("is connected with", "is associated with", "has ties to")
 """How a link with no stated predicate reads (a plain association, true of every link)."""
+
+
+_MADE_BY = re.compile(r"\b(written|composed|directed|designed|developed|produced|created|built) by\b")
+
+
+def made_by(s: Statement) -> str:
+    """A relation's predicate as written: "was made by" in the verb its sentence uses ("This novel was written by
+    a poet"; "was made by" a person would not write of a novel), any other predicate as it is."""
+    if s.predicate != "was made by":
+        return s.predicate
+    m = _MADE_BY.search(s.evidence.get("sentence", "") if s.evidence else "")
+    return f"was {m.group(1)} by" if m else s.predicate
 
 
 def _dateless(s: Statement, person: bool) -> bool:
@@ -261,7 +280,7 @@ class DescribedWriter:
         def verb(s: Statement) -> str:
             if s.predicate == "mentions":
                 return _ASSOCIATIONS[(digest + int(hashlib.sha1(s.id.encode()).hexdigest(), 16)) % 3]
-            return s.predicate
+            return made_by(s)
 
         sentences: list[str] = []
         last_subject, last_described = None, False

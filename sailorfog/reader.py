@@ -90,9 +90,11 @@ TYPE_SYNONYMS = (
     frozenset("style movement school era period".split()),
     frozenset("period era epoch age phase".split()),
     frozenset("drama play opera operetta tragedy".split()),
+    frozenset("discipline field science study subject branch".split()),
 )
 """Heads a reader takes for one another ("a politician" fits a statesman who led a country; "a drama" an opera,
-as the corpus's Drama page says: "a play, opera, mime, ballet")."""
+as the corpus's Drama page says: "a play, opera, mime, ballet"; "a discipline" political science, "a field which
+aims to study the scientific aspect of politics")."""
 
 
 _ADJECTIVE_ENDINGS = "n|an|ian|ese|i"

@@ -200,6 +200,12 @@ def lifespan(description: str) -> tuple[int, int] | None:
     return (born, died) if born <= died else None
 
 
+DENIED = re.compile(r"\b(?:wrongly|mistakenly|erroneously|falsely|incorrectly|misattributed|apocryphal(?:ly)?)\b",
+                    re.I)
+"""A sentence that denies what it dates ("The painting is sometimes wrongly thought to depict the French Revolution of
+1789"): no date of the entity."""
+
+
 def date_statements(index: CorpusIndex, label: str, title: str, text: str, sid: str,
                     rng: random.Random, life: tuple[int, int] | None = None) -> list[Statement]:
     """One statement per dated event of the page (events with a verb first), the year blurred to a period;
@@ -215,7 +221,7 @@ def date_statements(index: CorpusIndex, label: str, title: str, text: str, sid: 
         seen.add(year)
         if life and not life[0] <= year <= life[1]:
             continue
-        if year_in_name(d.get("sentence", ""), year):
+        if year_in_name(d.get("sentence", ""), year) or DENIED.search(d.get("sentence", "")):
             continue  # "Tchaikovsky ... the 1812 Overture": no event of his in the 1810s
         if year_of_another(d.get("sentence", ""), year, title) or event_of_another(d.get("sentence", ""), year):
             continue  # "Giuseppe Peano (1858–1932)" on Frege's page: Peano's birth, not a date of Frege's

@@ -193,3 +193,23 @@ def test_a_reader_takes_an_opera_for_a_drama(default_wiki):
         assert {index.ids["Tristan und Isolde"], index.ids["La bohème"]} <= reader.type_pages(drama)
     finally:
         sim.close()
+
+
+def test_a_reader_takes_a_field_of_study_for_a_discipline(default_wiki):
+    """Audit (seed 20808): "An Italian polymath ... is connected with a discipline whose name has two words" was civil
+    engineering ("a professional engineering discipline"), but Pareto's interests were "sociology, civil engineering,
+    economics, political science, and philosophy", and "Political science is a field which aims to study ... politics"
+    is a discipline to any reader."""
+    from sailorfog.reader import synonyms
+    from sailorfog.statements import Statement
+
+    assert {"field", "branch", "study"} <= synonyms("discipline")
+    sim = WikiSim(default_wiki)
+    try:
+        index = open_corpus_index(sim)
+        reader = PlainReader(index, sim)
+        discipline = Statement("Xt", "type", "X", value="discipline",
+                               checks=[{"type": "type", "node": "X", "words": ["discipline"]}])
+        assert {index.ids["Civil engineering"], index.ids["Political science"]} <= reader.type_pages(discipline)
+    finally:
+        sim.close()

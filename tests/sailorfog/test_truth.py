@@ -10,7 +10,8 @@ import envs  # noqa: F401
 
 from sailorfog.constraints import candidates, unary_pages
 from sailorfog.corpus_index import open_corpus_index
-from sailorfog.describe import date_event, defining_type, event_of_another, loose_measure, predicate, quantity_predicate
+from sailorfog.describe import (date_event, defining_type, event_of_another, loose_measure, possessed_subject, predicate,
+                                quantity_predicate, sentence_subject_is)
 from sailorfog.reader import PlainReader
 from sailorfog.prose import DescribedWriter, is_person
 from sailorfog.research import ResearchSynthesizer, answer_order, distinct_periods, repeats, task_entities
@@ -53,7 +54,12 @@ from wiki_sim import WikiSim
     ("Sesame Street is an American educational children's television series that combines puppetry.",
      ["children's", "television", "series"]),
     # an adjective before a comma modifies the head that follows it, and is no head itself
-    ("Uzbekistan is a sovereign, doubly landlocked country located in Central Asia.", []),
+    ("Uzbekistan is a sovereign, doubly landlocked country located in Central Asia.",
+     ["doubly", "landlocked", "country"]),
+    # an -ed word after modifiers modifies the noun after it (seed-0 synthesis: "A vast has ties to an inland province")
+    ("The Tibetan Plateau is a vast elevated plateau located at the intersection of Central, South, and East Asia.",
+     ["vast", "elevated", "plateau"]),
+    ("Gazpacho is a cold soup served cold.", ["cold", "soup"]),
     ("The osprey is a diurnal, fish-eating bird of prey with a cosmopolitan range.", ["fish-eating", "bird"]),
     ("Epithelium is a thin, continuous, protective layer of cells.", ["protective", "layer"]),
     ("Escherichia coli is a gram-negative, facultative anaerobic, rod-shaped, coliform bacterium.",
@@ -228,7 +234,25 @@ def test_another_is_said_only_of_an_entity_of_the_same_kind():
                   link("rBX", "B", "X")]
     question = DescribedWriter().write(statements, {s.subject: s.value for s in statements if s.kind == "type"})
     assert "another archipelagic country" not in question and "an archipelagic country" in question, question
-    assert "another country" in question, question
+    assert "a third country" in question, question  # after two countries "another" could be either's other
+
+
+def test_a_third_entity_of_a_kind_is_the_third():
+    """Blind play (seed 10707): "A city is connected with this organization, and is connected with another city
+    ... Another city is connected with the second city. What is the second city?": the second "another city"
+    read as the first one again, and "the second city" could be either."""
+    link = lambda sid, a, b: _s(sid, "relation", a, predicate="mentions", object=b,  # noqa: E731
+                                checks=[{"type": "link", "a": a, "b": b}])
+    statements = [_type("B", "city"), _type("C", "intergovernmental organization"), _type("X", "city"),
+                  _type("D", "city"), link("rBC", "B", "C"), link("rBX", "B", "X"), link("rDX", "D", "X")]
+    question = DescribedWriter().write(statements, {s.subject: s.value for s in statements if s.kind == "type"})
+    assert "another city" in question and "a third city" in question.lower(), question
+    assert question.count("another city") == 1 and "the second city" in question, question
+    # seed-0 synthesis: "a landlocked country ... a country ... a third landlocked country" called both landlocked
+    statements = [_type("B", "landlocked country"), _type("C", "country"), _type("X", "landlocked country"),
+                  link("rBC", "B", "C"), link("rBX", "B", "X"), link("rCX", "C", "X")]
+    question = DescribedWriter().write(statements, {s.subject: s.value for s in statements if s.kind == "type"})
+    assert "another landlocked country" in question and "third landlocked" not in question, question
 
 
 def test_research_questions_hide_intermediates_letters_and_read_at_length(default_sim, default_wiki):
@@ -598,6 +622,10 @@ def test_the_article_follows_the_sound():
     ("It measures about 2,000 km (1,200 mi) across and about 2,800 km (1,700 mi) from north to south.", "2,800 km", "km",
      None),
     ("The distance to the coast is 300 km.", "300 km", "km", None),
+    # a part's quantity (audit, seed 20808: Rwanda "lying at an elevation of between 1,000 and 2,100 metres")
+    ("Its capital and largest city is Kigali, located at the centre of the country, at 1,567 metres above sea level.",
+     "1,567 metres", "metres", None),
+    ("Its total area is 26,338 km2 (10,169 sq mi).", "26,338 km2", "km2", "area"),
     ("About 3,000 people were killed in the fighting.", "3,000 people", "people", None),
     ("The city had 3,000 people.", "3,000 people", "people", None),
     # another unit's head count (Florence: 361,625 its own)
@@ -810,3 +838,44 @@ def test_two_spellings_of_one_type_noun_read_as_one():
     assert "organization" not in question and "another intergovernmental organisation" in question, question
     assert "theater" not in question and "another theatre" in question, question
     assert "this organisation" not in question, question  # two of them: "the first/second organisation"
+
+
+@pytest.mark.parametrize("sentence, title, said, subject", [
+    ("The Dada movement's principles were first collected in Hugo Ball's Dada Manifesto in 1916.", "Dada",
+     "principles were first", False),
+    ("Tolstoy's War and Peace was published in 1869.", "Leo Tolstoy", "War and Peace", False),
+    ("In 1850, its population was 20,000.", "Kigali", "population was 20", False),
+    ("Dada was Hugo Ball's idea in 1916.", "Dada", "", True),
+    ("It was founded in 1916.", "Dada", "", True),
+])
+def test_a_possessive_subject_is_something_the_entity_has(sentence, title, said, subject):
+    """Audit (seed 20808): "An art movement which was collected in the first half of the 20th century" from "The Dada
+    movement's principles were first collected in ... 1916": the principles were collected, not the movement."""
+    assert possessed_subject(sentence) == said
+    assert sentence_subject_is(sentence, title) is subject
+
+
+def test_a_date_a_page_denies_is_no_date_of_it(default_sim):
+    """Audit (seed 20808): "A painting tied to dates in the late 1780s and the 1830s" from "The painting is sometimes
+    wrongly thought to depict the French Revolution of 1789"."""
+    text = ("Liberty Leading the People is a painting by Eugène Delacroix commemorating the July Revolution of 1830. "
+            "The painting is sometimes wrongly thought to depict the French Revolution of 1789.")
+    stated = date_statements(default_sim[1], "X", "Liberty Leading the People", text, "Xd",
+                             __import__("random").Random(0))
+    years = [(s.checks[0]["lo"], s.checks[0]["hi"]) for s in stated]
+    assert any(lo <= 1830 <= hi for lo, hi in years) and not any(lo <= 1789 <= hi for lo, hi in years), years
+
+
+def test_made_by_reads_in_the_verb_of_its_sentence():
+    """Audit (seed 20808): "This novel was made by a poet" for "a novel in verse written by Alexander Pushkin"."""
+    link = lambda sid, a, b, sentence: _s(sid, "relation", a, predicate="was made by", object=b,  # noqa: E731
+                                          checks=[{"type": "link", "a": a, "b": b}],
+                                          evidence={"title": "t", "url": "u", "sentence": sentence})
+    statements = [_type("B", "novel"), _type("X", "poet"), _type("C", "opera"), _type("D", "composer"),
+                  link("rBX", "B", "X", "Eugene Onegin, A Novel in Verse is a novel in verse written by Alexander "
+                       "Pushkin."),
+                  link("rCD", "C", "D", "Eugene Onegin is an opera composed by Pyotr Ilyich Tchaikovsky."),
+                  _s("rBC", "relation", "C", predicate="mentions", object="B", checks=[{"type": "link", "a": "C",
+                                                                                         "b": "B"}])]
+    question = DescribedWriter().write(statements, {s.subject: s.value for s in statements if s.kind == "type"})
+    assert "was written by" in question and "was composed by" in question and "made by" not in question, question
