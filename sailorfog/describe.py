@@ -97,7 +97,9 @@ PERSON_HEADS = frozenset(
     "officer monarch".split())
 """Type heads that make an entity a person (asked with "who", describable as "a person")."""
 # Other names in a defining sentence.
-_ALSO = re.compile(r"\b(?:also (?:known|called|referred to) as|also spelled|commonly known as|better known as|"
+_ALSO = re.compile(r"\b(?:also (?:known|called|referred to) as|also spelled|"
+                   r"(?:commonly|better|widely|popularly|usually) known (?:mononymously |simply )?as|"
+                   r"known mononymously as|"
                    r"often (?:simply )?(?:called|referred to as)|or simply)\s+(?:(?:the|a|an)\s+)?"
                    r"([A-Z][\w'\-]*(?:\s+[A-Z][\w'\-]*){0,4})")
 

@@ -10,7 +10,8 @@ such as Timbuktu and Djenné" gives Djenné with Timbuktu. A peer is
 - for an actor or actress, any name in a sentence of the cast ("stars", "starring", "cast") among the
   three from the one that names the answer, or
 - any name the text gives a word of the answer's type in apposition ("the provincial capital, Quebec
-  City" beside "the national capital, Ottawa", for "a capital city"), or
+  City" beside "the national capital, Ottawa", for "a capital city"), and for "a person" any name it gives
+  a person's role ("Augusto Pinochet's spy chief, Manuel Contreras"), or
 - for a city, town or other settlement, any name the text writes with a place's page after a comma ("Born
   in Lausanne, Switzerland", beside "grew up in Havana, Cuba") or before a noun of places ("4 Zhangzhou
   districts", beside Quanzhou).
@@ -26,6 +27,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from typing import Any, Callable, Iterable, Mapping
+
+from sailorfog.describe import PERSON_HEADS
 
 _WORD = r"[A-Z][\w'’-]*\.?"
 NAME = re.compile(_WORD + r"(?:\s+(?:(?:de|da|di|do|dos|van|von|der|den|del|della|la|le|du|bin|ibn|al|y)\s+)?"
@@ -92,6 +95,19 @@ def typed(text: str, kind: str) -> set[str]:
             if _is_name(_clean(m.group(1)))}
 
 
+ROLE_NOUNS = PERSON_HEADS | frozenset("chief head secretary minister spokesman spokeswoman adviser advisor aide deputy "
+                                     "agent officer official commander".split())
+"""Nouns that make a name in apposition a person's ("spy chief, Manuel Contreras"), for "a person"."""
+_ROLE_APPOSITION = re.compile(r"\b(?:" + "|".join(sorted(ROLE_NOUNS)) + r")s?,\s+(" + NAME.pattern + ")")
+
+
+def persons(text: str) -> set[str]:
+    """The names that ``text`` gives a person's role in apposition ("Augusto Pinochet's spy chief, Manuel
+    Contreras, invited ..."): people for a reader asked for "a person"."""
+    return {_clean(m.group(1)) for sentence in _SENTENCE_END.split(text[:MAX_TEXT])
+            for m in _ROLE_APPOSITION.finditer(sentence) if _is_name(_clean(m.group(1)))}
+
+
 def located(text: str, is_place: Callable[[str], bool]) -> set[str]:
     """The names that ``text`` writes with a place after a comma ("Born in Lausanne, Switzerland") or before
     a noun of places ("4 Zhangzhou districts"): places for a reader."""
@@ -114,6 +130,8 @@ def peers(text: str, name: str, cast: bool = False, is_page: Callable[[str], boo
     out: set[str] = {n for n in typed(text, kind) if name not in n} if kind else set()
     if kind and kind.split()[-1].lower() in SETTLEMENT_HEADS:
         out |= {n for n in located(text, is_place) if name not in n}
+    if kind and kind.split()[-1].lower() == "person":
+        out |= {n for n in persons(text) if name not in n}
     for i, sentence in enumerate(sentences):
         if name not in sentence:
             continue

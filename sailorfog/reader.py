@@ -31,7 +31,7 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from sailorfog.constraints import unary_pages
 from sailorfog.corpus import CorpusIndex
-from sailorfog.describe import PERSON_HEADS, first_sentence, loose_measure
+from sailorfog.describe import PERSON_HEADS, first_sentence, loose_measure, other_names
 from sailorfog.extract import extract_numbers
 from sailorfog.statements import Statement
 from sailorfog.text import display_title
@@ -282,6 +282,7 @@ class PlainReader:
                                                                                     repr=False)
     _place_keys: dict[str, set[int]] | None = field(default=None, repr=False)
     _measures: OrderedDict[int, frozenset[str]] = field(default_factory=OrderedDict, repr=False)
+    _aliases: dict[int, tuple[str, ...]] = field(default_factory=dict, repr=False)
 
     # --- what the reader accepts for one entity ------------------------------------------
     def defining_words(self) -> dict[str, set[int]]:
@@ -289,11 +290,15 @@ class PlainReader:
         Russian writer, poet and painter", up to the first relative clause or preposition), a plural
         also as its singular ("the Dnieper is one of the major transboundary rivers": a river), or whose
         title ends in it lower-case (:func:`title_head`: "Martial arts" are an art, whatever their
-        defining sentence says)."""
+        defining sentence says). The same pass reads the other names each first sentence gives
+        (:func:`~sailorfog.describe.other_names`), by which a reader also knows the page."""
         if self._defining is None:
             words: dict[str, set[int]] = {}
             for pid in range(len(self.index)):
                 said = tokenize(defining_phrase(self.text(pid))) + title_head(self.index.titles[pid])
+                known = tuple(n for n in other_names(self.text(pid)) if len(n) >= 4)
+                if known:  # "Dante Alighieri, widely known mononymously as Dante"
+                    self._aliases[pid] = known
                 for w in {form for w in said for form in (w, singular(w))}:
                     words.setdefault(w, set()).add(pid)
             self._defining = words
@@ -440,11 +445,13 @@ class PlainReader:
         return {q for _, q in self._mention_pairs(texts_of, names, every=True)} if names else set()
 
     def _names(self, pages: Iterable[int]) -> dict[str, int]:
-        """Each page's title and short title (four characters or more) -> the page."""
+        """Each page's title, short title and the other names its defining sentence gives ("widely known
+        mononymously as Dante"), four characters or more -> the page."""
         names = {}
+        self.defining_words()  # reads the other names
         for p in pages:
             title = self.index.titles[p]
-            for n in {title, display_title(title)}:
+            for n in {title, display_title(title), *self._aliases.get(p, ())}:
                 if len(n) >= 4:
                     names[n] = p
         return names

@@ -92,10 +92,16 @@ def type_statement(index: CorpusIndex, label: str, title: str, text: str, sid: s
             break
         chosen, count = words[-k:], n
     value = " ".join(chosen)
-    if value.isupper():
+    if value.isupper() or value.lower() in BARE_VAGUE:
         return None
     return Statement(sid, "type", label, value=value, checks=[{"type": "type", "node": label, "words": chosen}],
                      evidence=evidence, alone=count)
+
+
+BARE_VAGUE = frozenset("response system method technique approach model framework principle medium process "
+                       "concept".split())
+"""Heads that say nothing a reader can act on without their modifier: "A response whose name is a single word has
+ties to this naturalist" (Disgust, "an emotional response"; blind play, seed 10808) is no type statement."""
 
 
 def _type_size(index: CorpusIndex, words: list[str]) -> int:
@@ -206,6 +212,13 @@ DENIED = re.compile(r"\b(?:wrongly|mistakenly|erroneously|falsely|incorrectly|mi
 1789"): no date of the entity."""
 
 
+def commemoration(sentence: str, year: int) -> bool:
+    """Whether the sentence dates to ``year`` only the anniversary of another event ("after the 1919 centennial of its
+    author's birth" on Moby-Dick's page, published in 1851)."""
+    return re.search(rf"\b{year}\s+(?:\w+\s+){{0,2}}(?:centennial|centenary|bicentennial|bicentenary|tercentenary|"
+                     r"anniversary|jubilee)\b", sentence, re.I) is not None
+
+
 def date_statements(index: CorpusIndex, label: str, title: str, text: str, sid: str,
                     rng: random.Random, life: tuple[int, int] | None = None) -> list[Statement]:
     """One statement per dated event of the page (events with a verb first), the year blurred to a period;
@@ -221,7 +234,8 @@ def date_statements(index: CorpusIndex, label: str, title: str, text: str, sid: 
         seen.add(year)
         if life and not life[0] <= year <= life[1]:
             continue
-        if year_in_name(d.get("sentence", ""), year) or DENIED.search(d.get("sentence", "")):
+        if year_in_name(d.get("sentence", ""), year) or DENIED.search(d.get("sentence", "")) \
+                or commemoration(d.get("sentence", ""), year):
             continue  # "Tchaikovsky ... the 1812 Overture": no event of his in the 1810s
         if year_of_another(d.get("sentence", ""), year, title) or event_of_another(d.get("sentence", ""), year):
             continue  # "Giuseppe Peano (1858–1932)" on Frege's page: Peano's birth, not a date of Frege's

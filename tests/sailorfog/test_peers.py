@@ -47,6 +47,15 @@ def test_a_name_given_the_answers_type_in_apposition_is_a_peer():
     assert typed("It trades with the capital, Ottawa's port.", "capital") == {"Ottawa"}
 
 
+def test_a_name_given_a_persons_role_in_apposition_is_a_peer_of_a_person():
+    """Blind play (seed 10808): "This campaign is associated with a person. Who is this person?" was Augusto Pinochet,
+    but Operation Condor's page names his spy chief too, who has no page."""
+    text = ("In 1975, Chilean dictator Augusto Pinochet's spy chief, Manuel Contreras, invited 50 intelligence officers "
+            "to Santiago. The operation, the first of its kind, grew.")
+    assert peers(text, "Augusto Pinochet", kind="person") == {"Manuel Contreras"}
+    assert peers(text, "Augusto Pinochet", kind="dictator") == set()
+
+
 def test_a_settlement_written_with_a_place_after_a_comma_is_a_peer_of_a_city():
     """Alejo Carpentier was "Born in Lausanne, Switzerland ... grew up in Havana, Cuba": "a city" tied to the
     novelist is Lausanne as much as Havana (blind play, seed 9999: Lausanne has no page)."""

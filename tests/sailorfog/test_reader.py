@@ -86,8 +86,9 @@ def test_an_ascii_name_in_the_lower_case_text_is_found_exactly_as_its_pattern_fi
 
 def _reference_mentions(reader: PlainReader, texts_of, names_of, defining: bool = False) -> set[int]:
     """The reading the fast paths must equal: one pattern of every name over every text."""
-    names = {n for p in names_of for n in {reader.index.titles[p], display_title(reader.index.titles[p])}
-             if len(n) >= 4}
+    reader.defining_words()  # the other names of the pages' first sentences ("known mononymously as Dante")
+    names = {n for p in names_of for n in {reader.index.titles[p], display_title(reader.index.titles[p]),
+                                           *reader._aliases.get(p, ())} if len(n) >= 4}
     if not names:
         return set()
     ordered = sorted(names, key=len, reverse=True)
@@ -211,5 +212,21 @@ def test_a_reader_takes_a_field_of_study_for_a_discipline(default_wiki):
         discipline = Statement("Xt", "type", "X", value="discipline",
                                checks=[{"type": "type", "node": "X", "words": ["discipline"]}])
         assert {index.ids["Civil engineering"], index.ids["Political science"]} <= reader.type_pages(discipline)
+    finally:
+        sim.close()
+
+
+def test_a_reader_knows_a_page_by_the_other_name_its_first_sentence_gives(default_wiki):
+    """Audit (seed 20909): "This poet is connected with a writer. This writer is connected with another poet whose name
+    is a single word" was Petrarch (through Boccaccio), but Luís de Camões, "a Portuguese poet", is compared "to that of
+    Shakespeare, Milton, Vondel, Homer, Virgil and Dante", and Dante Alighieri is "widely known mononymously as
+    Dante": Homer and Virgil were second answers."""
+    sim = WikiSim(default_wiki)
+    try:
+        index = open_corpus_index(sim)
+        reader = PlainReader(index, sim)
+        ids = index.ids
+        assert "Dante" in reader._names([ids["Dante Alighieri"]])
+        assert reader._mentions([ids["Luís de Camões"]], [ids["Dante Alighieri"]]) == {ids["Luís de Camões"]}
     finally:
         sim.close()

@@ -879,3 +879,26 @@ def test_made_by_reads_in_the_verb_of_its_sentence():
                                                                                          "b": "B"}])]
     question = DescribedWriter().write(statements, {s.subject: s.value for s in statements if s.kind == "type"})
     assert "was written by" in question and "was composed by" in question and "made by" not in question, question
+
+
+def test_an_anniversary_is_no_date_of_the_page(default_sim):
+    """Audit (seed 20909): "An epic novel tied to a date in the 1910s" was Moby-Dick, "an 1851 epic novel", by "after
+    the 1919 centennial of its author's birth"."""
+    text = ("Moby-Dick is an epic novel by American writer Herman Melville, first published in 1851. Its reputation "
+            "as a Great American Novel "
+            "was established only in the 20th century, after the 1919 centennial of its author's birth.")
+    stated = date_statements(default_sim[1], "X", "Moby-Dick", text, "Xd", __import__("random").Random(0))
+    years = [(s.checks[0]["lo"], s.checks[0]["hi"]) for s in stated]
+    assert any(lo <= 1851 <= hi for lo, hi in years) and not any(lo <= 1919 <= hi for lo, hi in years), years
+
+
+def test_a_head_that_says_nothing_alone_is_no_type(default_sim):
+    """Blind play (seed 10808): "A response whose name is a single word has ties to this naturalist" (Disgust, "an
+    emotional response"): no reader can act on "a response", nor on "a system" or "a medium"."""
+    from sailorfog.statements import BARE_VAGUE, type_statement
+
+    sim, index = default_sim
+    for title in ("Disgust", "Totalitarianism", "Magnetic tape"):
+        stated = type_statement(index, "E", title, (sim.page(title) or {}).get("text", ""), "Et")
+        assert stated is None or stated.value.lower() not in BARE_VAGUE, (title, stated)
+    assert type_statement(index, "E", "Paris", (sim.page("Paris") or {}).get("text", ""), "Et") is not None
