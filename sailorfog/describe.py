@@ -96,6 +96,11 @@ PERSON_HEADS = frozenset(
     "disciple rabbi imam scientist-inventor astronaut cosmonaut aviator pilot chef figure nationalist stateswoman "
     "officer monarch".split())
 """Type heads that make an entity a person (asked with "who", describable as "a person")."""
+PLACE_HEADS = frozenset("country state city town village region province island continent sea ocean river lake "
+                        "mountain range capital kingdom empire territory county district peninsula archipelago "
+                        "republic nation area basin valley desert plateau coast bay gulf strait municipality "
+                        "metropolis prefecture".split())
+"""Type heads of places (through which a reader reads containment)."""
 # Other names in a defining sentence.
 _ALSO = re.compile(r"\b(?:also (?:known|called|referred to) as|also spelled|"
                    r"(?:commonly|better|widely|popularly|usually) known (?:mononymously |simply )?as|"

@@ -31,7 +31,7 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from sailorfog.constraints import unary_pages
 from sailorfog.corpus import CorpusIndex
-from sailorfog.describe import PERSON_HEADS, first_sentence, loose_measure, other_names
+from sailorfog.describe import PERSON_HEADS, PLACE_HEADS, first_sentence, loose_measure, other_names
 from sailorfog.extract import extract_numbers
 from sailorfog.statements import Statement
 from sailorfog.text import display_title
@@ -43,11 +43,6 @@ PLACE_PREDICATES = frozenset([
     "is produced in", "flows through", "is part of", "lived in", "is native to",
 ])
 """Predicates that a reader reads as containment in a place (their paraphrases map onto these)."""
-PLACE_HEADS = frozenset("country state city town village region province island continent sea ocean river lake "
-                        "mountain range capital kingdom empire territory county district peninsula archipelago "
-                        "republic nation area basin valley desert plateau coast bay gulf strait municipality "
-                        "metropolis prefecture".split())
-"""Type heads of places through which containment is read."""
 UNSTATED_MODIFIERS = frozenset("large small big little major minor famous important notable prominent common populous "
                                "largest biggest narrative".split())
 """Modifiers a reader grants a page that does not write them (an Iguanodon page need not say "extinct"; the

@@ -18,8 +18,8 @@ from typing import Any, Literal
 
 from sailorfog.constraints import linked_size, unary_size
 from sailorfog.corpus import CorpusIndex
-from sailorfog.describe import (PERSON_HEADS, date_event, defining_type, event_of_another, find_name,
-                                first_sentence, predicate, quantity_predicate, sentence_subject_is)
+from sailorfog.describe import (PERSON_HEADS, PLACE_HEADS, date_event, defining_type, event_of_another,
+                                find_name, first_sentence, predicate, quantity_predicate, sentence_subject_is)
 from sailorfog.extract import extract_dates, extract_numbers
 from sailorfog.text import display_title
 from sailorfog.uncertainty import period
@@ -457,6 +457,21 @@ def other_place(sim: Any, target: str, sentence: str, anchor: str) -> bool:
     return find_name((sim.page(target) or {}).get("text", ""), qualifier) < 0
 
 
+def article_of_another(index: CorpusIndex, sim: Any, target: str, sentence: str, anchor: str) -> bool:
+    """Whether the sentence writes the linked name with "the" where its target's page never does: "the Argentine
+    provinces of the Mesopotamia" name Argentina's region, not the Mesopotamia of West Asia; "the St. Louis
+    Post-Dispatch" and "the Franz Kafka Prize" name no city and no writer. (A name its page writes with "the", "the
+    Levant", and a possessive, "the Earth's surface", are the page's.) Read of places only."""
+    kind = index.page_type[index.ids[target]] if target in index.ids else ()
+    if not kind or kind[-1].lower() not in PLACE_HEADS or not anchor[:1].isupper() \
+            or anchor.lower().startswith("the "):
+        return False  # of a place only: "the Earth", "the Latin", "the Nobel Prize" are idioms
+    if not re.search(r"\bthe\s+" + re.escape(anchor) + r"(?![\w\-]|['’]s\b)", sentence):
+        return False  # "the Earth's surface" is Earth's
+    own = (sim.page(target) or {}).get("text", "")[:20_000]
+    return re.search(r"\b[Tt]he\s+" + re.escape(anchor) + r"(?![\w\-])", own) is None
+
+
 _NAME_END = re.compile(r"\s\(|\s(?:was|is|were|are)\s|,")
 _NAME_PARTICLES = {"van", "von", "de", "da", "di", "del", "der", "den", "du", "la", "le", "bin", "ibn", "al", "y"}
 
@@ -490,7 +505,7 @@ def relation_statement(index: CorpusIndex, sim: Any, a: tuple[str, str], b: tupl
         if found and not modifier_use(*found) and not other_place(sim, ot, *found) \
                 and not own_name(index, st, found[1], found[0]) and not inside_longer_name(*found) \
                 and not figurative_use(*found) and not adverbial_period(index, ot, *found) \
-                and not namesake_person(index, ot, *found):
+                and not namesake_person(index, ot, *found) and not article_of_another(index, sim, ot, *found):
             sentence, anchor = found
             kind = " ".join(index.page_type[index.ids[st]]) if st in index.ids else ""
             options.append((predicate(sentence, anchor, st, kind) or "mentions", sl, ol, st, sentence))

@@ -902,3 +902,17 @@ def test_a_head_that_says_nothing_alone_is_no_type(default_sim):
         stated = type_statement(index, "E", title, (sim.page(title) or {}).get("text", ""), "Et")
         assert stated is None or stated.value.lower() not in BARE_VAGUE, (title, stated)
     assert type_statement(index, "E", "Paris", (sim.page("Paris") or {}).get("text", ""), "Et") is not None
+
+
+def test_a_place_written_with_the_where_its_page_never_is_another(default_sim):
+    """Audit (seed 21010): "A major river ... is connected with a region. A Semitic language is connected with this
+    region" was Mesopotamia, through the Uruguay River's "the Argentine provinces of the Mesopotamia": Argentina's
+    region, not the Mesopotamia of West Asia that Aramaic spread to."""
+    from sailorfog.statements import article_of_another, link_sentence
+
+    sim, index = default_sim
+    found = link_sentence(sim, "Uruguay River", "Mesopotamia")
+    assert found and article_of_another(index, sim, "Mesopotamia", *found)
+    assert article_of_another(index, sim, "Niger", "It is located on the Niger River, near the rapids.", "Niger")
+    assert not article_of_another(index, sim, "Mesopotamia", *link_sentence(sim, "Aramaic", "Mesopotamia"))
+    assert not article_of_another(index, sim, "Earth", "A day is a full rotation of the Earth.", "Earth")
