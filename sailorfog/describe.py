@@ -260,6 +260,22 @@ def type_key(words: Iterable[str]) -> list[str]:
     return [t for w in words for t in tokenize(w)]
 
 
+_SUBJECT = re.compile(r"^(?:The\s+)?([^,;:()]{2,80}?)\s+(?:is|was|are|were)\s")
+_PARTICLE = r"of|the|and|de|du|da|del|von|van|upon|on"
+_NAME_PART = re.compile(rf"(?:[A-Z][\w'’\-]*|{_PARTICLE})(?:\s+(?:[A-Z][\w'’\-]*|{_PARTICLE}))*")
+
+
+def subject_names(text: str) -> list[str]:
+    """The names the first sentence gives its subject ("The Amur River or Heilong River is ..." -> "Amur River",
+    "Heilong River"): what a reader may answer with."""
+    m = _SUBJECT.match(first_sentence(text, 300))
+    if not m:
+        return []
+    parts = [p.strip() for p in re.split(r"\s+or\s+", m.group(1))]
+    return [p for p in parts if p[:1].isupper() and len(p.split()) <= 5 and _NAME_PART.fullmatch(p)
+            and p not in ("It", "He", "She", "They", "This", "These", "There")]
+
+
 def other_names(text: str) -> list[str]:
     """Alternative names the defining sentence gives ("also known as ...", "or simply ...")."""
     return list(dict.fromkeys(m.group(1).strip() for m in _ALSO.finditer(first_sentence(text, 600))))

@@ -87,8 +87,14 @@ class _Refs:
             return f"another {kind}" if same_kind else f"{article(kind)} {kind}"
         same = [lab for lab in self.introduced if self._alike(lab, label)]
         if len(same) > 1:
-            return f"the {_ORDINALS[min(same.index(label), 3)]} {self._head(label)}"
+            return f"the {_ORDINALS[min(same.index(label), 3)]} {self._shared(label, same)}"
         return f"this {self._head(label)}"
+
+    def _shared(self, label: str, same: list[str]) -> str:
+        """The noun by which entities alike are counted: their head, or a word all their types share ("an island
+        ... an island country": the first and the second island; "the second country" would count one country)."""
+        common = [w for w in self.types[label].split() if all(w in self.types[lab].split() for lab in same)]
+        return common[-1] if common else self._head(label)
 
     def is_new(self, label: str) -> bool:
         return label not in self.introduced

@@ -212,11 +212,14 @@ DENIED = re.compile(r"\b(?:wrongly|mistakenly|erroneously|falsely|incorrectly|mi
 1789"): no date of the entity."""
 
 
-def commemoration(sentence: str, year: int) -> bool:
-    """Whether the sentence dates to ``year`` only the anniversary of another event ("after the 1919 centennial of its
-    author's birth" on Moby-Dick's page, published in 1851)."""
+def another_occasion(sentence: str, year: int) -> bool:
+    """Whether the sentence dates to ``year`` only an occasion of something else: an anniversary ("after the 1919
+    centennial of its author's birth" on Moby-Dick's page, published in 1851) or another one's life ("out of print
+    at the time of the author's death in 1891")."""
     return re.search(rf"\b{year}\s+(?:\w+\s+){{0,2}}(?:centennial|centenary|bicentennial|bicentenary|tercentenary|"
-                     r"anniversary|jubilee)\b", sentence, re.I) is not None
+                     r"anniversary|jubilee)\b", sentence, re.I) is not None \
+        or re.search(r"\b\w+['’]s?\s+(?:death|birth|funeral|wedding|marriage|retirement)\s+(?:\w+\s+){0,2}in\s+"
+                     rf"{year}\b", sentence) is not None
 
 
 def date_statements(index: CorpusIndex, label: str, title: str, text: str, sid: str,
@@ -235,7 +238,7 @@ def date_statements(index: CorpusIndex, label: str, title: str, text: str, sid: 
         if life and not life[0] <= year <= life[1]:
             continue
         if year_in_name(d.get("sentence", ""), year) or DENIED.search(d.get("sentence", "")) \
-                or commemoration(d.get("sentence", ""), year):
+                or another_occasion(d.get("sentence", ""), year):
             continue  # "Tchaikovsky ... the 1812 Overture": no event of his in the 1810s
         if year_of_another(d.get("sentence", ""), year, title) or event_of_another(d.get("sentence", ""), year):
             continue  # "Giuseppe Peano (1858–1932)" on Frege's page: Peano's birth, not a date of Frege's
@@ -281,12 +284,13 @@ Príncipe to anyone who knows the world (blind play, seed 9191)."""
 
 def name_words_statement(index: CorpusIndex, label: str, title: str, sid: str) -> Statement | None:
     """How many words the entity's name has (one to :data:`MAX_HINTED_WORDS`); not said of a hyphenated name
-    ("Timor-Leste": one word or two?), nor of a name with initials ("D. H. Lawrence": three words, or a name
-    of one?), nor of a title that adds a class noun to the name ("Portuguese language": the name is
+    ("Timor-Leste": one word or two?), nor of a title with a qualifier after a comma ("Balochistan, Pakistan":
+    the page's name is one word; audit, seed 21111), nor of a name with initials ("D. H. Lawrence": three words,
+    or a name of one?), nor of a title that adds a class noun to the name ("Portuguese language": the name is
     "Portuguese")."""
     words = display_title(title).split()
     n = len(words)
-    if not 1 <= n <= MAX_HINTED_WORDS or any(c in title for c in "-\u2010\u2011\u2013") \
+    if not 1 <= n <= MAX_HINTED_WORDS or any(c in title for c in "-\u2010\u2011\u2013,") \
             or words[-1].lower() in _CLASS_NOUNS or any(_INITIALS.fullmatch(w) for w in words):
         return None
     return Statement(sid, "name_words", label, value=_NUMBER_WORDS[n - 1],
