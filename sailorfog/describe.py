@@ -106,7 +106,7 @@ _ALSO = re.compile(r"\b(?:also (?:known|called|referred to) as|also spelled|"
                    r"(?:commonly|better|widely|popularly|usually) known (?:mononymously |simply )?as|"
                    r"known mononymously as|"
                    r"often (?:simply )?(?:called|referred to as)|or simply)\s+(?:(?:the|a|an)\s+)?"
-                   r"([A-Z][\w'\-]*(?:\s+[A-Z][\w'\-]*){0,4})")
+                   r"([A-Z][\w'\-]*(?:\s+[A-Z][\w'\-]*){0,4})(?=\s*(?:[,;:.)\"”]|or\b|and\b|$))")
 
 
 def first_sentence(text: str, max_chars: int = 400) -> str:
@@ -277,7 +277,8 @@ def subject_names(text: str) -> list[str]:
 
 
 def other_names(text: str) -> list[str]:
-    """Alternative names the defining sentence gives ("also known as ...", "or simply ...")."""
+    """Alternative names the defining sentence gives ("also known as ...", "or simply ..."), whole: not the capitalized
+    opening of a longer phrase ("also known as a French harp" gives no "French")."""
     return list(dict.fromkeys(m.group(1).strip() for m in _ALSO.finditer(first_sentence(text, 600))))
 
 

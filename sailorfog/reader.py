@@ -285,13 +285,17 @@ class PlainReader:
         Russian writer, poet and painter", up to the first relative clause or preposition), a plural
         also as its singular ("the Dnieper is one of the major transboundary rivers": a river), or whose
         title ends in it lower-case (:func:`title_head`: "Martial arts" are an art, whatever their
-        defining sentence says). The same pass reads the other names each first sentence gives
-        (:func:`~sailorfog.describe.other_names`), by which a reader also knows the page."""
+        defining sentence says). The same pass reads the other names a person's first sentence gives
+        (:func:`~sailorfog.describe.other_names`, none that is another page's title), by which a reader also
+        knows the page."""
         if self._defining is None:
             words: dict[str, set[int]] = {}
             for pid in range(len(self.index)):
                 said = tokenize(defining_phrase(self.text(pid))) + title_head(self.index.titles[pid])
-                known = tuple(n for n in other_names(self.text(pid)) if len(n) >= 4)
+                kind = self.index.page_type[pid]
+                known = tuple(n for n in other_names(self.text(pid)) if len(n) >= 4 and n not in self.index.ids
+                              and n.lower() not in PERSON_HEADS | PLACE_HEADS) \
+                    if kind and kind[-1].lower() in PERSON_HEADS else ()  # ("Prince" is read in any case)
                 if known:  # "Dante Alighieri, widely known mononymously as Dante"
                     self._aliases[pid] = known
                 for w in {form for w in said for form in (w, singular(w))}:
