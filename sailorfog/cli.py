@@ -259,6 +259,7 @@ _ADVICE = {
                 "corpus, or --depth 0",
     "oracle": "the scripted oracle could not replay the clues through the environment: a larger --max-attempts",
     "short": "the questions came out too short: --depth 0 accepts shorter ones",
+    "long": "the questions came out too long (a dense corpus ties many entities together): --depth 1",
     "leak": "the writer could not avoid naming an entity: a larger --max-attempts",
     "quote": "the writer could not avoid copying page text: a larger --max-attempts",
     "writer": "the writer failed: see the reasons in \"dropped\"",

@@ -253,3 +253,11 @@ def test_a_side_branch_on_a_hidden_entity_is_described(research):
                 assert any(s.kind in ("date", "number", "name_words") and s.subject == label
                            for s in chain.base), chain.titles
     assert branches >= 3
+
+
+def test_research_questions_stay_within_ninety_words(research):
+    """Seed-0 synthesis wrote a question of 98 words (seven associations among three countries, a peninsula, a
+    waterway, a sea and a city); the issue asks for 51-90."""
+    *_, records, _ = research
+    assert records and all(51 <= len(r["question"].split()) <= 90 for r in records)
+    assert ResearchSynthesizer.max_words == 90
