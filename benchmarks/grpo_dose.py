@@ -60,6 +60,10 @@ PREPARE = ("simulator", "tasks", "baselines", "sft")
 """The pipeline stages a fresh run directory gets here (few-shot is not needed)."""
 LINKED = ("tasks", "trajectories", "sft")
 """What ``OUT_DIR/dose`` links from the run directory (the stages read them there)."""
+GRPO_SETTINGS = ("grpo_lr", "grpo_kl_beta", "grpo_update_epochs", "grpo_tasks_per_step", "group_size")
+"""The pipeline settings ``--set`` may change for an existing ``--run-dir``: GRPO's, which act after SFT."""
+SETTINGS_FILE = "grpo-settings.json"
+"""``OUT_DIR/dose/grpo-settings.json``: the GRPO settings its doses were trained with."""
 
 
 def parse_steps(text: str) -> list[int]:
@@ -128,6 +132,22 @@ def dose_dir(out: Path, run_dir: Path, sft_first: int = 0) -> Path:
                 target.mkdir(parents=True, exist_ok=True)
             link.symlink_to(target, target_is_directory=True)
     return work
+
+
+def grpo_settings(config: Any, work: Path) -> dict[str, Any]:
+    """The run's GRPO settings, recorded in ``work/grpo-settings.json`` on first use; a dose directory
+    trained with other settings is refused (its models would not be those of the settings asked for)."""
+    settings = {name: getattr(config, name) for name in GRPO_SETTINGS}
+    file = work / SETTINGS_FILE
+    if file.is_file():
+        recorded = json.loads(file.read_text(encoding="utf-8"))
+        if recorded != settings:
+            changed = ", ".join(f"{k} {recorded.get(k)} -> {v}" for k, v in settings.items() if recorded.get(k) != v)
+            raise ValueError(f"{work.parent} holds doses trained with other GRPO settings ({changed}); use another "
+                             "--out-dir")
+    else:
+        file.write_text(json.dumps(settings) + "\n", encoding="utf-8")
+    return settings
 
 
 # ----------------------------------------------------------------------------- training
@@ -392,7 +412,8 @@ def main(argv: list[str] | None = None) -> dict:
                    help="SFT steps of the sft+N control (default: GRPO's optimizer steps up to the largest dose)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override one pipeline setting of the chosen sizes for a fresh run directory, e.g. "
-                        "--set sft_steps=16 (repeatable; benchmarks.learning's --set)")
+                        "--set sft_steps=16 (repeatable; benchmarks.learning's --set); with --run-dir only "
+                        "GRPO's: " + ", ".join(GRPO_SETTINGS) + " (e.g. --set grpo_kl_beta=0.05)")
     p.add_argument("--sft-first", type=int, default=0, metavar="N",
                    help="train the run's SFT model N more SFT steps on its gold trajectories first and start GRPO "
                         "(and the sft+N control) from that model: a start where more SFT adds little")
@@ -425,8 +446,13 @@ def main(argv: list[str] | None = None) -> dict:
                 raise ValueError(f"--{name.replace('_', '-')} must be >= 0, got {getattr(args, name)}")
         from benchmarks.learning import overrides
 
+        changes = overrides(args.set)
         sizes = {"smoke": SMOKE, "cuda": {"model": args.model, **GPU},
-                 "cpu": {"model": args.model, **CPU}}[mode] | overrides(args.set)
+                 "cpu": {"model": args.model, **CPU}}[mode] | changes
+        if args.run_dir and set(changes) - set(GRPO_SETTINGS):
+            raise ValueError(f"--set {', '.join(sorted(set(changes) - set(GRPO_SETTINGS)))} would change the "
+                             f"stages of --run-dir {args.run_dir}; with --run-dir, --set takes only "
+                             + ", ".join(GRPO_SETTINGS))
     except ValueError as exc:
         fail(str(exc))
     out = Path(args.out_dir)
@@ -435,7 +461,7 @@ def main(argv: list[str] | None = None) -> dict:
     try:
         if args.run_dir:
             run_dir = Path(args.run_dir)
-            config = recorded_config(run_dir, args.device)
+            config = replace(recorded_config(run_dir, args.device), **changes)
         else:
             run_dir = out / f"run-{mode}"
             config = PipelineConfig(out=str(run_dir), wiki_dir=args.wiki_dir, seed=args.seed, resume=True,
@@ -449,6 +475,10 @@ def main(argv: list[str] | None = None) -> dict:
 
     try:
         work = dose_dir(out, run_dir, args.sft_first)
+    except ValueError as exc:
+        fail(str(exc))
+    try:
+        settings = grpo_settings(config, work)
     except ValueError as exc:
         fail(str(exc))
     if args.sft_first:
@@ -521,7 +551,7 @@ def main(argv: list[str] | None = None) -> dict:
               "sft_first": args.sft_first, "heldout_tasks": len(held), "extra_heldout": len(extra), "heldout_per_level": {lv: len(ids) for lv, ids in levels.items()},
               "grpo": {"tasks_per_step": config.grpo_tasks_per_step, "group_size": config.group_size,
                        "lr": config.grpo_lr, "update_epochs": config.grpo_update_epochs,
-                       "train_layers": config.train_layers, "pool": pool},
+                       "kl_beta": settings["grpo_kl_beta"], "train_layers": config.train_layers, "pool": pool},
               "doses": rows, "controls": controls, "figure": str(figure),
               "seconds": round(time.perf_counter() - start, 1)}
     print(json.dumps(result))

@@ -106,6 +106,9 @@ class PipelineConfig(EpisodeOptions):
     8 steps at 1e-4 with 2 update epochs took it to 0.457 (docs/pipeline.md#grpo-settings)."""
     grpo_update_epochs: int = 2
     """Optimizer steps GRPO takes on each batch of rollouts (the first on-policy, later ones clipped)."""
+    grpo_kl_beta: float = 0.0
+    """Weight of a KL penalty (k3 estimator, per token) to the SFT model GRPO starts from (0: none, which
+    also keeps no frozen copy of the model)."""
     probe: int = 4
     """Train tasks per level the SFT model plays before GRPO, to pick tasks of useful difficulty."""
     eval_samples: int = 2
@@ -149,6 +152,8 @@ class PipelineConfig(EpisodeOptions):
         for name in ("sft_lr", "grpo_lr", "temperature"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"--{name.replace('_', '-')} must be > 0, got {getattr(self, name)}")
+        if not self.grpo_kl_beta >= 0:
+            raise ValueError(f"--grpo-kl-beta must be >= 0, got {self.grpo_kl_beta}")
         if self.resume and self.overwrite:
             raise ValueError("--resume and --overwrite exclude each other")
         if bool(self.endpoint) != bool(self.endpoint_model):

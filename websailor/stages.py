@@ -364,7 +364,7 @@ def stage_grpo(config: Any, run_dir: Path) -> dict[str, Any]:
                       micro_batch_size=config.group_size, learning_rate=1e-4 if tiny else config.grpo_lr,
                       max_new_tokens=config.max_new_tokens, max_tool_calls=config.max_tool_calls,
                       temperature=config.temperature, top_p=1.0, dynamic_sampling_rounds=2,
-                      update_epochs=config.grpo_update_epochs,
+                      update_epochs=config.grpo_update_epochs, kl_beta=config.grpo_kl_beta,
                       pool_size=max(per_step, len(tasks)), retire_window=1, equal_groups="drop", save_every=1,
                       lockstep_rollouts=SCHEDULE == "lockstep", max_total_tokens=EPISODE_TOKENS,
                       micro_batch_tokens=EPISODE_TOKENS,

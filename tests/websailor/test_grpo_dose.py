@@ -158,3 +158,29 @@ def test_sft_first_starts_grpo_and_the_control_from_a_further_trained_sft_model(
     assert exc.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("grpo_dose: error:") and "use another --out-dir" in err[-1]
+
+
+def test_set_changes_grpo_settings_of_an_existing_run_and_a_folder_keeps_its_settings(default_wiki, smoke,
+                                                                                      tmp_path, capsys):
+    from benchmarks.grpo_dose import main
+    from trainers.checkpoint_io import latest_checkpoint, load_state
+
+    out, _ = smoke
+    args = ["--run-dir", str(out / "run-smoke"), "--wiki-dir", str(default_wiki), "--out-dir", str(tmp_path),
+            "--steps", "0,1", "--samples", "1", "--control-steps", "0", "--no-progress", "--jobs", "1"]
+    result = main([*args, "--set", "grpo_kl_beta=0.1"])
+    assert result["grpo"]["kl_beta"] == 0.1
+    state = load_state(latest_checkpoint(tmp_path / "dose" / "grpo") / "trainer_state.pt")
+    assert state["config"]["kl_beta"] == 0.1 and "ref_model" in state  # the trainer kept the SFT model to pull to
+    # The folder's doses were trained with beta 0.1: another beta is refused, not mixed with them.
+    with pytest.raises(SystemExit) as exc:
+        main([*args, "--set", "grpo_kl_beta=0.2"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("grpo_dose: error:") and "grpo_kl_beta 0.1 -> 0.2" in err[-1]
+    # A setting of the run's earlier stages cannot change with --run-dir.
+    with pytest.raises(SystemExit) as exc:
+        main([*args, "--set", "sft_steps=3"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--set sft_steps would change the stages of --run-dir" in err[0]

@@ -27,6 +27,8 @@ def test_sampling_options_are_checked_once_for_every_command():
         PipelineConfig(out="x", model="tiny", top_p=0.0)
     with pytest.raises(ValueError, match="max_new_tokens must be a positive integer, got 0"):
         PipelineConfig(out="x", model="tiny", max_new_tokens=0)
+    with pytest.raises(ValueError, match="--grpo-kl-beta must be >= 0, got -0.1"):
+        PipelineConfig(out="x", model="tiny", grpo_kl_beta=-0.1)
 
 
 def test_device_auto_resolves_and_cuda_without_a_gpu_is_one_line(tmp_path, monkeypatch):
