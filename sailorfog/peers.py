@@ -9,6 +9,8 @@ such as Timbuktu and Djenné" gives Djenné with Timbuktu. A peer is
   (one chain of names in one sentence), or at the other end of a span ("from Basra to Khasab"), or
 - for an actor or actress, any name in a sentence of the cast ("stars", "starring", "cast") among the
   three from the one that names the answer, or
+- any name the text writes with the head of the answer's type after it ("south of the Uda River" beside the
+  Amur, for "a river"), or
 - any name the text gives a word of the answer's type in apposition ("the provincial capital, Quebec
   City" beside "the national capital, Ottawa", for "a capital city"), and for "a person" any name it gives
   a person's role ("Augusto Pinochet's spy chief, Manuel Contreras"), or
@@ -95,6 +97,32 @@ def typed(text: str, kind: str) -> set[str]:
             if _is_name(_clean(m.group(1)))}
 
 
+NAMING_HEADS = frozenset("river lake sea ocean strait bay gulf island islands mountain mountains range desert valley "
+                          "peninsula plateau basin canal dynasty empire kingdom language province".split())
+"""Type heads that a text writes after a name to name an instance ("the Uda River", "the Jin dynasty", "the
+Malay language"), in either case."""
+
+
+def headed(text: str, kind: str) -> set[str]:
+    """The names ``text`` gives with the head of the type ``kind`` after them, as a reader counts them: "south of
+    the Uda River" names a river, "the Jin dynasty" a dynasty (a head outside :data:`NAMING_HEADS` only
+    capitalized, as part of the name: "Mexico City")."""
+    head = kind.split()[-1].lower() if kind.split() else ""
+    if not head:
+        return set()
+    out = set()
+    for sentence in _SENTENCE_END.split(text[:MAX_TEXT]):
+        for m in NAME.finditer(sentence):
+            name = _clean(m.group(0))
+            words = name.split()
+            if len(words) > 1 and words[-1].lower() == head:
+                out.add(name)
+            elif head in NAMING_HEADS and re.match(r"\s+" + re.escape(head) + r"\b", sentence[m.end():]) \
+                    and _is_name(name) and not name.endswith(("'s", "’s")):
+                out.add(f"{name} {head}")
+    return {n for n in out if _is_name(n)}
+
+
 ROLE_NOUNS = PERSON_HEADS | frozenset("chief head secretary minister spokesman spokeswoman adviser advisor aide deputy "
                                      "agent officer official commander".split())
 """Nouns that make a name in apposition a person's ("spy chief, Manuel Contreras"), for "a person"."""
@@ -127,7 +155,7 @@ def peers(text: str, name: str, cast: bool = False, is_page: Callable[[str], boo
     near it; with the answer's type ``kind``, every name the text gives that type in apposition), without
     ``name`` itself and without words that are no names."""
     sentences = _SENTENCE_END.split(text[:MAX_TEXT])
-    out: set[str] = {n for n in typed(text, kind) if name not in n} if kind else set()
+    out: set[str] = {n for n in typed(text, kind) | headed(text, kind) if name not in n} if kind else set()
     if kind and kind.split()[-1].lower() in SETTLEMENT_HEADS:
         out |= {n for n in located(text, is_place) if name not in n}
     if kind and kind.split()[-1].lower() == "person":

@@ -182,6 +182,11 @@ def in_periods(periods: Sequence[str]) -> str:
     return " and ".join(([f"in {_join(plain)}"] if plain else []) + ([f"at {_join(turns)}"] if turns else []))
 
 
+def _earliest(s: Statement) -> float:
+    """The first year a date statement allows (for periods in time order: "in the 1520s and the 1530s")."""
+    return min((float(c["lo"]) for c in s.checks if c.get("type") == "year" and "lo" in c), default=float("inf"))
+
+
 def _clauses(statements: Sequence[Statement], person: bool) -> list[str]:
     """Phrases for an entity's unary statements, participles first; a name's length and first letter
     make one clause. Two statements that read the same (two events blurred to one period) are stated
@@ -189,7 +194,8 @@ def _clauses(statements: Sequence[Statement], person: bool) -> list[str]:
     first = next((s for s in statements if s.kind == "name"), None)
     length = next((s for s in statements if s.kind == "name_words"), None)
     participles, relatives = [], []
-    periods = list(dict.fromkeys(s.value for s in statements if _dateless(s, person)))
+    periods = list(dict.fromkeys(s.value for s in sorted((s for s in statements if _dateless(s, person)),
+                                                         key=_earliest)))
     if periods:
         participles.append(f"tied to {'a date' if len(periods) == 1 else 'dates'} {in_periods(periods)}")
     for s in statements:

@@ -420,6 +420,8 @@ def inside_longer_name(sentence: str, anchor: str) -> bool:
     return found
 
 
+_KIND_OF_PERSON = re.compile(r"\s+(?:man|woman|men|women)\b")
+"""A person noun right after a name, which then says what kind of person ("a Renaissance man")."""
 _QUOTED = re.compile(r"[\"“]([^\"“”]{1,120})[\"”]")
 _SUPERLATIVE_SINCE = re.compile(r"\b(?:greatest|best|finest|most|first|largest|biggest|worst|only)\b(?:\s+\S+){0,4}?"
                                 r"\s+since\s+$")
@@ -429,7 +431,8 @@ def figurative_use(sentence: str, anchor: str) -> bool:
     """Whether every mention of the linked name only serves a comparison: the head of a quoted nickname
     ("called “China's Mona Lisa”", "the “Peter the Great of Turkey”", "the “Charlie Chaplin of Indian
     cinema”") or the yardstick of a superlative ("the greatest experimentalist since Michael Faraday").
-    Neither ties the page to the entity named ("the “Sibyl of the Rhine”" does: the name is not the head)."""
+    Neither ties the page to the entity named ("the “Sibyl of the Rhine”" does: the name is not the head), nor
+    does a name that only says what kind of person someone is ("a Renaissance man": Bernini, not the period)."""
     name = r"(?<!\w)" + re.escape(anchor) + r"(?!\w)"
     spans = [(m.start(1), m.group(1)) for m in _QUOTED.finditer(sentence)]  # disjoint, in order
     starts = [start for start, _ in spans]
@@ -443,7 +446,8 @@ def figurative_use(sentence: str, anchor: str) -> bool:
             start, text = quoted
             before, after = text[:m.start() - start], text[m.end() - start:]
             head = bool(re.search(r"\w['’]s\s+$", before) or re.match(r"\s+of\b", after))
-        if not head and not _SUPERLATIVE_SINCE.search(sentence[max(0, m.start() - 80):m.start()]):
+        if not head and not _SUPERLATIVE_SINCE.search(sentence[max(0, m.start() - 80):m.start()]) \
+                and not _KIND_OF_PERSON.match(sentence, m.end()):
             return False
     return found
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sailorfog.corpus_index import open_corpus_index
-from sailorfog.peers import fits_name_checks, located, peers, typed, unpaged_peers
+from sailorfog.peers import fits_name_checks, headed, located, peers, typed, unpaged_peers
 from sailorfog.research import ResearchSynthesizer
 from sailorfog.statements import Statement
 from wiki_sim import WikiSim
@@ -45,6 +45,20 @@ def test_a_name_given_the_answers_type_in_apposition_is_a_peer():
     assert peers(text, "Ottawa") == set()
     assert typed(text, "capital city") == {"Ottawa", "Quebec City"}
     assert typed("It trades with the capital, Ottawa's port.", "capital") == {"Ottawa"}
+
+
+def test_a_name_written_with_the_answers_type_after_it_is_a_peer():
+    """Blind play (seed 11111): "This region has ties to a river" was the Amur, but Manchuria's first sentence names
+    "the Uda River" too, which has no page."""
+    text = ("Manchuria is a historical region encompassing parts of the modern-day Russian Far East south of the Uda "
+            "River and the Tukuringra-Dzhagdy ranges. The Amur River forms its border. It was ruled by the Jin "
+            "dynasty and Mexico City's rivals, and Malay language speakers came.")
+    assert peers(text, "Amur", kind="river") == {"Uda River"}
+    assert headed(text, "imperial dynasty") == {"Jin dynasty"}
+    assert headed(text, "language") == {"Malay language"}
+    assert headed(text, "city") == {"Mexico City"}  # capitalized, part of the name
+    assert headed("The Disney film was shown. The Ganges river fed the Film.", "film") == set()
+    assert headed(text, "") == set() and peers(text, "Amur", kind="sea") == set()
 
 
 def test_a_name_given_a_persons_role_in_apposition_is_a_peer_of_a_person():
@@ -99,6 +113,7 @@ def test_peers_stay_linear_on_a_hostile_text():
     assert peers("A, " * 200_000 + "B and C.", "B", cast=True) == set()  # past the 20,000 characters read
     assert peers("Aa Bb " * 100_000, "Bb", cast=True, kind="capital city") == set()
     assert peers("capitals, " * 100_000, "Bb", kind="capital city") == set()
+    assert peers("Aa river " * 100_000, "Bb", kind="river") == {"Aa river"}
     assert peers("Aa, " * 100_000 + "Bb", "Bb", kind="city", is_place=lambda n: True) == {"Aa"}
 
 

@@ -215,6 +215,7 @@ def test_statements_that_read_the_same_are_written_once():
     class S:
         def __init__(self, sid):
             self.id, self.kind, self.value, self.predicate, self.subject = sid, "date", "the 1850s", "", "a"
+            self.checks = []
 
     assert _clauses([S("d1"), S("d2")], person=True) == ["tied to a date in the 1850s"]
 

@@ -209,6 +209,16 @@ def test_prose_reads_like_a_question_not_a_template():
                checks=[{"type": "year", "node": "X", "lo": 1530, "hi": 1539}])]
     question = DescribedWriter().write(turn, {"X": "philosopher"})
     assert "tied to dates in the 1530s and at the turn of the 16th century" in question, question
+    # periods in time order (audit, seed 21212: "tied to dates in the fourth decade of the 16th century and the third
+    # decade of the 16th century" read backwards)
+    later_first = [_type("X", "empire"),
+                   _s("Xd1", "date", "X", value="the fourth decade of the 16th century", predicate="",
+                      checks=[{"type": "year", "node": "X", "lo": 1530, "hi": 1540}]),
+                   _s("Xd0", "date", "X", value="the third decade of the 16th century", predicate="",
+                      checks=[{"type": "year", "node": "X", "lo": 1520, "hi": 1530}])]
+    question = DescribedWriter().write(later_first, {"X": "empire"})
+    assert ("tied to dates in the third decade of the 16th century and the fourth decade of the 16th century"
+            in question), question
 
 
 def test_a_year_inside_a_name_is_no_date_of_the_page(default_sim):
@@ -556,10 +566,14 @@ def test_a_name_inside_a_longer_name_is_no_relation():
     ("He met Michael Faraday. He was the greatest experimentalist since Michael Faraday.", "Michael Faraday", False),
     ('Called "Rome\'s jewel" and "the pearl", it faces the Mona Lisa and "Venice\'s Mona Lisa".', "Mona Lisa", False),
     ('Called "Rome\'s jewel", "the pearl" and "Venice\'s Mona Lisa".', "Mona Lisa", True),  # the last of many quotes
+    ("Later writers define him as a uomo universale or Renaissance man.", "Renaissance", True),
+    ("He was a Renaissance man who painted in the Renaissance.", "Renaissance", False),  # the second is the period
 ])
 def test_a_name_that_only_serves_a_comparison_is_no_relation(sentence, anchor, expected):
     """Blind play: "China's Mona Lisa" tied a Chinese scroll to the Mona Lisa, "the Charlie Chaplin of Indian
-    cinema" a filmmaker to Chaplin, "the greatest experimentalist since Michael Faraday" Rutherford to Faraday."""
+    cinema" a filmmaker to Chaplin, "the greatest experimentalist since Michael Faraday" Rutherford to Faraday;
+    audit (seed 21212): "a uomo universale or Renaissance man" made Bernini "an Italian sculptor ... connected with a
+    period"."""
     assert figurative_use(sentence, anchor) is expected
 
 
