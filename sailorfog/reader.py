@@ -224,6 +224,15 @@ def singular(word: str) -> str:
     return word
 
 
+def _counted_apart(a: list[str] | None, b: list[str] | None) -> bool:
+    """Whether the question's prose counts two entities of types ``a`` and ``b`` (their words) apart: it says
+    "another" or "the second" when one's head is a word of the other's type (:class:`sailorfog.prose._Refs`). An
+    entity without a stated type is counted apart (the question names it some other way)."""
+    if not a or not b:
+        return True
+    return a[-1] in b or b[-1] in a
+
+
 def synonyms(head: str) -> set[str]:
     """The head and every head a reader would accept for it."""
     out = {head}
@@ -564,7 +573,12 @@ class PlainReader:
                             return set(doms[target])
             if not changed:
                 break
-        # one page is one entity: a label pinned to a page leaves it to no other ("the article on a
-        # mathematician mentions this astronomer" is not answered by the astronomer himself)
-        pinned = {next(iter(d)) for lab, d in doms.items() if lab != target and len(d) == 1}
+        # one page is one entity where the question says so: a label pinned to a page leaves it to no other
+        # when a relation ties the two (nothing "is connected with" itself) or the prose counts them apart
+        # ("another philosopher", "the second city": types alike); "a nationalist" and later "a politician",
+        # both named by one economist, may be one man (audit, seed 21313: Nehru beside Modi)
+        kinds = {s.subject: s.value.lower().split() for s in statements if s.kind == "type"}
+        tied = {s.object if s.subject == target else s.subject for s in rels if target in (s.subject, s.object)}
+        pinned = {next(iter(d)) for lab, d in doms.items() if lab != target and len(d) == 1
+                  and (lab in tied or _counted_apart(kinds.get(lab), kinds.get(target)))}
         return doms.get(target, set()) - pinned

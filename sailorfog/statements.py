@@ -131,7 +131,9 @@ def year_in_name(sentence: str, year: int) -> bool:
     return found
 
 
-_NAME_BEFORE_PARENS = re.compile(r"((?:[A-Z][\w'’.\-]*\s+){0,3}[A-Z][\w'’.\-]*)\s*\($")
+_NAME_BEFORE_PARENS = re.compile(r"((?:[A-Z][\w'’.\-]*\s+(?:(?:of|the|and|a|an|in|on|at|to|for|de|la|von|van)\s+)?)"
+                                 r"{0,5}[A-Z][\w'’.\-]*)\s*\($")
+"""The name before an opening parenthesis, with the small words of a title ("A Woman of No Importance (")."""
 
 
 _APPOSITION_CLAUSE = re.compile(r"((?:[A-Z][\w'’.\-]*\s+){0,3}[A-Z][\w'’.\-]*),\s+(?:an?|the)\s+[^,;()]{0,40}?"
@@ -386,6 +388,29 @@ def namesake_person(index: CorpusIndex, target: str, sentence: str, anchor: str)
     return bool(m) and any(w.lower() in PERSON_HEADS or w.lower() in _CHARACTER_HEADS for w in m.group(1).split())
 
 
+_WORK_KINDS = (frozenset("play tragedy comedy drama".split()), frozenset("film movie".split()),
+               frozenset("novel novella book".split()), frozenset("song single".split()), frozenset("poem epic".split()),
+               frozenset(["opera"]), frozenset(["ballet"]), frozenset(["album"]), frozenset(["musical"]),
+               frozenset(["symphony"]), frozenset(["painting"]), frozenset(["sculpture", "statue"]),
+               frozenset(["ship"]), frozenset(["series"]))
+"""Nouns a sentence sets before a title to say what it names ("the opera Eugene Onegin"), in groups a reader takes
+for one another ("the play Hamlet" is the tragedy)."""
+_KIND_BEFORE = re.compile(r"\b(?:the|his|her|its|their|an?)\s+(?:[a-z][a-z\-]*\s+)?([a-z]+)\s+$")
+
+
+def named_as_other_kind(index: CorpusIndex, target: str, sentence: str, anchor: str) -> bool:
+    """Whether the sentence calls the linked name a work of another kind than its page's: "the opera Eugene Onegin"
+    on Tchaikovsky's page names his opera, not Pushkin's novel (audit, seed 21313: "This composer is connected
+    with a novel")."""
+    head = _type_head(index, target)
+    at = find_name(sentence, anchor)
+    m = _KIND_BEFORE.search(sentence[max(0, at - 40):at]) if at >= 0 and head else None
+    if not m:
+        return False
+    kind = next((group for group in _WORK_KINDS if m.group(1) in group), None)
+    return kind is not None and head not in kind
+
+
 _TIME_HEADS = frozenset("period era age epoch".split())
 """Type heads of a span of time."""
 _TIME_PREPOSITION = re.compile(r"\b(?:in|since|during|throughout|until|till|from|before|after|by)\s+(?:the\s+)?$",
@@ -513,7 +538,8 @@ def relation_statement(index: CorpusIndex, sim: Any, a: tuple[str, str], b: tupl
         if found and not modifier_use(*found) and not other_place(sim, ot, *found) \
                 and not own_name(index, st, found[1], found[0]) and not inside_longer_name(*found) \
                 and not figurative_use(*found) and not adverbial_period(index, ot, *found) \
-                and not namesake_person(index, ot, *found) and not article_of_another(index, sim, ot, *found):
+                and not namesake_person(index, ot, *found) and not article_of_another(index, sim, ot, *found) \
+                and not named_as_other_kind(index, ot, *found):
             sentence, anchor = found
             kind = " ".join(index.page_type[index.ids[st]]) if st in index.ids else ""
             options.append((predicate(sentence, anchor, st, kind) or "mentions", sl, ol, st, sentence))

@@ -525,6 +525,13 @@ def test_a_year_in_parentheses_after_another_name_is_that_entitys(default_sim):
     assert not year_of_another("Friedrich Ludwig Gottlob Frege (8 November 1848 – 26 July 1925) was a "
                                "German philosopher.", 1848, "Gottlob Frege")
     assert not year_of_another("Nineteen Eighty-Four (1949) is a novel.", 1949, "Nineteen Eighty-Four")
+    # a title with small words is one name (audit, seed 21313: "A Woman of No Importance (1893)" read as "No
+    # Importance", whose one long word is the page's own, made The Importance of Being Earnest a play of the 1890s)
+    wilde = ("The Importance of Being Earnest is a play by Oscar Wilde, following Lady Windermere's Fan (1892), A Woman "
+             "of No Importance (1893) and An Ideal Husband (1895).")
+    assert all(year_of_another(wilde, y, "The Importance of Being Earnest") for y in (1892, 1893, 1895))
+    assert not year_of_another("The Importance of Being Earnest (1895) is a play.", 1895,
+                               "The Importance of Being Earnest")
     assert not year_of_another("The treaty (signed in 1949) ended it.", 1949, "Brave New World")
     assert not year_of_another("In 1858 he met Peano (1858).", 1858, "Gottlob Frege")  # one mention is plain
     # someone else's dated words are that person's date
@@ -956,3 +963,35 @@ def test_entities_alike_by_a_shared_word_are_counted_by_it():
                   link("rBC", "B", "C"), link("rBX", "B", "X")]
     question = DescribedWriter().write(statements, {s.subject: s.value for s in statements if s.kind == "type"})
     assert "second country" not in question and "the second island" in question, question
+
+
+@pytest.mark.parametrize("target, sentence, expected", [
+    ("Eugene Onegin", "He wrote several symphonies, the opera Eugene Onegin, and the ballets Swan Lake and The "
+                      "Nutcracker.", True),
+    ("Eugene Onegin", "Pushkin's novel Eugene Onegin is his best known work.", False),  # the novel itself
+    ("Hamlet", "It inspired the play Hamlet in 1600.", False),  # a play is the tragedy a reader knows
+    ("Eugene Onegin", "He admired Eugene Onegin.", False),  # nothing said of what it names
+])
+def test_a_title_the_sentence_calls_a_work_of_another_kind_is_no_tie_to_the_page(default_sim, target, sentence,
+                                                                                  expected):
+    """Audit (seed 21313): Tchaikovsky's "the opera Eugene Onegin" made him "connected with a novel", Pushkin's."""
+    from sailorfog.statements import named_as_other_kind
+
+    _, index = default_sim
+    assert named_as_other_kind(index, target, sentence, target) is expected
+
+
+def test_entities_of_unlike_types_may_be_one_for_a_reader(default_sim):
+    """Audit and blind play (seed 21313): "A stateswoman ... was a child of a nationalist ... An economist ... is
+    connected with this stateswoman, and is connected with a politician. Who is this politician?" Manmohan Singh's
+    page names Nehru beside Modi, and nothing says the politician is not the nationalist (a statesman). "Another
+    politician" would say so."""
+    sim, index = default_sim
+    reader = PlainReader(index, sim)
+    statements = [_type("X", "politician"), _titled("B", "Manmohan Singh"), _tie("B", "X"),
+                  _type("D", "nationalist"), _titled("D", "Jawaharlal Nehru"), _tie("B", "D")]
+    found = {index.titles[p] for p in reader.candidates(statements)}
+    assert {"Narendra Modi", "Jawaharlal Nehru"} <= found
+    apart = [_type("X", "politician"), _titled("B", "Manmohan Singh"), _tie("B", "X"),
+             _type("D", "politician"), _titled("D", "Jawaharlal Nehru"), _tie("B", "D")]
+    assert "Jawaharlal Nehru" not in {index.titles[p] for p in reader.candidates(apart)}  # "another politician"
