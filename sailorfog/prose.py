@@ -282,11 +282,17 @@ class DescribedWriter:
         digest = int(hashlib.sha1(json.dumps([s.to_dict() for s in statements], sort_keys=True).encode())
                      .hexdigest(), 16)
 
+        apart = {s.subject: s.apart for s in statements if s.apart}
+
         def mention(label: str, subject: bool = False) -> str:
             if not refs.is_new(label):
                 return refs.ref(label)
             intro = refs.ref(label)
             said, comma = _describe(_clauses(unary[label], is_person(types[label])))
+            others = [mention(other) for other in apart.get(label, ()) if other in types and other != label]
+            if others:  # "a politician other than this nationalist", where a reader could take one for the other
+                return f"{intro} {said}, other than {_join(others)}" + ("," if subject else "") if said \
+                    else f"{intro} other than {_join(others)}"
             return f"{intro} {said}" + ("," if comma and subject else "") if said else intro
 
         def verb(s: Statement) -> str:

@@ -35,7 +35,8 @@ def statement_sentence(s: Statement, types: Mapping[str, str]) -> str:
     ref = _ref(s.subject, types)
     if s.kind == "type":
         kind = f"{article(s.value)} {s.value}"
-        return f"One entity is {kind}." if s.subject != TARGET else f"The answer is {kind}."
+        said = f"One entity is {kind}." if s.subject != TARGET else f"The answer is {kind}."
+        return said[:-1] + "".join(f", not {_ref(other, types)}" for other in s.apart if other in types) + "."
     if s.kind == "date":
         verb = f"was {s.predicate}" if s.predicate and s.predicate != "died" else (s.predicate or "is tied to a date")
         return f"{ref[:1].upper()}{ref[1:]} {verb} {in_periods([s.value])}."

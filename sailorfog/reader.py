@@ -574,11 +574,13 @@ class PlainReader:
             if not changed:
                 break
         # one page is one entity where the question says so: a label pinned to a page leaves it to no other
-        # when a relation ties the two (nothing "is connected with" itself) or the prose counts them apart
+        # when a relation ties the two (nothing "is connected with" itself), the question says the answer is
+        # not it (:attr:`Statement.apart`) or the prose counts them apart
         # ("another philosopher", "the second city": types alike); "a nationalist" and later "a politician",
         # both named by one economist, may be one man (audit, seed 21313: Nehru beside Modi)
         kinds = {s.subject: s.value.lower().split() for s in statements if s.kind == "type"}
         tied = {s.object if s.subject == target else s.subject for s in rels if target in (s.subject, s.object)}
+        tied |= {lab for s in statements if s.subject == target for lab in s.apart}  # "other than this nationalist"
         pinned = {next(iter(d)) for lab, d in doms.items() if lab != target and len(d) == 1
                   and (lab in tied or _counted_apart(kinds.get(lab), kinds.get(target)))}
         return doms.get(target, set()) - pinned

@@ -15,7 +15,7 @@ import itertools
 import math
 import random
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
 import networkx as nx
@@ -476,7 +476,24 @@ class ResearchSynthesizer:
             if len(fewer) < len(others):
                 chosen, others = chosen + [s], fewer
                 steps.append({"step": "plain", "statement": s.id, "candidates": 1 + len(others)})
-        return chosen, others
+        return self.told_apart(chain, chosen, others, steps)
+
+    def told_apart(self, chain: Chain, chosen: list[Statement], others: list[str],
+                   steps: list[dict[str, Any]]) -> tuple[list[Statement], list[str]]:
+        """Where the second answers left are the question's own entities (a reader could take "a politician"
+        for the nationalist named before), the answer is said to be none of them ("a politician other than
+        this nationalist"): its type statement gets :attr:`Statement.apart`. The statements and the second
+        answers left."""
+        labels = sorted(lab for lab, title in chain.titles.items() if lab != "X" and title in others)
+        kind = next((s for s in chosen if s.kind == "type" and s.subject == "X"), None)
+        if not labels or kind is None or len(labels) < len(others):
+            return chosen, others
+        trial = [replace(s, apart=labels) if s is kind else s for s in chosen]
+        fewer = self.second_answers(trial, chain.titles["X"], chain.titles)
+        if fewer:
+            return chosen, others
+        steps.append({"step": "apart", "statement": kind.id, "labels": labels, "candidates": 1})
+        return trial, fewer
 
     # --- everything about one task but the oracle -------------------------------------------
     def names(self, title: str) -> list[str]:

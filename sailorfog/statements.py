@@ -57,9 +57,15 @@ class Statement:
     search_top10: bool | None = None
     """Whether a search of the statement's own words puts its subject in the top 10."""
     uncertainty: list[str] = field(default_factory=list)
+    apart: list[str] = field(default_factory=list)
+    """``type``: labels of entities the question says this one is not ("a politician other than this
+    nationalist"), where a reader could otherwise take one for the other."""
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        if not self.apart:  # said only of an answer told apart (the clues of other tasks read as before)
+            del out["apart"]
+        return out
 
     @property
     def labels(self) -> list[str]:

@@ -3,6 +3,8 @@ the sentence asserts them of the linked entity, and a plain-reading check that f
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import gymnasium as gym
 import pytest
 
@@ -995,3 +997,19 @@ def test_entities_of_unlike_types_may_be_one_for_a_reader(default_sim):
     apart = [_type("X", "politician"), _titled("B", "Manmohan Singh"), _tie("B", "X"),
              _type("D", "politician"), _titled("D", "Jawaharlal Nehru"), _tie("B", "D")]
     assert "Jawaharlal Nehru" not in {index.titles[p] for p in reader.candidates(apart)}  # "another politician"
+    # the question may say so instead: "a politician other than this nationalist"
+    said = [replace(s, apart=["D"]) if s.id == "Xt" else s for s in statements]
+    found = {index.titles[p] for p in reader.candidates(said)}
+    assert "Narendra Modi" in found and "Jawaharlal Nehru" not in found
+
+
+def test_the_answer_told_apart_from_an_entity_reads_other_than_it():
+    statements = [_type("D", "nationalist"), _type("B", "economist"), replace(_type("X", "politician"), apart=["D"]),
+                  _s("rBD", "relation", "B", predicate="mentions", object="D"),
+                  _s("rBX", "relation", "B", predicate="mentions", object="X")]
+    question = DescribedWriter().write(statements, {"D": "nationalist", "B": "economist", "X": "politician"})
+    assert "a politician other than this nationalist" in question, question
+    from sailorfog.prose_llm import statement_sentence
+
+    assert statement_sentence(statements[2], {"D": "nationalist", "B": "economist", "X": "politician"}) == \
+        "The answer is a politician, not the nationalist."
