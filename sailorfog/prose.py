@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Mapping, Sequence
 
 from sailorfog.describe import PERSON_HEADS
@@ -303,6 +303,9 @@ class DescribedWriter:
         sentences: list[str] = []
         last_subject, last_described = None, False
         for s in _relations_in_order(statements):
+            if s.predicate == "mentions" and refs.is_new(s.subject) and not refs.is_new(s.object) \
+                    and refs._alike(s.subject, s.object):  # "this philosopher is associated with another
+                s = replace(s, subject=s.object, object=s.subject)  # philosopher", not "another ... the first"
             subject_new = refs.is_new(s.subject)
             subject = mention(s.subject, subject=True)
             # an entity introduced with clauses of its own ends its sentence: "..., whose name has three words,

@@ -155,6 +155,9 @@ _SAYS = re.compile(r"(?:\b((?:[A-Z][\w'’.\-]*\s+){0,3}[A-Z][\w'’.\-]*),?\s+(
 _NAME_PARTICIPLE = re.compile(r"((?:[A-Z][\w'’.\-]*\s+){0,3}[A-Z][\w'’.\-]*)(?:\s*\([^()]*\))?,\s+(?:established|founded|"
                               r"formed|created|built|launched|signed|completed|opened)\b[^,;()]{0,40}$")
 """A name and the participle that dates it: "the Organisation of African Unity (OAU), established on 25 May"."""
+_DETERMINER_BEFORE = re.compile(r"\b(?:the|his|her|its|their)\s+$")
+_KIND_THEN_NAME = re.compile(r"\s+(?:[a-z][\w\-]*\s+){1,3}((?:[A-Z][\w'’.\-]*\s?){1,4})")
+"""A dated kind and the name it is given: "based on the 1954 novel D'entre les morts" dates the novel."""
 _NAME_OF = re.compile(r"((?:[A-Z][\w'’.\-]*\s+){0,3}[A-Z][\w'’.\-]*)\s+of\s+$")
 _SAYS_AFTER = re.compile(r"^\s*(?:described|wrote|called|said|noted|praised|ranked|listed|named)\b")
 """A dated work that says something: "the Encyclopædia Britannica of 1888 described ..."."""
@@ -165,8 +168,8 @@ def year_of_another(sentence: str, year: int, title: str) -> bool:
     ("Giuseppe Peano (1858–1932)" on Frege's page, "George Orwell's Nineteen Eighty-Four (1949)" on Brave New
     World's), in a relative clause of an apposition to it ("Brasília, a planned city that became Brazil's
     capital in 1960" on Niemeyer's), in a participle after it ("the Organisation of African Unity (OAU),
-    established on 25 May 1963" on the African Union's) or in its dated words ("Bertrand Russell wrote in
-    1959" on Peirce's, "the Encyclopædia Britannica of 1888 described" on Keats's). A name whose words hold
+    established on 25 May 1963" on the African Union's), before the kind and name it dates ("based on the 1954
+    novel D'entre les morts" on Vertigo's) or in its dated words ("Bertrand Russell wrote in 1959" on Peirce's, "the Encyclopædia Britannica of 1888 described" on Keats's). A name whose words hold
     the title's, or are among them, is the page's own (:func:`_other_name`)."""
     own = {w.lower() for w in re.findall(r"\w+", display_title(title)) if len(w) >= 3}
 
@@ -182,6 +185,7 @@ def year_of_another(sentence: str, year: int, title: str) -> bool:
             if not another(_NAME_BEFORE_PARENS.search(head[:opened + 1])):
                 return False
         elif not (another(_APPOSITION_CLAUSE.search(head)) or another(_NAME_PARTICIPLE.search(head))
+                  or _DETERMINER_BEFORE.search(head) and another(_KIND_THEN_NAME.match(sentence, m.end()))
                   or _says_another(_SAYS.search(head), own)
                   or another(_NAME_OF.search(head)) and _SAYS_AFTER.match(sentence[m.end():])):
             return False
@@ -439,14 +443,19 @@ _NAMED_AFTER = frozenset("Park City Street Avenue Square Bridge Airport Station 
 """Nouns that make a longer name of a name before them ("Theodore Roosevelt Park", "African Union City")."""
 
 
+_NAME_SUFFIX = re.compile(r"\s+(?:fils|père|Jr\b|Sr\b|the\s+(?:Younger|Elder)\b|II\b|III\b|IV\b)")
+"""What makes a person's name another's ("Alexandre Dumas fils" is the son, not Alexandre Dumas)."""
+
+
 def inside_longer_name(sentence: str, anchor: str) -> bool:
     """Whether every mention of the linked name is the start of a longer name ("Located in Theodore Roosevelt
-    Park" names a park, not the president; "African Union City" a building, not the union)."""
+    Park" names a park, not the president; "African Union City" a building, not the union; "Alexandre Dumas fils"
+    the son, not the father)."""
     found = False
     for m in re.finditer(r"(?<!\w)" + re.escape(anchor) + r"(?!\w)", sentence):
         found = True
         after = re.match(r"\s+([A-Z][a-z]+)\b", sentence[m.end():])
-        if not after or after.group(1) not in _NAMED_AFTER:
+        if (not after or after.group(1) not in _NAMED_AFTER) and not _NAME_SUFFIX.match(sentence, m.end()):
             return False
     return found
 

@@ -534,6 +534,11 @@ def test_a_year_in_parentheses_after_another_name_is_that_entitys(default_sim):
     assert all(year_of_another(wilde, y, "The Importance of Being Earnest") for y in (1892, 1893, 1895))
     assert not year_of_another("The Importance of Being Earnest (1895) is a play.", 1895,
                                "The Importance of Being Earnest")
+    # a dated kind and its name (audit, seed 21414: Vertigo "tied to a date in the 1950s" by its source novel's year)
+    vertigo = ("Vertigo is a 1958 American psychological thriller film directed by Alfred Hitchcock, based on the "
+               "1954 novel D'entre les morts by Boileau-Narcejac.")
+    assert year_of_another(vertigo, 1954, "Vertigo (film)") and not year_of_another(vertigo, 1958, "Vertigo (film)")
+    assert not year_of_another("It was remade as the 1962 film Vertigo.", 1962, "Vertigo (film)")  # its own name
     assert not year_of_another("The treaty (signed in 1949) ended it.", 1949, "Brave New World")
     assert not year_of_another("In 1858 he met Peano (1858).", 1858, "Gottlob Frege")  # one mention is plain
     # someone else's dated words are that person's date
@@ -561,6 +566,11 @@ def test_a_name_inside_a_longer_name_is_no_relation():
     assert not inside_longer_name("Theodore Roosevelt Park is named after Theodore Roosevelt.", "Theodore Roosevelt")
     assert not inside_longer_name("It was visited by Theodore Roosevelt in 1903.", "Theodore Roosevelt")
     assert not inside_longer_name("The United States Navy sailed.", "United States")  # a navy is no longer name
+    # a namesake's suffix (audit, seed 21414: La traviata's "a play by Alexandre Dumas fils" tied it to the father)
+    assert inside_longer_name("It is based on La Dame aux camélias (1852), a play by Alexandre Dumas fils.",
+                              "Alexandre Dumas")
+    assert inside_longer_name("His son, Martin Luther King Jr., spoke.", "Martin Luther King")
+    assert not inside_longer_name("A novel by Alexandre Dumas, the father.", "Alexandre Dumas")
 
 
 @pytest.mark.parametrize("sentence, anchor, expected", [
