@@ -204,21 +204,18 @@ def test_prose_reads_like_a_question_not_a_template():
     assert question.startswith("A province whose name is a single word, tied to a date in the 1880s and covering "
                                "between 700 and 1,300 square kilometres, is connected with"), question
     assert question.endswith("?") or question.endswith("."), question
-    turn = [_type("X", "philosopher"),
-            _s("Xd0", "date", "X", value="the turn of the 16th century", predicate="",
-               checks=[{"type": "year", "node": "X", "lo": 1490, "hi": 1510}]),
-            _s("Xd1", "date", "X", value="the 1530s", predicate="",
-               checks=[{"type": "year", "node": "X", "lo": 1530, "hi": 1539}])]
-    question = DescribedWriter().write(turn, {"X": "philosopher"})
+    def periods(kind: str, *spans: tuple[str, int, int]) -> str:
+        """The question of an entity with one dateless date statement per (period, first year, last year)."""
+        dates = [_s(f"Xd{i}", "date", "X", value=value, predicate="",
+                    checks=[{"type": "year", "node": "X", "lo": lo, "hi": hi}]) for i, (value, lo, hi) in enumerate(spans)]
+        return DescribedWriter().write([_type("X", kind), *dates], {"X": kind})
+
+    question = periods("philosopher", ("the turn of the 16th century", 1490, 1510), ("the 1530s", 1530, 1539))
     assert "tied to dates in the 1530s and at the turn of the 16th century" in question, question
     # periods in time order (audit, seed 21212: "tied to dates in the fourth decade of the 16th century and the third
     # decade of the 16th century" read backwards)
-    later_first = [_type("X", "empire"),
-                   _s("Xd1", "date", "X", value="the fourth decade of the 16th century", predicate="",
-                      checks=[{"type": "year", "node": "X", "lo": 1530, "hi": 1540}]),
-                   _s("Xd0", "date", "X", value="the third decade of the 16th century", predicate="",
-                      checks=[{"type": "year", "node": "X", "lo": 1520, "hi": 1530}])]
-    question = DescribedWriter().write(later_first, {"X": "empire"})
+    question = periods("empire", ("the fourth decade of the 16th century", 1530, 1540),
+                       ("the third decade of the 16th century", 1520, 1530))
     assert ("tied to dates in the third decade of the 16th century and the fourth decade of the 16th century"
             in question), question
 
