@@ -140,13 +140,20 @@ def grpo_settings(config: Any, work: Path) -> dict[str, Any]:
     settings = {name: getattr(config, name) for name in GRPO_SETTINGS}
     file = work / SETTINGS_FILE
     if file.is_file():
-        recorded = json.loads(file.read_text(encoding="utf-8"))
+        try:
+            recorded = json.loads(file.read_text(encoding="utf-8"))
+        except (ValueError, UnicodeDecodeError):
+            raise ValueError(f"{file} is not the JSON this benchmark writes; use another --out-dir") from None
+        if not isinstance(recorded, dict):
+            raise ValueError(f"{file} is not the JSON this benchmark writes; use another --out-dir")
         if recorded != settings:
             changed = ", ".join(f"{k} {recorded.get(k)} -> {v}" for k, v in settings.items() if recorded.get(k) != v)
             raise ValueError(f"{work.parent} holds doses trained with other GRPO settings ({changed}); use another "
                              "--out-dir")
-    else:
-        file.write_text(json.dumps(settings) + "\n", encoding="utf-8")
+    else:  # written whole or not at all: a half-written file would refuse the folder
+        from websailor.stages import write_json
+
+        write_json(file, settings)
     return settings
 
 

@@ -317,6 +317,14 @@ _CLAUSE_BREAK = re.compile(r";|[\"“(]|\b(?:for (?:his|her|its|their)|which|who
                            r"(?:the|a|an|its|his|her|their|it|he|she|they)\b", re.I)
 
 
+def types_alike(a: str, b: str) -> bool:
+    """Whether a reader could take an entity of type ``a`` for one of type ``b`` (type phrases): the same head, or
+    one's head a word of the other's type ("this capital" beside "a capital city"). Questions count such entities
+    apart ("another city", "the second city")."""
+    wa, wb = a.split(), b.split()
+    return bool(wa and wb) and (wa[-1] in wb or wb[-1] in wa)
+
+
 def find_name(text: str, name: str) -> int:
     """Where ``name`` first occurs in ``text`` as whole words (case-sensitive first), or -1:
     "India" is not found inside "Indian Ocean"."""

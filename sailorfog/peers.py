@@ -111,13 +111,14 @@ def headed(text: str, kind: str) -> set[str]:
     if not head:
         return set()
     out = set()
+    after = re.compile(r"\s+" + re.escape(head) + r"\b") if head in NAMING_HEADS else None
     for sentence in _SENTENCE_END.split(text[:MAX_TEXT]):
         for m in NAME.finditer(sentence):
             name = _clean(m.group(0))
             words = name.split()
             if len(words) > 1 and words[-1].lower() == head:
                 out.add(name)
-            elif head in NAMING_HEADS and re.match(r"\s+" + re.escape(head) + r"\b", sentence[m.end():]) \
+            elif after is not None and after.match(sentence, m.end()) \
                     and _is_name(name) and not name.endswith(("'s", "’s")):
                 out.add(f"{name} {head}")
     return {n for n in out if _is_name(n)}

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Mapping, Sequence
 
-from sailorfog.describe import PERSON_HEADS
+from sailorfog.describe import PERSON_HEADS, types_alike
 from sailorfog.statements import Statement
 from sailorfog.text import article
 
@@ -65,10 +65,8 @@ class _Refs:
         return self.types[label].split()[-1]
 
     def _alike(self, a: str, b: str) -> bool:
-        """Whether a reader could take one entity's reference for the other's: the same head, or one's head a
-        word of the other's type ("this capital" beside "a capital city")."""
-        return self._head(a) == self._head(b) or self._head(a) in self.types[b].split() \
-            or self._head(b) in self.types[a].split()
+        """Whether a reader could take one entity's reference for the other's (:func:`types_alike`)."""
+        return types_alike(self.types[a], self.types[b])
 
     def _same(self, label: str) -> list[str]:
         return [lab for lab in self.types if self._alike(lab, label)]

@@ -31,7 +31,8 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from sailorfog.constraints import unary_pages
 from sailorfog.corpus import CorpusIndex
-from sailorfog.describe import PERSON_HEADS, PLACE_HEADS, first_sentence, loose_measure, other_names
+from sailorfog.describe import (PERSON_HEADS, PLACE_HEADS, first_sentence, loose_measure, other_names,
+                                types_alike)
 from sailorfog.extract import extract_numbers
 from sailorfog.statements import Statement
 from sailorfog.text import display_title
@@ -222,15 +223,6 @@ def singular(word: str) -> str:
     if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
         return word[:-1]
     return word
-
-
-def _counted_apart(a: list[str] | None, b: list[str] | None) -> bool:
-    """Whether the question's prose counts two entities of types ``a`` and ``b`` (their words) apart: it says
-    "another" or "the second" when one's head is a word of the other's type (:class:`sailorfog.prose._Refs`). An
-    entity without a stated type is counted apart (the question names it some other way)."""
-    if not a or not b:
-        return True
-    return a[-1] in b or b[-1] in a
 
 
 def synonyms(head: str) -> set[str]:
@@ -578,9 +570,10 @@ class PlainReader:
         # not it (:attr:`Statement.apart`) or the prose counts them apart
         # ("another philosopher", "the second city": types alike); "a nationalist" and later "a politician",
         # both named by one economist, may be one man (audit, seed 21313: Nehru beside Modi)
-        kinds = {s.subject: s.value.lower().split() for s in statements if s.kind == "type"}
+        kinds = {s.subject: s.value.lower() for s in statements if s.kind == "type"}
         tied = {s.object if s.subject == target else s.subject for s in rels if target in (s.subject, s.object)}
         tied |= {lab for s in statements if s.subject == target for lab in s.apart}  # "other than this nationalist"
         pinned = {next(iter(d)) for lab, d in doms.items() if lab != target and len(d) == 1
-                  and (lab in tied or _counted_apart(kinds.get(lab), kinds.get(target)))}
+                  and (lab in tied or not (kinds.get(lab) and kinds.get(target))
+                       or types_alike(kinds[lab], kinds[target]))}
         return doms.get(target, set()) - pinned

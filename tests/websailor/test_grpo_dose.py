@@ -184,3 +184,16 @@ def test_set_changes_grpo_settings_of_an_existing_run_and_a_folder_keeps_its_set
     assert exc.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--set sft_steps would change the stages of --run-dir" in err[0]
+
+
+def test_a_damaged_settings_file_is_a_one_line_refusal(tmp_path):
+    from benchmarks.grpo_dose import SETTINGS_FILE, grpo_settings
+    from websailor.pipeline import PipelineConfig
+
+    config = PipelineConfig(out=str(tmp_path / "run"), model="tiny")
+    assert grpo_settings(config, tmp_path)["grpo_kl_beta"] == 0.0  # written once, whole
+    assert grpo_settings(config, tmp_path) == grpo_settings(config, tmp_path)
+    for damaged in (b'{"grpo_lr": 0.0', b"\xff\xfe", b"[1, 2]"):
+        (tmp_path / SETTINGS_FILE).write_bytes(damaged)
+        with pytest.raises(ValueError, match="is not the JSON this benchmark writes; use another --out-dir"):
+            grpo_settings(config, tmp_path)
