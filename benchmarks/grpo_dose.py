@@ -171,6 +171,8 @@ def train_doses(config: Any, work: Path, doses: list[int]) -> dict[int, dict[str
         model, tokenizer = stages._load(work / "sft" / "model")
         stages.write_json(selection, stages._probe(replace(config, grpo_steps=doses[-1]), work, model, tokenizer,
                                                    stages.read_jsonl(work / "tasks" / "train.jsonl")))
+    elif selection.is_file():
+        extend_pool(config, work, doses[-1])
     out: dict[int, dict[str, Any]] = {}
     for dose in doses:
         target = work / "models" / f"step-{dose}"
@@ -189,6 +191,48 @@ def train_doses(config: Any, work: Path, doses: list[int]) -> dict[int, dict[str
                       if not m.get("train/no_signal") and not m.get("train/skipped"))
         out[dose] = {"model": str(target), "updates": updates}
     return out
+
+
+def extend_pool(config: Any, work: Path, largest: int) -> dict[str, Any] | None:
+    """A dose run extended past the steps its GRPO pool was chosen for gets fresh tasks for the new steps:
+    two per group drawn (as :func:`websailor.stages._probe` sizes it), from the train tasks SFT never saw
+    that neither the pool nor the probe took, of the pool's levels and in the probe's weights (a level the
+    probe left out stays out; with none of them left, nothing is added and the table names the steps
+    that drew from a dry pool). They join the
+    pool when GRPO resumes (:meth:`trainers.grpo_data.TaskPool.draw` tops it up). Without them the
+    pool runs dry: every task retires and the last ``--grpo-tasks-per-step`` of them are drawn at every
+    later step. Returns what was added (None: the pool was large enough)."""
+    from collections import Counter
+
+    from websailor import recipe, stages
+
+    file = work / "grpo" / "selection.json"
+    selection = json.loads(file.read_text(encoding="utf-8"))
+    tasks = list(selection.get("tasks") or [])
+    per_step = 2 * config.grpo_tasks_per_step
+    need = largest * per_step - len(tasks)
+    if need <= 0:
+        return None
+    unseen = stages.unseen_train_tasks(config, work, stages.read_jsonl(work / "tasks" / "train.jsonl"))
+    rounds = max(1, int(selection.get("probe_rounds") or 1))
+    probed = {str(t.get("id")) for level in recipe.LEVELS
+              for t in [u for u in unseen if u.get("level") == level][:config.probe * rounds]}
+    taken = probed | {str(t.get("id")) for t in tasks}
+    levels = {str(t.get("level")) for t in tasks}  # the probe's choice stands: no level joins later
+    candidates = [t for t in unseen if str(t.get("id")) not in taken and str(t.get("level")) in levels]
+    if not candidates:
+        return {"to_steps": largest, "wanted": need, "added": 0, "per_level": {}}
+    rates = {str(lv): [float(p)] for lv, p in (selection.get("probe_success") or {}).items()}
+    extensions = list(selection.get("extended") or [])
+    chosen, _ = recipe.select_grpo_tasks(candidates, rates, need, config.seed + 1 + len(extensions))
+    added = {"to_steps": largest, "wanted": need, "added": len(chosen),
+             "per_level": dict(Counter(str(t.get("level")) for t in chosen))}
+    selection["tasks"] = tasks + chosen
+    selection["extended"] = extensions + [added]
+    stages.write_json(file, selection)
+    print(f"==> GRPO pool: {len(chosen)} fresh tasks added for steps up to {largest} (wanted {need})",
+          file=sys.stderr, flush=True)
+    return added
 
 
 def train_sft_more(config: Any, work: Path, steps: int, source: Path | None = None, name: str = "") -> str:
@@ -359,19 +403,31 @@ def fmt(c: dict[str, Any]) -> str:
 
 
 def grpo_pool(work: Path, tasks_per_step: int, largest: int) -> dict[str, Any]:
-    """The GRPO task pool the probe chose (``grpo/selection.json``): its tasks and the steps it was sized for
-    (two fresh tasks per group drawn, :func:`websailor.stages._probe`), with a ``note`` when the largest dose
-    runs past them: a dose run extended to more steps keeps its first pool, so its later steps draw the
-    pool's tasks again."""
+    """The GRPO task pool (``grpo/selection.json``): its tasks, the steps they cover (two fresh tasks per
+    group drawn, :func:`websailor.stages._probe`), what extensions added (:func:`extend_pool`), and a
+    ``note`` naming the steps GRPO drew from a dry pool: after every other task retired, only the last
+    ``tasks_per_step`` or fewer were left, and each such step drew them again."""
     file = work / "grpo" / "selection.json"
     if not file.is_file():
         return {}
     selection = json.loads(file.read_text(encoding="utf-8"))
     tasks = len(selection.get("tasks") or [])
-    sized = int(selection.get("wanted") or tasks) // max(1, 2 * tasks_per_step)
-    out: dict[str, Any] = {"tasks": tasks, "sized_for_steps": sized}
-    if largest > sized:
-        out["note"] = f"the pool was chosen for {sized} steps; steps past {sized} draw its tasks again"
+    out: dict[str, Any] = {"tasks": tasks, "sized_for_steps": tasks // max(1, 2 * tasks_per_step)}
+    if selection.get("extended"):
+        out["extended"] = selection["extended"]
+    metrics = work / "grpo" / "metrics.jsonl"
+    dry = []
+    if metrics.is_file():
+        from websailor.report import read_jsonl
+
+        rows = [m for m in read_jsonl(metrics) if isinstance(m.get("step"), int) and m["step"] < largest]
+        # a step's active count is after its retirements: the next step draws from it
+        dry = sorted(m["step"] + 1 for m in rows
+                     if isinstance(m.get("data/active_tasks"), int) and m["data/active_tasks"] <= tasks_per_step)
+    if dry:
+        out["dry_steps"] = [dry[0], dry[-1], len(dry)]
+        out["note"] = (f"{len(dry)} steps between {dry[0]} and {dry[-1]} drew from a dry pool of at most "
+                       f"{tasks_per_step} tasks, the same ones each step")
     return out
 
 
@@ -393,7 +449,9 @@ def print_table(rows: list[dict], controls: dict[str, Any], pool: dict[str, Any]
              f"largest dose - it {fmt(more['largest_dose_vs'])} ({more['largest_dose_vs']['verdict']})"
              if more.get("sampled") is not None else f"; {more.get('label', 'no SFT control')}"))
     if pool:
-        print(f"GRPO pool: {pool['tasks']} tasks, sized for {pool['sized_for_steps']} steps"
+        print(f"GRPO pool: {pool['tasks']} tasks, enough for {pool['sized_for_steps']} steps"
+              + "".join(f"; {e['added']} fresh added for steps up to {e['to_steps']} (wanted {e['wanted']})"
+                        for e in pool.get("extended") or [])
               + (f" ({pool['note']})" if pool.get("note") else ""))
 
 

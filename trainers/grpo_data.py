@@ -292,7 +292,14 @@ class TaskPool:
         return out
 
     def draw(self, n: int) -> list[int]:
-        """``n`` task indices for the next step (a shuffled round robin over the active tasks)."""
+        """``n`` task indices for the next step (a shuffled round robin over the active tasks). Fewer than
+        ``pool_size`` active tasks while ``source`` still has fresh ones (a resumed run whose ``source`` grew)
+        are topped up first, and the round starts again with them."""
+        if len(self.active) < self.pool_size and self.next_fresh < len(self.source):
+            added = self._fresh(self.pool_size - len(self.active))
+            if added:
+                self.active += added
+                self.order, self.cursor = [], 0
         picked = []
         for _ in range(n):
             if self.cursor >= len(self.order):

@@ -104,6 +104,22 @@ def test_pool_state_round_trip():
     assert [a.draw(1) for _ in range(7)] == [b.draw(1) for _ in range(7)]
 
 
+
+def test_a_dry_pool_resumed_with_more_tasks_draws_the_new_ones():
+    # every task retired down to min_active: the source is dry, so one step draws the same 2 tasks
+    a = TaskPool(tasks(4), pool_size=4, window=1, min_active=2, seed=0)
+    a.record([0, 1, 2, 3], [1, 1, 0, 1])
+    assert len(a.active) == 2 and a.next_fresh == 4
+    assert sorted(set(a.draw(4))) == sorted(a.active)
+    # resumed from that state with four more tasks in its source: they join before the next draw
+    b = TaskPool(tasks(8), pool_size=4, window=1, min_active=2, seed=0)
+    b.load_state_dict(a.state_dict())
+    drawn = b.draw(4)
+    assert len(b.active) == 4 and b.next_fresh == 6
+    assert sorted(drawn) == sorted(b.active) and {b.task(i)["id"] for i in b.active} >= {"t4", "t5"}
+    # a pool whose source is dry stays as it is
+    assert a.draw(2) and len(a.active) == 2
+
 def test_cut_off_rule_follows_the_rollouts_flag_not_the_last_token():
     eos_closed = dict(ids=(5, 6, 9), mask=(1, 1, 0), lps=(-1, -1, 0))  # ended on EOS; the rollout added the marker
     for shape in ({}, eos_closed):

@@ -43,10 +43,11 @@ def test_smoke_run_reports_every_dose_paired_against_sft_per_level(smoke):
     assert Path(result["figure"]).is_file() and Path(result["figure"]).stat().st_size > 1000
     assert (out / "dose" / "models" / "step-2" / "config.json").is_file()
     pool = result["grpo"]["pool"]
-    assert pool["tasks"] > 0 and pool["sized_for_steps"] >= 2 and "note" not in pool
+    assert pool["tasks"] > 0 and "note" not in pool  # no step drew from a dry pool
+    assert pool["sized_for_steps"] == pool["tasks"] // (2 * result["grpo"]["tasks_per_step"])
 
 
-def test_a_pool_sized_for_fewer_steps_than_the_largest_dose_is_said(tmp_path):
+def test_steps_drawn_from_a_dry_pool_are_said(tmp_path):
     from benchmarks.grpo_dose import grpo_pool
 
     assert grpo_pool(tmp_path, 4, 8) == {}  # no probe made yet
@@ -54,7 +55,49 @@ def test_a_pool_sized_for_fewer_steps_than_the_largest_dose_is_said(tmp_path):
     (tmp_path / "grpo" / "selection.json").write_text(json.dumps({"tasks": [{"id": str(i)} for i in range(128)],
                                                                   "wanted": 128}))
     assert grpo_pool(tmp_path, 4, 16) == {"tasks": 128, "sized_for_steps": 16}
-    assert grpo_pool(tmp_path, 4, 32)["note"] == "the pool was chosen for 16 steps; steps past 16 draw its tasks again"
+    # the pool's active tasks after each step, as the trainer logs them: 4 left after step 24
+    rows = [{"step": k, "data/active_tasks": max(4, 128 - 5 * k)} for k in range(1, 35)]
+    (tmp_path / "grpo" / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert "note" not in grpo_pool(tmp_path, 4, 16)
+    pool = grpo_pool(tmp_path, 4, 32)
+    assert pool["dry_steps"] == [26, 32, 7]
+    assert pool["note"] == "7 steps between 26 and 32 drew from a dry pool of at most 4 tasks, the same ones each step"
+
+
+def test_an_extended_dose_run_gets_fresh_tasks_of_the_probed_levels(tmp_path):
+    from benchmarks.grpo_dose import extend_pool, grpo_pool
+    from websailor.pipeline import PipelineConfig
+    from websailor.stages import write_jsonl
+
+    level = lambda i: "lookup-lead" if i % 2 else "lookup-description"  # noqa: E731
+    train = [{"id": f"t{i}", "question": "q", "answer": "a", "level": level(i)} for i in range(60)]
+    write_jsonl(tmp_path / "tasks" / "train.jsonl", train)
+    write_jsonl(tmp_path / "trajectories" / "gold.jsonl", [{"task": {"id": f"t{i}"}} for i in range(10)])
+    config = PipelineConfig(out=str(tmp_path / "run"), model="tiny", lookup_tasks=60, grpo_tasks_per_step=2,
+                            probe=2, progress=False)
+    pool = [t for t in train[10:] if t["level"] == "lookup-lead"][2:6]  # after the probe's first 2 of the level
+    (tmp_path / "grpo").mkdir()
+    selection = {"tasks": pool, "wanted": 4, "probe_rounds": 1,
+                 "probe_success": {"lookup-description": 0.0, "lookup-lead": 0.5, "sailorfog": 0.0}}
+    (tmp_path / "grpo" / "selection.json").write_text(json.dumps(selection))
+    assert extend_pool(config, tmp_path, 1) is None  # enough for 1 step: 2 per group drawn
+    added = extend_pool(config, tmp_path, 4)
+    assert added == {"to_steps": 4, "wanted": 12, "added": 12, "per_level": {"lookup-lead": 12}}
+    tasks = json.loads((tmp_path / "grpo" / "selection.json").read_text())["tasks"]
+    ids = [t["id"] for t in tasks]
+    assert len(ids) == len(set(ids)) == 16 and ids[:4] == [t["id"] for t in pool]
+    probed = {"t11", "t13", "t10", "t12"}  # each level's first 2 unseen tasks
+    assert not probed & set(ids) and all(int(i[1:]) >= 10 for i in ids)  # none SFT saw, none probed
+    assert grpo_pool(tmp_path, 2, 4)["sized_for_steps"] == 4
+    # past what is left: the rest of the level's tasks, and the shortfall said
+    added = extend_pool(config, tmp_path, 8)
+    assert added["wanted"] == 16 and added["added"] == 7  # 25 lead tasks unseen, 2 probed, 16 taken
+    assert grpo_pool(tmp_path, 2, 8)["extended"][-1] == added
+    # none of the pool's level left: nothing added, nothing written (descriptions, which the probe left out,
+    # stay out)
+    before = (tmp_path / "grpo" / "selection.json").read_text()
+    assert extend_pool(config, tmp_path, 16)["added"] == 0
+    assert (tmp_path / "grpo" / "selection.json").read_text() == before
 
 
 def test_json_line_is_printed_last(default_wiki, tmp_path, capsys, smoke):
