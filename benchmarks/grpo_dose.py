@@ -420,10 +420,13 @@ def grpo_pool(work: Path, tasks_per_step: int, largest: int) -> dict[str, Any]:
     if metrics.is_file():
         from websailor.report import read_jsonl
 
-        rows = [m for m in read_jsonl(metrics) if isinstance(m.get("step"), int) and m["step"] < largest]
-        # a step's active count is after its retirements: the next step draws from it
-        dry = sorted(m["step"] + 1 for m in rows
-                     if isinstance(m.get("data/active_tasks"), int) and m["data/active_tasks"] <= tasks_per_step)
+        rows = {m["step"]: m for m in read_jsonl(metrics) if isinstance(m.get("step"), int) and m["step"] <= largest}
+        # a step's active count is after its retirements: the next step draws from it, unless fresh tasks
+        # joined first (an extended pool: its fresh count grew)
+        dry = sorted(step for step, m in rows.items() if (before := rows.get(step - 1))
+                     and isinstance(before.get("data/active_tasks"), int)
+                     and before["data/active_tasks"] <= tasks_per_step
+                     and m.get("data/fresh_used") == before.get("data/fresh_used"))
     if dry:
         out["dry_steps"] = [dry[0], dry[-1], len(dry)]
         out["note"] = (f"{len(dry)} steps between {dry[0]} and {dry[-1]} drew from a dry pool of at most "

@@ -56,12 +56,15 @@ def test_steps_drawn_from_a_dry_pool_are_said(tmp_path):
                                                                   "wanted": 128}))
     assert grpo_pool(tmp_path, 4, 16) == {"tasks": 128, "sized_for_steps": 16}
     # the pool's active tasks after each step, as the trainer logs them: 4 left after step 24
-    rows = [{"step": k, "data/active_tasks": max(4, 128 - 5 * k)} for k in range(1, 35)]
+    rows = [{"step": k, "data/active_tasks": max(4, 128 - 5 * k), "data/fresh_used": 128} for k in range(1, 35)]
+    # extended before step 35: 87 fresh tasks joined, so step 35 drew from them
+    rows += [{"step": k, "data/active_tasks": 80, "data/fresh_used": 215} for k in range(35, 40)]
     (tmp_path / "grpo" / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert "note" not in grpo_pool(tmp_path, 4, 16)
     pool = grpo_pool(tmp_path, 4, 32)
     assert pool["dry_steps"] == [26, 32, 7]
     assert pool["note"] == "7 steps between 26 and 32 drew from a dry pool of at most 4 tasks, the same ones each step"
+    assert grpo_pool(tmp_path, 4, 39)["dry_steps"] == [26, 34, 9]
 
 
 def test_an_extended_dose_run_gets_fresh_tasks_of_the_probed_levels(tmp_path):
