@@ -140,7 +140,7 @@ def test_a_longer_control_is_trained_apart_from_a_shorter_one(default_wiki, smok
     assert again["doses"] == first["doses"]
 
 
-@pytest.mark.parametrize("flag", ["--jobs=0", "--samples=0"])
+@pytest.mark.parametrize("flag", ["--jobs=0", "--samples=0", "--threads=0"])
 def test_bad_counts_are_one_line_errors(flag, capsys):
     from benchmarks.grpo_dose import main
 
