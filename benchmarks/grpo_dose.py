@@ -210,6 +210,21 @@ def train_doses(config: Any, work: Path, doses: list[int]) -> dict[int, dict[str
     return out
 
 
+def read_selection(work: Path) -> dict[str, Any] | None:
+    """The GRPO pool the probe chose (``work/grpo/selection.json``, written whole by :func:`websailor.stages.write_json`),
+    or None before the probe; a file that is not that JSON object is a one-line ``ValueError``."""
+    file = work / "grpo" / "selection.json"
+    if not file.is_file():
+        return None
+    try:
+        selection = json.loads(file.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        selection = None
+    if not isinstance(selection, dict) or not isinstance(selection.get("tasks"), list):
+        raise ValueError(f"{file} is not the GRPO pool this benchmark writes; use another --out-dir")
+    return selection
+
+
 def extend_pool(config: Any, work: Path, largest: int) -> dict[str, Any] | None:
     """A dose run extended past the steps its GRPO pool was chosen for gets fresh tasks for the new steps:
     two per group drawn (as :func:`websailor.stages._probe` sizes it), from the train tasks SFT never saw
@@ -224,7 +239,7 @@ def extend_pool(config: Any, work: Path, largest: int) -> dict[str, Any] | None:
     from websailor import recipe, stages
 
     file = work / "grpo" / "selection.json"
-    selection = json.loads(file.read_text(encoding="utf-8"))
+    selection = read_selection(work) or {}
     tasks = list(selection.get("tasks") or [])
     per_step = 2 * config.grpo_tasks_per_step
     need = largest * per_step - len(tasks)
@@ -424,11 +439,10 @@ def grpo_pool(work: Path, tasks_per_step: int, largest: int) -> dict[str, Any]:
     group drawn, :func:`websailor.stages._probe`), what extensions added (:func:`extend_pool`), and a
     ``note`` naming the steps GRPO drew from a dry pool: after every other task retired, only the last
     ``tasks_per_step`` or fewer were left, and each such step drew them again."""
-    file = work / "grpo" / "selection.json"
-    if not file.is_file():
+    selection = read_selection(work)
+    if selection is None:
         return {}
-    selection = json.loads(file.read_text(encoding="utf-8"))
-    tasks = len(selection.get("tasks") or [])
+    tasks = len(selection["tasks"])
     out: dict[str, Any] = {"tasks": tasks, "sized_for_steps": tasks // max(1, 2 * tasks_per_step)}
     if selection.get("extended"):
         out["extended"] = selection["extended"]
@@ -526,11 +540,15 @@ def main(argv: list[str] | None = None) -> dict:
         doses = parse_steps(args.steps or STEPS[mode])
         if args.jobs is None:
             args.jobs = 1 if cuda else max(1, min(4, os.cpu_count() or 1))
+        cores = os.cpu_count() or 1
         if args.threads is None:
-            args.threads = max(1, min(4, os.cpu_count() or 1))
+            args.threads = max(1, min(4, cores))
         for name in ("samples", "jobs", "threads"):
             if getattr(args, name) < 1:
                 raise ValueError(f"--{name} must be >= 1, got {getattr(args, name)}")
+        if args.threads > cores:
+            raise ValueError(f"--threads must be at most the {cores} CPU cores (more only wait on each other), "
+                             f"got {args.threads}")
         for name in ("heldout_per_level", "control_steps", "extra_heldout", "sft_first"):
             if (getattr(args, name) or 0) < 0:
                 raise ValueError(f"--{name.replace('_', '-')} must be >= 0, got {getattr(args, name)}")
@@ -569,6 +587,7 @@ def main(argv: list[str] | None = None) -> dict:
         fail(str(exc))
     try:
         settings = grpo_settings(config, work)
+        read_selection(work)  # a damaged pool file is refused here, before any training
     except ValueError as exc:
         fail(str(exc))
     if args.sft_first:

@@ -103,6 +103,30 @@ def test_an_extended_dose_run_gets_fresh_tasks_of_the_probed_levels(tmp_path):
     assert (tmp_path / "grpo" / "selection.json").read_text() == before
 
 
+
+@pytest.mark.parametrize("body", [b'{"tasks": [', b"\xff\xfe not utf-8", b"[1, 2]", b'{"tasks": 3}'])
+def test_a_damaged_pool_file_is_one_line_error(tmp_path, body):
+    from benchmarks.grpo_dose import extend_pool, grpo_pool, read_selection
+
+    (tmp_path / "grpo").mkdir()
+    (tmp_path / "grpo" / "selection.json").write_bytes(body)
+    for call in (lambda: read_selection(tmp_path), lambda: grpo_pool(tmp_path, 4, 8),
+                 lambda: extend_pool(None, tmp_path, 8)):
+        with pytest.raises(ValueError, match="is not the GRPO pool this benchmark writes") as exc:
+            call()
+        assert "\n" not in str(exc.value)
+
+
+def test_more_threads_than_cores_is_one_line_error(capsys):
+    import os
+
+    from benchmarks.grpo_dose import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["--smoke", f"--threads={(os.cpu_count() or 1) + 1}"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exc.value.code == 2 and len(err) == 1 and "--threads must be at most" in err[0]
+
 def test_json_line_is_printed_last(default_wiki, tmp_path, capsys, smoke):
     from benchmarks.grpo_dose import main
 
