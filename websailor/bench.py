@@ -111,6 +111,16 @@ def _model_and_simulator(ctx: Context) -> str | None:
     return None
 
 
+MAIN_RUN = REPO / "runs" / "default"
+"""The main job's run (README), whose SFT and GRPO models ``paired_eval`` compares."""
+
+
+def _main_run(ctx: Context) -> str | None:
+    if not all((MAIN_RUN / name / "model" / "config.json").is_file() for name in ("sft", "grpo")):
+        return f"no finished main job in {MAIN_RUN}: run `websailor pipeline --out runs/default` first"
+    return None
+
+
 def _gpu_backend() -> str:
     return "vllm" if importlib.util.find_spec("vllm") is not None else "transformers"
 
@@ -177,6 +187,9 @@ SPECS: dict[str, Spec] = {
     "links": Spec(lambda c: [], lambda c: []),
     "live_faults": Spec(lambda c: [], lambda c: ["--calls", "120"],
                         _missing("trafilatura", extra="live")),
+    "paired_eval": Spec(lambda c: ["--run-dir", str(MAIN_RUN), "--out-dir", str(c.work)],
+                        lambda c: ["--run-dir", str(MAIN_RUN), "--out-dir", str(c.work), "--tasks", "20",
+                                   "--samples", "1"], _main_run),
     "parallel_memory": Spec(lambda c: [], lambda c: ["--layers", "2", "--hidden", "64", "--vocab", "1000",
                                                      "--tokens", "64", "--steps", "2"]),
     "retrieval": Spec(lambda c: ["--wiki", c.wiki_dir],
