@@ -96,6 +96,18 @@ def fresh_lookups(config: Any, run_dir: Path, excluded: list[Path], n: int, out:
     return tasks
 
 
+def evaluate_models(config: Any, out: Path, models: dict[str, str], tasks: list[dict], samples: int, jobs: int) -> None:
+    """Each model greedily (once per task) and sampled (``samples`` per task, the run's temperature), those not
+    cached in ``out/eval`` yet, in up to ``jobs`` processes (:func:`websailor.stages.evaluate_models`)."""
+    from benchmarks.grpo_dose import MODES, eval_file
+    from websailor import stages
+
+    todo = [stages.EvalJob(f"{name}-{mode}", folder, tasks, samples=samples if mode == "sampled" else 1,
+                           temperature=temperature, label=f"{name} {mode}")
+            for mode, temperature in MODES for name, folder in models.items() if not eval_file(out, name, mode).is_file()]
+    stages.evaluate_models(config, out, todo, jobs)
+
+
 def heuristic_rates(config: Any, out: Path, tasks: list[dict]) -> dict[str, float]:
     """The scripted heuristic's per-task success on ``tasks`` (deterministic: one episode each)."""
     from benchmarks.grpo_dose import task_rates
@@ -198,7 +210,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     from dataclasses import replace
 
-    from benchmarks.grpo_dose import evaluate, evaluate_many, mean, recorded_config
+    from benchmarks.grpo_dose import evaluate, mean, recorded_config
 
     start = time.perf_counter()
     out, run_dir = Path(args.out_dir), Path(args.run_dir)
@@ -227,7 +239,7 @@ def main(argv: list[str] | None = None) -> dict:
     from websailor.stages import model_device
 
     jobs = args.jobs if model_device(config) == "cpu" else 1  # one process holds a GPU
-    evaluate_many(config, out, [(name, folder, tasks) for name, folder in models.items()], args.samples, jobs)
+    evaluate_models(config, out, models, tasks, args.samples, jobs)
     rates = {name: evaluate(out, name) for name in models}
     levels = {lv: {str(t["id"]) for t in tasks if t.get("level") == lv} for lv in LEVELS}
     summary: dict[str, Any] = {
