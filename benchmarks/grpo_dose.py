@@ -518,7 +518,7 @@ def main(argv: list[str] | None = None) -> dict:
                         "(and the sft+N control) from that model: a start where more SFT adds little")
     p.add_argument("--jobs", type=int, default=None,
                    help="evaluations run at once, each in its own process on one thread (default: the CPU "
-                        "cores, at most 4, on a CPU; 1 on a GPU)")
+                        "cores, at most 4 and at most what the free memory holds at 6 GB each, on a CPU; 1 on a GPU)")
     p.add_argument("--threads", type=int, default=None,
                    help="torch threads for GRPO and SFT training, which run alone in this process (default: the "
                         "CPU cores, at most 4; evaluations decode on one thread each)")
@@ -539,7 +539,9 @@ def main(argv: list[str] | None = None) -> dict:
     try:
         doses = parse_steps(args.steps or STEPS[mode])
         if args.jobs is None:
-            args.jobs = 1 if cuda else max(1, min(4, os.cpu_count() or 1))
+            from websailor.stages import default_eval_workers
+
+            args.jobs = 1 if cuda else default_eval_workers()
         cores = os.cpu_count() or 1
         if args.threads is None:
             args.threads = max(1, min(4, cores))

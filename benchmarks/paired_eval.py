@@ -200,7 +200,8 @@ def main(argv: list[str] | None = None) -> dict:
                    help="a task file whose pages the fresh tasks must not ask for (e.g. a dose run's extra "
                         "held-out tasks; repeat)")
     p.add_argument("--samples", type=int, default=2, help="sampled episodes per task (plus one greedy)")
-    p.add_argument("--jobs", type=int, default=2, help="evaluations at once, each in its own process")
+    p.add_argument("--jobs", type=int, default=None, help="evaluations at once, each in its own process (default: "
+                                                          "the cores up to 4, as many as the free memory holds)")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="cpu")
     args = p.parse_args(argv)
 
@@ -216,7 +217,7 @@ def main(argv: list[str] | None = None) -> dict:
     out, run_dir = Path(args.out_dir), Path(args.run_dir)
     try:
         for name in ("tasks", "samples", "jobs"):
-            if getattr(args, name) < 1:
+            if getattr(args, name) is not None and getattr(args, name) < 1:
                 raise ValueError(f"--{name} must be >= 1, got {getattr(args, name)}")
         if args.tasks % 2:
             raise ValueError(f"--tasks must be even (half short descriptions, half first sentences), got {args.tasks}")
@@ -236,9 +237,9 @@ def main(argv: list[str] | None = None) -> dict:
     import torch
 
     torch.set_num_threads(1)
-    from websailor.stages import model_device
+    from websailor.stages import eval_workers as stages_workers
 
-    jobs = args.jobs if model_device(config) == "cpu" else 1  # one process holds a GPU
+    jobs = stages_workers(config, args.jobs or 0)
     evaluate_models(config, out, models, tasks, args.samples, jobs)
     rates = {name: evaluate(out, name) for name in models}
     levels = {lv: {str(t["id"]) for t in tasks if t.get("level") == lv} for lv in LEVELS}

@@ -118,7 +118,8 @@ class PipelineConfig(EpisodeOptions):
     """torch CPU threads (0: one, which decodes fastest on a shared 2-core machine)."""
     workers: int = 0
     """Evaluations the eval stage runs at once on a CPU, each in a process of its own on --threads threads
-    (0: the CPU cores, at most 4; 1: one after another). A GPU run evaluates one model at a time."""
+    (0: the CPU cores, at most 4 and at most what the free memory holds at 6 GB each; 1: one after another). A GPU
+    run evaluates one model at a time."""
     device: Literal["auto", "cpu", "cuda"] = "auto"
     """Where the model stages (few-shot, SFT, probe, GRPO, evaluation) run: auto is cuda when a GPU is
     visible, else cpu. The sizes are the same on both; a GPU run may raise them (--lookup-tasks,

@@ -408,12 +408,28 @@ class EvalJob:
     """The model's label in the summary."""
 
 
+EVAL_WORKER_BYTES = 6 << 30
+"""Memory one CPU evaluation of SmolLM2-135M may reach (:data:`EVAL_BATCH` episodes at once: 5.6 GB of
+anonymous memory measured); the default number of evaluations at once leaves each this much."""
+
+
+def default_eval_workers() -> int:
+    """Evaluations a CPU runs at once by default: its cores up to 4, and no more than the available memory
+    holds at :data:`EVAL_WORKER_BYTES` each (four at once on a 24 GB machine with other work on it were
+    killed for memory), at least one."""
+    from trainers.memory import available_memory
+
+    free, _ = available_memory("cpu")
+    by_memory = free // EVAL_WORKER_BYTES if free else 4
+    return max(1, min(4, os.cpu_count() or 1, by_memory))
+
+
 def eval_workers(config: Any, asked: int = 0) -> int:
-    """Evaluations run at once: ``asked`` (or ``--workers``) where set, else the CPU cores up to 4; one
-    on a GPU, where one process already uses the device."""
+    """Evaluations run at once: ``asked`` (or ``--workers``) where set, else :func:`default_eval_workers`;
+    one on a GPU, where one process already uses the device."""
     if model_device(config) != "cpu":
         return 1
-    return asked or getattr(config, "workers", 0) or max(1, min(4, os.cpu_count() or 1))
+    return asked or getattr(config, "workers", 0) or default_eval_workers()
 
 
 def _run_eval_job(config: Any, run_dir: Path, job: EvalJob) -> dict[str, Any]:

@@ -61,3 +61,15 @@ def test_probe_and_grpo_draw_only_tasks_sft_never_saw(tmp_path):
     assert [t["id"] for t in unseen_train_tasks(config, tmp_path, train)] == [f"t{i}" for i in range(6, 12)]
     with pytest.raises(ValueError, match=r"only 6 train task\(s\) are not in SFT's gold set \(6 are\)"):
         unseen_train_tasks(PipelineConfig(out="x", model="tiny", probe=4, grpo_tasks_per_step=4), tmp_path, train)
+
+
+@pytest.mark.parametrize("free_gib, cores, expected", [(24, 2, 2), (24, 8, 4), (13, 8, 2), (4, 8, 1), (0, 2, 2)])
+def test_default_evaluations_at_once_fit_the_cores_and_the_free_memory(monkeypatch, free_gib, cores, expected):
+    import trainers.memory
+    from websailor import stages
+
+    monkeypatch.setattr(trainers.memory, "available_memory", lambda device: (free_gib << 30, "test"))
+    monkeypatch.setattr(stages.os, "cpu_count", lambda: cores)
+    assert stages.default_eval_workers() == expected
+    config = type("C", (), {"workers": 0, "device": "cpu"})()
+    assert stages.eval_workers(config) == expected and stages.eval_workers(config, asked=3) == 3
