@@ -59,6 +59,10 @@ def test_a_rerun_reuses_the_evaluations_and_prints_the_json_line_last(paired, ca
     again = main(argv)
     assert {p.name: p.stat().st_mtime_ns for p in (out / "eval").glob("*.jsonl")} == stamps
     assert again["versus"] == first["versus"]
+    models = [i for i, a in enumerate(argv) if a == "--model"]
+    default = [a for i, a in enumerate(argv) if i not in models and i - 1 not in models]
+    assert main(default)["versus"] == first["versus"]  # no --model: the run's sft and grpo models, reused
+    assert {p.name: p.stat().st_mtime_ns for p in (out / "eval").glob("*.jsonl")} == stamps
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["benchmark"] == "paired_eval"
 
 
