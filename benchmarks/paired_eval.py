@@ -55,9 +55,12 @@ def parse_models(specs: list[str]) -> dict[str, str]:
 def check_names(out: Path, models: dict[str, str]) -> None:
     """Refuse a name that an earlier run of ``out`` evaluated from another folder; record the names."""
     file = out / MODELS_FILE
-    known = json.loads(file.read_text(encoding="utf-8")) if file.is_file() else {}
-    if not isinstance(known, dict):
-        raise ValueError(f"{file} is damaged (not a JSON object): use another --out-dir")
+    try:
+        known = json.loads(file.read_text(encoding="utf-8")) if file.is_file() else {}
+    except (OSError, ValueError):
+        known = None
+    if not isinstance(known, dict) or not all(isinstance(v, str) for v in known.values()):
+        raise ValueError(f"{file} is damaged (not a JSON object of model folders): use another --out-dir")
     for name, folder in models.items():
         if name in known and Path(known[name]).resolve() != Path(folder).resolve():
             raise ValueError(f"--model {name} was evaluated in {out} from {known[name]}, not {folder}: "

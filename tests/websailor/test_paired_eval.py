@@ -106,3 +106,17 @@ def test_one_model_is_not_a_comparison(small_run, tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["--run-dir", str(small_run), "--out-dir", str(tmp_path), "--model", f"sft={small_run / 'sft' / 'model'}"])
     assert "at least twice" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("body", ["[1,2", '{"sft": 5}', "\udcff"])
+def test_a_damaged_names_file_is_a_one_line_refusal(small_run, tmp_path, capsys, body):
+    from benchmarks.paired_eval import MODELS_FILE, main
+
+    (tmp_path / MODELS_FILE).write_text(body, encoding="utf-8", errors="surrogateescape")
+    with pytest.raises(SystemExit) as exc:
+        main(["--run-dir", str(small_run), "--out-dir", str(tmp_path), "--model", f"sft={small_run / 'sft' / 'model'}",
+              "--model", f"grpo={small_run / 'grpo' / 'model'}"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "is damaged" in err, err
+    assert not (tmp_path / "tasks").exists()
