@@ -53,6 +53,27 @@ class CheckpointError(UserError):
     """A checkpoint that cannot be used; the message (one line) names the file and what to do."""
 
 
+class CheckpointWriteError(CheckpointError):
+    """A model, step folder or state file that could not be written (a full or failing disk); its
+    temporary is removed, so nothing half-written is left, and earlier checkpoints are untouched."""
+
+
+_WRITE_ERRORS = (OSError, RuntimeError)
+"""What a failed write raises: ``OSError`` from files, ``RuntimeError`` from torch's zip writer
+(``unexpected pos ...``, ``iostream error``) and from safetensors on a full disk."""
+
+
+def _write_failed(path: Path, exc: BaseException) -> CheckpointWriteError:
+    """The one-line error for ``path`` that could not be written because of ``exc``."""
+    first = (str(exc).strip().splitlines() or [""])[0][:160]
+    try:
+        free = f"{shutil.disk_usage(path.parent).free / 2**30:.1f} GiB free there"
+    except OSError:
+        free = "free space unknown"
+    return CheckpointWriteError(f"{path}: not written ({type(exc).__name__}: {first}; {free}); free disk space "
+                                "(or keep fewer checkpoints) and run the same command again")
+
+
 def rng_state() -> dict[str, Any]:
     """Every random generator's state (torch, CUDA, ``random``, numpy) as tensors and plain values."""
     name, keys, pos, has_gauss, cached = np.random.get_state()
@@ -82,9 +103,13 @@ def set_rng_state(state: dict[str, Any]) -> None:
 
 
 def save_state(path: str | os.PathLike, state: dict[str, Any]) -> None:
-    """``torch.save`` to ``path.tmp``, then rename: a half-written file never has the final name."""
-    with atomic_open(path, "wb") as fh:
-        torch.save(state, fh)
+    """``torch.save`` to ``path.tmp``, then rename: a half-written file never has the final name
+    (:class:`CheckpointWriteError` when the write fails; the old file stays)."""
+    try:
+        with atomic_open(path, "wb") as fh:
+            torch.save(state, fh)
+    except _WRITE_ERRORS as exc:
+        raise _write_failed(Path(path), exc) from exc
 
 
 def load_state(path: str | os.PathLike, required: tuple[str, ...] = (), hint: str = "") -> dict[str, Any]:
@@ -177,7 +202,11 @@ def save_model(model: torch.nn.Module, tokenizer: Any, path: Path, weights: dict
     tmp = path.with_name(path.name + ".tmp")
     check_replaceable(path, overwrite)
     _fresh_tmp(tmp, "model", overwrite)
-    _write_model(tmp, model, tokenizer, weights)
+    try:
+        _write_model(tmp, model, tokenizer, weights)
+    except _WRITE_ERRORS as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise _write_failed(path, exc) from exc
     _swap_in(tmp, path)
 
 
@@ -185,13 +214,24 @@ def save_checkpoint(out: Path, step: int, model: torch.nn.Module, tokenizer: Any
                     weights: dict | None = None, overwrite: bool = False) -> Path:
     """``out/checkpoint-<step>``: the model (``save_pretrained``; ``weights`` instead of its own state dict
     when given: a sharded model's full one) and ``trainer_state.pt``; all but the newest ``keep`` of this
-    project's step folders pruned (others are left alone; one in the way is refused unless ``overwrite``)."""
+    project's step folders pruned (others are left alone; one in the way is refused unless ``overwrite``).
+
+    With ``keep`` >= 2 the oldest are pruned to ``keep - 1`` before the new one is written, so the disk
+    never holds more than ``keep`` of them; a failed write (:class:`CheckpointWriteError`) removes its
+    temporary and leaves the others as they were."""
     path = out / f"{CHECKPOINT_PREFIX}{step}"
     tmp = out / f"{CHECKPOINT_PREFIX}{step}.tmp"
     check_replaceable(path, overwrite)
+    if keep >= 2:
+        for old in [p for p in _checkpoints(out) if p != path][:-(keep - 1)]:
+            shutil.rmtree(old, ignore_errors=True)
     _fresh_tmp(tmp, "checkpoint", overwrite)
-    _write_model(tmp, model, tokenizer, weights)
-    torch.save(state, tmp / STATE_FILE)  # tensors and plain data only: loaded with weights_only=True
+    try:
+        _write_model(tmp, model, tokenizer, weights)
+        torch.save(state, tmp / STATE_FILE)  # tensors and plain data only: loaded with weights_only=True
+    except _WRITE_ERRORS as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise _write_failed(path, exc) from exc
     _swap_in(tmp, path)
     for old in _checkpoints(out)[:-keep]:
         shutil.rmtree(old, ignore_errors=True)

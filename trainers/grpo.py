@@ -320,6 +320,7 @@ class GRPOTrainer:
         self.resumed_from = 0
         self.bar: StepBar | None = None
         self.bad_in_row = 0
+        self.checkpoint_failures = 0  # checkpoints that could not be written (a full disk); training went on
         self.out = Path(config.output_dir)
         if self.dist.is_main:  # a foreign model/ is refused now, not at the final save
             checkpoint_io.check_output_dir(self.out, config.overwrite)
@@ -352,15 +353,15 @@ class GRPOTrainer:
                                            * metrics.get("rollout/trajectories", 0)))
                 saved = bool(cfg.save_every and self.step % cfg.save_every == 0 and self.step < cfg.steps)
                 if saved:
-                    self.save()
+                    saved = self.save(strict=False)
                 if self.bad_in_row >= cfg.max_bad_steps:
-                    self.save()
+                    self.save(strict=False)
                     raise NonFiniteLoss(f"{self.bad_in_row} steps in a row had a NaN or infinite loss or gradient "
                                         f"(max_bad_steps={cfg.max_bad_steps}); stopped at step {self.step}")
                 # Every rank stops at the same step when any of them was signalled.
                 if self.dist.all_reduce_sum(float(stop.requested)) > 0 and self.step < cfg.steps:
                     self._stop(saved, stop.signum)
-        self.save()
+        self.save(strict=False)  # the final model below is what the run is for; it is written either way
         self.dist.barrier()
         weights = parallel.model_state(self.model, self.dist) if parallel.is_sharded(self.model) else None
         if self.dist.is_main:
@@ -623,9 +624,12 @@ class GRPOTrainer:
 
     # ------------------------------------------------------------------ checkpoints
 
-    def save(self) -> None:
+    def save(self, strict: bool = True) -> bool:
         """Write ``checkpoint-<step>`` (model, optimizer, scheduler, pool, counters) atomically; rank 0 writes
-        (full state dicts under FSDP, gathered by every rank), the others wait."""
+        (full state dicts under FSDP, gathered by every rank), the others wait. A write that fails (a full
+        disk) raises :class:`checkpoint_io.CheckpointWriteError` when ``strict``; otherwise it prints one
+        line, training goes on from memory, and False is returned (counted in ``checkpoint_failures``)."""
+        failed: checkpoint_io.CheckpointWriteError | None = None
         sharded = parallel.is_sharded(self.model)
         weights = parallel.model_state(self.model, self.dist) if sharded else None
         optimizer = parallel.optimizer_state(self.model, self.optimizer, self.dist)
@@ -635,9 +639,21 @@ class GRPOTrainer:
                      "config": asdict(self.config)}
             if self.ref_model is not None:
                 state["ref_model"] = self.ref_model.state_dict()
-            checkpoint_io.save_checkpoint(self.out, self.step, lora.savable(self.model), self.tokenizer, state,
-                                       self.config.keep_checkpoints, weights, overwrite=self.config.overwrite)
+            try:
+                checkpoint_io.save_checkpoint(self.out, self.step, lora.savable(self.model), self.tokenizer, state,
+                                           self.config.keep_checkpoints, weights, overwrite=self.config.overwrite)
+            except checkpoint_io.CheckpointWriteError as exc:
+                failed = exc
         self.dist.barrier()
+        if failed is None:
+            return True
+        if strict:
+            raise failed
+        self.checkpoint_failures += 1
+        newest = checkpoint_io.latest_checkpoint(self.out)
+        print(f"grpo: step {self.step}: checkpoint not saved: {failed}; training goes on (newest checkpoint on disk: "
+              f"{newest.name if newest else 'none'})", flush=True)
+        return False
 
     def load_latest(self) -> bool:
         """Restore the newest checkpoint in ``output_dir``; False when there is none."""

@@ -46,8 +46,8 @@ import torch
 
 from trainers import lora, parallel, precision
 from trainers.parallel import Parallel
-from trainers.checkpoint_io import (check_output_dir, load_state, rng_state, save_model, save_state,
-                                    set_rng_state)
+from trainers.checkpoint_io import (CheckpointWriteError, check_output_dir, load_state, rng_state, save_model,
+                                    save_state, set_rng_state)
 from trainers.metrics_log import TENSORBOARD_MODES, MetricsLogger, TensorBoardMode
 from trainers.interrupt import StopRequest, TrainingInterrupted
 from trainers.layers import frozen_checksum, frozen_names, trainable_top
@@ -302,17 +302,25 @@ def train(config: SFTConfig, *, model: Any = None, tokenizer: Any = None,
 
     frozen = sorted(frozen_names(model)) if not parallel.is_sharded(model) else []
 
-    def checkpoint(step: int) -> None:
+    def checkpoint(step: int) -> bool:
+        """Write ``checkpoint.pt`` at ``step``; a write that fails (a full disk) prints one line and training
+        goes on from memory (the previous checkpoint, if any, stays): False then."""
         weights = parallel.model_state(model, dist)  # full state dicts: collectives under FSDP
         optim = parallel.optimizer_state(model, optimizer, dist)
+        written = True
         if dist.is_main:
             if frozen:  # frozen weights are the starting model's: a resume loads them from there again
                 weights = {k: v for k, v in weights.items() if k not in set(frozen)}
-            save_state(out / "checkpoint.pt", {
-                **meta, "step": step, "counters": dict(counters), "model": weights, "optimizer": optim,
-                "scheduler": scheduler.state_dict(), "rng": rng_state(), "config": asdict(config),
-                **({"frozen": frozen, "frozen_checksum": frozen_checksum(model)} if frozen else {})})
+            try:
+                save_state(out / "checkpoint.pt", {
+                    **meta, "step": step, "counters": dict(counters), "model": weights, "optimizer": optim,
+                    "scheduler": scheduler.state_dict(), "rng": rng_state(), "config": asdict(config),
+                    **({"frozen": frozen, "frozen_checksum": frozen_checksum(model)} if frozen else {})})
+            except CheckpointWriteError as exc:
+                written = False
+                print(f"sft: step {step}: checkpoint not saved: {exc}; training goes on", flush=True)
         dist.barrier()
+        return written
 
     def one_step(step: int) -> dict[str, Any]:
         metrics = _train_step(model, optimizer, scheduler, examples, step, config, pad_id=pad_token_id(tokenizer),
@@ -338,7 +346,7 @@ def train(config: SFTConfig, *, model: Any = None, tokenizer: Any = None,
 
 
 def _run_steps(config: SFTConfig, out: Path, start: int, total: int, one_step: Callable[[int], dict[str, Any]],
-               checkpoint: Callable[[int], None], counters: dict[str, int],
+               checkpoint: Callable[[int], bool], counters: dict[str, int],
                on_step: Callable[[dict[str, Any]], None] | None, dist: Any = None) -> tuple[list[dict[str, Any]], float]:
     """Steps ``start..total-1`` with metrics, checkpoints (every ``save_every``, at the end, and on
     SIGINT/SIGTERM, then :class:`TrainingInterrupted`) and the progress bar; returns the metrics and
@@ -363,15 +371,16 @@ def _run_steps(config: SFTConfig, out: Path, start: int, total: int, one_step: C
                                        f"(last: step {step + 1})")
                 saved = (step + 1) % config.save_every == 0 or step + 1 == total
                 if saved:
-                    checkpoint(step + 1)
+                    saved = checkpoint(step + 1)
                 if on_step is not None:
                     on_step(metrics)
                 requested = stop.requested if dist is None else dist.all_reduce_sum(float(stop.requested)) > 0
                 if requested and step + 1 < total:
                     if not saved:
-                        checkpoint(step + 1)
+                        saved = checkpoint(step + 1)
+                    where = f"checkpoint {out / 'checkpoint.pt'}" if saved else "its checkpoint could not be written"
                     raise TrainingInterrupted(
-                        f"SFT interrupted after step {step + 1} of {total}: checkpoint {out / 'checkpoint.pt'}; "
+                        f"SFT interrupted after step {step + 1} of {total}: {where}; "
                         "run the same command again to continue (--resume is the default)", stop.signum)
     finally:
         bar.close()

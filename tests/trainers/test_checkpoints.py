@@ -147,3 +147,99 @@ def test_grpo_planted_pickle_does_not_run_and_garbage_is_one_line(tmp_path, caps
     with pytest.raises(CheckpointError, match="model.safetensors: not a readable weights file"):
         load_checkpoint(path, model)
     assert not marker.exists()
+
+
+# ---------------------------------------------------------------- a full disk
+
+def _full_disk_once(monkeypatch, fail_calls: set[int]) -> list[int]:
+    """``torch.save`` whose calls numbered in ``fail_calls`` (from 1) write to ``/dev/full``: the real
+    out-of-space error of torch's zip writer, as a full disk gives it."""
+    real, calls = torch.save, []
+
+    def save(obj, f, *args, **kwargs):
+        calls.append(1)
+        return real(obj, "/dev/full") if len(calls) in fail_calls else real(obj, f, *args, **kwargs)
+
+    monkeypatch.setattr(torch, "save", save)
+    return calls
+
+
+def test_a_full_disk_is_one_line_and_leaves_no_half_written_checkpoint(tmp_path, monkeypatch):
+    from trainers.checkpoint_io import (CheckpointWriteError, latest_checkpoint, load_checkpoint, save_checkpoint,
+                                        save_model)
+
+    model, tok = tiny_lm(hidden=32)
+    state = {"step": 1, "bad_in_row": 0, "pool": {}, "optimizer": {}, "scheduler": {}}
+    for step in (1, 2):
+        save_checkpoint(tmp_path / "run", step, model, tok, {**state, "step": step}, keep=2)
+    save_state(tmp_path / "state.pt", {"step": 7})
+    _full_disk_once(monkeypatch, {1, 2})
+    with pytest.raises(CheckpointWriteError) as err:
+        save_checkpoint(tmp_path / "run", 3, model, tok, {**state, "step": 3}, keep=2)
+    message = str(err.value)
+    assert "\n" not in message and "checkpoint-3: not written (RuntimeError" in message
+    assert "GiB free there" in message and "free disk space" in message
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == ["checkpoint-2"]  # no checkpoint-3(.tmp)
+    assert latest_checkpoint(tmp_path / "run").name == "checkpoint-2"
+    assert load_checkpoint(tmp_path / "run" / "checkpoint-2", tiny_lm(hidden=32)[0])["step"] == 2
+    with pytest.raises(CheckpointWriteError, match=r"state\.pt: not written"):
+        save_state(tmp_path / "state.pt", {"step": 8})
+    assert load_state(tmp_path / "state.pt") == {"step": 7}  # the old file, whole
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run", "state.pt"]
+
+    def no_space(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(type(model), "save_pretrained", no_space)
+    with pytest.raises(CheckpointWriteError, match=r"model: not written \(OSError: \[Errno 28\] No space left"):
+        save_model(model, tok, tmp_path / "model")
+    assert not (tmp_path / "model").exists() and not (tmp_path / "model.tmp").exists()
+
+
+def test_keep_two_never_holds_three_checkpoints(tmp_path, monkeypatch):
+    from trainers import checkpoint_io
+
+    model, tok = tiny_lm(hidden=32)
+    seen = []
+    real = checkpoint_io._write_model
+
+    def write(tmp, *args):  # what is on disk while a new checkpoint is being written
+        seen.append(sorted(p.name for p in tmp.parent.iterdir() if not p.name.endswith(".tmp")))
+        return real(tmp, *args)
+
+    monkeypatch.setattr(checkpoint_io, "_write_model", write)
+    for step in (1, 2, 3, 4):
+        checkpoint_io.save_checkpoint(tmp_path, step, model, tok, {"step": step}, keep=2)
+    assert seen == [[], ["checkpoint-1"], ["checkpoint-2"], ["checkpoint-3"]]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint-3", "checkpoint-4"]
+
+
+def test_sft_goes_on_when_a_checkpoint_cannot_be_written(tmp_path, monkeypatch, capsys):
+    data = _write(tmp_path / "t.jsonl", [_record(i) for i in range(4)])
+    model, tok = tiny_lm(hidden=32, seed=1)
+    _full_disk_once(monkeypatch, {1})  # the step-2 checkpoint
+    result = train(_config(tmp_path, data, save_every=2), model=model, tokenizer=tok)
+    out = capsys.readouterr().out
+    assert "sft: step 2: checkpoint not saved: " in out and "training goes on" in out
+    assert result.steps == 6 and load_state(tmp_path / "out" / "checkpoint.pt")["step"] == 6
+    assert (tmp_path / "out" / "model" / "config.json").exists()
+    assert not any(p.name.endswith(".tmp") for p in (tmp_path / "out").iterdir())
+
+
+def test_grpo_goes_on_when_a_checkpoint_cannot_be_written(tmp_path, monkeypatch, capsys):
+    from trainers.checkpoint_io import latest_checkpoint
+    from trainers.grpo import GRPOConfig, GRPOTrainer
+
+    from . import toy_env
+
+    model, tok = tiny_lm(hidden=32, seed=1)
+    cfg = GRPOConfig(model="-", tasks="-", output_dir=str(tmp_path / "run"), env_id=toy_env.SPEC, batch_size=4,
+                     group_size=2, micro_batch_size=4, max_new_tokens=8, pool_size=2, save_every=1, steps=3,
+                     device="cpu", tensorboard="off")
+    _full_disk_once(monkeypatch, {2})  # the step-2 checkpoint's trainer state
+    trainer = GRPOTrainer(cfg, model, tok, toy_env.TASKS[:2])
+    assert [m["step"] for m in trainer.train()] == [1, 2, 3]
+    out = capsys.readouterr().out
+    assert "grpo: step 2: checkpoint not saved: " in out and "newest checkpoint on disk: checkpoint-1" in out
+    assert trainer.checkpoint_failures == 1 and latest_checkpoint(tmp_path / "run").name == "checkpoint-3"
+    assert (tmp_path / "run" / "model" / "config.json").exists()
