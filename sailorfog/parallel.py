@@ -9,10 +9,12 @@ after the state is built (sharing it copy-on-write), each opens its own environm
 from __future__ import annotations
 
 import multiprocessing
+import os
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from sailorfog.synth import Outcome, Synthesizer
+from wiki_sim.common.orphans import exit_with_parent
 
 Job = tuple[int, Any, str, int]  # (attempt index, subgraph, target, orbit index)
 
@@ -74,9 +76,10 @@ _SHARED: Shared | None = None
 _SYNTH: Synthesizer | None = None
 
 
-def _init() -> None:
+def _init(parent: int) -> None:
     global _SYNTH
     assert _SHARED is not None
+    exit_with_parent(parent)  # a killed synthesis leaves no worker running
     _SYNTH = make_synthesizer(_SHARED)
 
 
@@ -97,7 +100,7 @@ def run_attempts(shared: Shared, jobs: Iterable[Job], workers: int = 1) -> Itera
             synth.env.close()
         return
     _SHARED = shared
-    pool = multiprocessing.get_context("fork").Pool(workers, initializer=_init)
+    pool = multiprocessing.get_context("fork").Pool(workers, initializer=_init, initargs=(os.getpid(),))
     try:
         yield from pool.imap(_work, jobs, chunksize=1)
     finally:

@@ -446,21 +446,30 @@ def _run_eval_job(config: Any, run_dir: Path, job: EvalJob) -> dict[str, Any]:
                            model=job.label or job.name, temperature=job.temperature, samples=job.samples)
 
 
+def eval_pool(workers: int) -> Any:
+    """The processes of :func:`evaluate_models`: spawned (no copy of this process's torch state), each
+    ending itself when this process dies (:func:`wiki_sim.common.orphans.exit_with_parent`), so a killed
+    pipeline leaves no evaluation running on that writes into its run folder."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from wiki_sim.common.orphans import exit_with_parent
+
+    return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=exit_with_parent, initargs=(os.getpid(),))
+
+
 def evaluate_models(config: Any, run_dir: Path, jobs: list[EvalJob], workers: int = 1) -> dict[str, dict[str, Any]]:
     """Every job's :func:`evaluate_policy` result by name; with ``workers`` > 1, up to that many at once, each
     in a process of its own (episodes are seeded per evaluation, so the results equal those of one process;
     progress bars are left out there). The longest jobs start first."""
     if workers <= 1 or len(jobs) <= 1:
         return {job.name: _run_eval_job(config, run_dir, job) for job in jobs}
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
     quiet = replace(config, progress=False)
     order = sorted(jobs, key=lambda j: -len(j.tasks) * j.samples)
     print(f"{len(jobs)} evaluations in {min(workers, len(jobs))} processes: "
           + ", ".join(j.name for j in order), flush=True)
-    with ProcessPoolExecutor(max_workers=min(workers, len(jobs)),
-                             mp_context=multiprocessing.get_context("spawn")) as pool:
+    with eval_pool(min(workers, len(jobs))) as pool:
         futures = {job.name: pool.submit(_run_eval_job, quiet, run_dir, job) for job in order}
         out = {job.name: futures[job.name].result() for job in jobs}
     path = run_dir / "eval" / "summary.json"
