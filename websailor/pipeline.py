@@ -77,6 +77,12 @@ class PipelineConfig(EpisodeOptions):
     """Held-out tasks per title-lookup level (description, lead)."""
     synth_heldout: int = 6
     """Held-out synthesized tasks."""
+    hop_tasks: int = 0
+    """One-hop tasks (level lookup-hop: which page of a type the page with a given short description names
+    in its opening words; read from the search hit, envs.derived_tasks.hop_tasks); at most what the
+    simulator has (62 on the default corpus). 0: none."""
+    hop_heldout: int = 0
+    """Held-out one-hop tasks."""
     seed: int = 0
     """Seed of the tasks, the split, sampling and training."""
     endpoint: str = ""
@@ -138,7 +144,8 @@ class PipelineConfig(EpisodeOptions):
         if self.lookup_tasks < 2 * self.heldout + 2:
             raise ValueError(f"--lookup-tasks must be >= 2 * --heldout + 2 = {2 * self.heldout + 2} (train and "
                              f"held-out tasks of both lookup levels), got {self.lookup_tasks}")
-        for name in ("heldout", "synth_tasks", "synth_heldout", "threads", "workers", "train_layers"):
+        for name in ("heldout", "synth_tasks", "synth_heldout", "hop_tasks", "hop_heldout", "threads", "workers",
+                     "train_layers"):
             if getattr(self, name) < 0:
                 raise ValueError(f"--{name.replace('_', '-')} must be >= 0, got {getattr(self, name)}")
         for name in ("sft_steps", "sft_batch", "grpo_steps", "grpo_tasks_per_step", "group_size", "probe",

@@ -47,7 +47,9 @@ FEWSHOT_EXAMPLE = (
 FEWSHOT_SYSTEM_PROMPT = COMPACT_SYSTEM_PROMPT + FEWSHOT_EXAMPLE
 """The few-shot baseline's system prompt: the compact prompt and one worked example."""
 
-LEVELS = ("lookup-description", "lookup-lead", "sailorfog")
+LEVELS = ("lookup-description", "lookup-lead", "lookup-hop", "sailorfog")
+"""The task levels, easiest first; ``lookup-hop`` (one hop through a described page, read from a search
+hit: :func:`envs.derived_tasks.hop_tasks`) is the curriculum level between the lookups and the research tasks."""
 
 
 def compact_env_kwargs(wiki_dir: str, *, fewshot: bool = False, max_tool_calls: int = 2) -> dict[str, Any]:
@@ -72,6 +74,18 @@ def lookup_tasks(wiki_dir: str, n: int, seed: int) -> list[dict[str, Any]]:
         record["level"] = f"lookup-{record.get('kind', 'description')}"
         out.append(record)
     return out
+
+
+def hop_tasks(wiki_dir: str, n: int, seed: int) -> list[dict[str, Any]]:
+    """Up to ``n`` one-hop tasks (:func:`envs.derived_tasks.hop_tasks`, drawn by ``seed``), level ``lookup-hop``;
+    none when the simulator has none."""
+    from envs.derived_tasks import derive_tasks
+
+    try:
+        found = derive_tasks(wiki_dir, n, seed=seed, kind="hop")
+    except ValueError:  # no page of this simulator yields one
+        return []
+    return [{**task.to_dict(), "level": "lookup-hop"} for task in found]
 
 
 def split_by_level(tasks: Sequence[dict], heldout_per_level: Mapping[str, int], seed: int
@@ -110,6 +124,9 @@ def _search_turn(query: str) -> str:
     return f"<think>Search for the quoted words.</think>\n<tool_call>\n{call}\n</tool_call>"
 
 
+HOP_THOUGHT = "Hit {rank}. [{via}] names the {kind} {title}."
+"""The gold answer turn's thought on a ``lookup-hop`` task: the hit of the described page, then the name its
+snippet gives, which the answer copies."""
 ANSWER_THOUGHT = "Hit {rank}. [{title}] matches."
 """The gold answer turn's thought: it repeats the chosen hit's line as the search result shows it
 ("1. [Minneapolis]"), which a small model copies from the observation, and the answer copies it from
@@ -118,8 +135,11 @@ model often answered with the search query), "Hit 1 is Minneapolis." 9/40 (it of
 of its own), this 14/40."""
 
 
-def answer_turn(rank: int, title: str) -> str:
-    return f"<think>{ANSWER_THOUGHT.format(rank=rank, title=title)}</think>\n<answer>{title}</answer>"
+def answer_turn(rank: int, title: str, via: str = "", kind: str = "") -> str:
+    """The gold answer turn: ``title`` from hit ``rank``, or (``via``) read from the hit of the page ``via``."""
+    thought = HOP_THOUGHT.format(rank=rank, via=via, kind=kind, title=title) if via else \
+        ANSWER_THOUGHT.format(rank=rank, title=title)
+    return f"<think>{thought}</think>\n<answer>{title}</answer>"
 
 
 def _interleave_levels(tasks: Sequence[dict]) -> list[dict]:
@@ -133,8 +153,9 @@ def _interleave_levels(tasks: Sequence[dict]) -> list[dict]:
 
 
 class GoldAgent:
-    """Knows the answer: searches for :func:`quoted_query`, then answers with the hit that is the answer
-    (``unknown`` when no hit is: such an episode is no gold trajectory)."""
+    """Knows the answer: searches for :func:`quoted_query`, then answers with the hit that is the answer, or
+    on a ``lookup-hop`` task with the answer read from the hit of the page it goes through (``unknown`` when no
+    hit is or shows it: such an episode is no gold trajectory)."""
 
     name = "gold"
 
@@ -153,6 +174,14 @@ class GoldAgent:
             return _search_turn(quoted_query(self.task["question"]))
         names = {self.task["answer"], *self.task.get("aliases", [])}
         results = parse_search_results(obs)
+        via = self.task.get("via")
+        if self.task.get("level") == "lookup-hop" and isinstance(via, str):
+            import re
+
+            name = re.compile(rf"(?<!\w){re.escape(str(self.task['answer']))}(?!\w)")
+            shown = [h for h in results if h.title == via and name.search(h.snippet)]
+            return answer_turn(results.index(shown[0]) + 1, self.task["answer"], via, str(self.task.get("type"))) \
+                if shown else answer_turn(0, "unknown")
         hits = [h for h in results if h.title in names]
         return answer_turn(results.index(hits[0]) + 1, hits[0].title) if hits else answer_turn(0, "unknown")
 

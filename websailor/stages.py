@@ -94,6 +94,8 @@ def stage_tasks(config: Any, run_dir: Path) -> dict[str, Any]:
     tasks drawn per level by the seed; the synthesis oracle's trajectories of the train split kept."""
     tasks_dir = run_dir / "tasks"
     records = recipe.lookup_tasks(config.wiki_dir, config.lookup_tasks, config.seed)
+    if getattr(config, "hop_tasks", 0):
+        records += recipe.hop_tasks(config.wiki_dir, config.hop_tasks, config.seed)
     synth_summary: dict[str, Any] = {}
     if config.synth_tasks:
         from sailorfog.cli import SynthConfig, run_synth
@@ -105,7 +107,7 @@ def stage_tasks(config: Any, run_dir: Path) -> dict[str, Any]:
         synth_summary = {k: v for k, v in summary.items() if isinstance(v, (int, float, str))}
         records += [{**r, "level": "sailorfog"} for r in read_jsonl(synth_file)]
     held_per_level = {"lookup-description": config.heldout, "lookup-lead": config.heldout,
-                      "sailorfog": config.synth_heldout}
+                      "lookup-hop": getattr(config, "hop_heldout", 0), "sailorfog": config.synth_heldout}
     train, held = recipe.split_by_level(records, held_per_level, config.seed)
     if not train or not held:
         raise UserError(f"{len(records)} task(s) give no train/held-out split; raise --lookup-tasks")
@@ -114,7 +116,7 @@ def stage_tasks(config: Any, run_dir: Path) -> dict[str, Any]:
     write_jsonl(tasks_dir / "heldout.jsonl", held)
     oracle = [r["oracle"] for r in train if isinstance(r.get("oracle"), dict)]
     write_jsonl(run_dir / "trajectories" / "oracle.jsonl", oracle)
-    count = lambda rs: {lv: sum(r.get("level") == lv for r in rs) for lv in recipe.LEVELS}  # noqa: E731
+    count = lambda rs: {lv: n for lv in recipe.LEVELS if (n := sum(r.get("level") == lv for r in rs))}  # noqa: E731
     return {"tasks": len(records), "train": len(train), "heldout": len(held), "train_per_level": count(train),
             "heldout_per_level": count(held), "oracle_trajectories": len(oracle), "synth": synth_summary}
 

@@ -142,3 +142,36 @@ def test_env_over_the_gensim_sample(gensim_wiki):
     assert info["tool_ok"] and "found" in obs
     env.close()
     assert isinstance(env, ResearchEnv)
+
+
+def test_hop_tasks_go_through_a_described_page_to_one_answer_the_search_shows(default_wiki):
+    """One hop: the page is given by its short description only, the answer is the one page of the asked type
+    its opening words name, and the compact search for the description shows it (a strong agent's two turns
+    win, the page's own title loses)."""
+    from envs.derived_tasks import HOP_QUERY_WORDS, OPENING_CHARS, hop_tasks
+    from websailor.recipe import compact_env_kwargs
+
+    with WikiSim(default_wiki) as sim:
+        tasks = hop_tasks(sim)
+        assert len(tasks) >= 30
+        for task in tasks:
+            via, kind = task.metadata["via"], task.metadata["type"]
+            description = task.question.split('"')[1]
+            assert via.lower() not in task.question.lower() and task.answer.lower() not in task.question.lower()
+            assert f"Which {kind} does" in task.question and task.answer != via
+            assert task.answer.split(" (")[0] in " ".join(sim.page(via)["lead"].split())[:OPENING_CHARS]
+            assert sim.resolve(task.answer) == task.answer and description
+    assert derive_tasks(default_wiki, 5, seed=3, kind="hop") == derive_tasks(default_wiki, 5, seed=3, kind="hop")
+    env = gym.make("websailor/WikiSim-v0", tasks=[t.to_dict() for t in tasks[:8]], **compact_env_kwargs(str(default_wiki)))
+    try:
+        for task in tasks[:8]:
+            words = task.question.split('"')[1].split()[:HOP_QUERY_WORDS]
+            env.reset(options={"task": task.to_dict()})
+            search = {"name": "search", "arguments": {"query": [" ".join(words)]}}
+            obs = env.step(f"<think>s</think>\n<tool_call>\n{json.dumps(search)}\n</tool_call>")[0]
+            assert f"[{task.metadata['via']}]" in obs and task.answer.split(" (")[0] in obs
+            assert env.step(f"<think>r</think>\n<answer>{task.answer}</answer>")[1] == 1.0
+            env.reset(options={"task": task.to_dict()})
+            assert env.step(f"<think>r</think>\n<answer>{task.metadata['via']}</answer>")[1] == 0.0
+    finally:
+        env.close()

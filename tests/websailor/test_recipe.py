@@ -65,6 +65,23 @@ def test_gold_trajectories_are_correct_two_turn_episodes(default_wiki):
     assert levels == {"lookup-description", "lookup-lead"}
 
 
+def test_gold_trajectories_of_hop_tasks_read_the_answer_from_the_described_page_hit(default_wiki):
+    from envs.protocol import parse_turn
+
+    hops = recipe.hop_tasks(str(default_wiki), 8, seed=0)
+    assert len(hops) == 8 and {t["level"] for t in hops} == {"lookup-hop"}
+    assert recipe.hop_tasks(str(default_wiki), 8, seed=0) == hops
+    gold = recipe.gold_trajectories(str(default_wiki), hops, limit=8)
+    assert len(gold) >= 6  # the feasibility check searched for the same words
+    for record in gold:
+        task = record["task"]
+        turns = [m["content"] for m in record["messages"] if m["role"] == "assistant"]
+        assert record["is_correct"] and record["num_tool_calls"] == 1 and all(parse_turn(t).strict for t in turns)
+        assert f". [{task['via']}] names the {task['type']} {task['answer']}.</think>" in turns[1]
+        assert turns[1].endswith(f"<answer>{task['answer']}</answer>")
+        assert task["answer"] in record["messages"][3]["content"]  # the search result shows it
+
+
 def test_grpo_selection_prefers_the_level_nearest_one_half():
     tasks = [{"id": f"{lv}{i}", "level": lv} for lv in ("easy", "mid", "hard") for i in range(20)]
     chosen, why = recipe.select_grpo_tasks(tasks, {"easy": [1.0] * 8, "mid": [1, 0, 1, 0, 0, 1, 0, 0],
