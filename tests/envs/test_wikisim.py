@@ -144,7 +144,7 @@ def test_env_over_the_gensim_sample(gensim_wiki):
     assert isinstance(env, ResearchEnv)
 
 
-def test_hop_tasks_go_through_a_described_page_to_one_answer_the_search_shows(default_wiki):
+def test_hop_tasks_go_through_a_described_page_to_one_answer_the_search_shows(default_wiki, tmp_path):
     """One hop: the page is given by its short description only, the answer is the one page of the asked type
     its opening words name, and the compact search for the description shows it (a strong agent's two turns
     win, the page's own title loses)."""
@@ -162,6 +162,13 @@ def test_hop_tasks_go_through_a_described_page_to_one_answer_the_search_shows(de
             assert task.answer.split(" (")[0] in " ".join(sim.page(via)["lead"].split())[:OPENING_CHARS]
             assert sim.resolve(task.answer) == task.answer and description
     assert derive_tasks(default_wiki, 5, seed=3, kind="hop") == derive_tasks(default_wiki, 5, seed=3, kind="hop")
+    from websailor.cli import main
+
+    out = tmp_path / "hop.jsonl"
+    assert main(["env", "derive-tasks", "--wiki-dir", str(default_wiki), "--out", str(out), "--n", "5", "--kind",
+                 "hop"]) == 0
+    written = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(written) == 5 and {r["kind"] for r in written} == {"hop"} and all(r["via"] for r in written)
     env = gym.make("websailor/WikiSim-v0", tasks=[t.to_dict() for t in tasks[:8]], **compact_env_kwargs(str(default_wiki)))
     try:
         for task in tasks[:8]:
