@@ -138,9 +138,8 @@ class DeriveTasksConfig:
     """Output task JSONL file."""
     n: int = 200
     """How many tasks (fewer if the simulator has fewer candidates)."""
-    kind: Literal["description", "lead", "hop", "mixed"] = "mixed"
-    """Question kind: unique short description, masked first sentence, both alternating (mixed), or one hop
-    (which page of a type the page with a short description names in its opening words)."""
+    kind: Literal["description", "lead", "mixed"] = "mixed"
+    """Question kind: unique short description, masked first sentence, or both alternating."""
     seed: int = 0
     """Sampling seed."""
 

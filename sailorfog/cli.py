@@ -39,9 +39,11 @@ class SynthConfig:
     """Number of verified tasks to write."""
     seed: int = 0
     """Seed of every random choice (graph, subgraphs, targets, uncertainty)."""
-    mode: Literal["research", "subgraph"] = "research"
+    mode: Literal["research", "subgraph", "hop"] = "research"
     """research: answers reached through described, unnamed intermediates (SailorFog-QA style);
-    subgraph: the earlier generator over a sampled entity graph, whose clues quote the pages."""
+    subgraph: the earlier generator over a sampled entity graph, whose clues quote the pages;
+    hop: the one-hop curriculum level of title lookups (sailorfog.hop: which page of a type the page
+    with a short description names in its opening words), every one the simulator has, drawn by --seed."""
     depth: int = 2
     """research mode: hidden intermediate entities on the way to the answer (1 or 2: at 1 a strong agent's
     knowledge often names the one hidden entity); 0 writes the one-hop curriculum level (entities still
@@ -166,6 +168,8 @@ def run_synth(config: SynthConfig) -> dict[str, Any]:
     partial = out.with_name(out.name + ".partial")
     if config.mode == "research":
         return run_research(config, out, partial)
+    if config.mode == "hop":
+        return run_hop(config, out)
     with WikiSim(config.wiki) as sim:
         pages = sim.stats()["pages"]
         if pages < MIN_PAGES:
@@ -196,6 +200,24 @@ def run_synth(config: SynthConfig) -> dict[str, Any]:
     if summary["tasks"] < config.n:
         print(f"websailor synth: warning: {summary['tasks']} of {config.n} tasks: every one of the "
               f"{len(subgraphs)} distinct subgraphs was tried (a larger --graph-nodes or --max-attempts gives more)",
+              file=sys.stderr)
+    print(json.dumps(summary, sort_keys=True))
+    return summary
+
+
+def run_hop(config: SynthConfig, out: Path) -> dict[str, Any]:
+    """Hop mode: up to ``--n`` one-hop tasks (:mod:`sailorfog.hop`), written at once."""
+    from sailorfog.hop import derive_hop_tasks
+    from wiki_sim.common.jsonl import atomic_write_text
+
+    tasks = derive_hop_tasks(config.wiki, config.n, seed=config.seed)
+    if not tasks:
+        raise SynthError(f"no page of {config.wiki} gives a one-hop task (a unique short description and opening "
+                         "words that link to exactly one page of a type); use --mode research")
+    atomic_write_text(out, "".join(json.dumps(t.to_dict(), ensure_ascii=False) + "\n" for t in tasks))
+    summary = {"mode": "hop", "out": str(out), "tasks": len(tasks)}
+    if len(tasks) < config.n:
+        print(f"websailor synth: warning: {len(tasks)} of {config.n} tasks: the simulator has no more one-hop tasks",
               file=sys.stderr)
     print(json.dumps(summary, sort_keys=True))
     return summary

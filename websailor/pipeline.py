@@ -79,7 +79,7 @@ class PipelineConfig(EpisodeOptions):
     """Held-out synthesized tasks."""
     hop_tasks: int = 0
     """One-hop tasks (level lookup-hop: which page of a type the page with a given short description names
-    in its opening words; read from the search hit, envs.derived_tasks.hop_tasks); at most what the
+    in its opening words; read from the search hit, sailorfog.hop); at most what the
     simulator has (62 on the default corpus). 0: none."""
     hop_heldout: int = 0
     """Held-out one-hop tasks."""

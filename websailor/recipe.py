@@ -49,7 +49,7 @@ FEWSHOT_SYSTEM_PROMPT = COMPACT_SYSTEM_PROMPT + FEWSHOT_EXAMPLE
 
 LEVELS = ("lookup-description", "lookup-lead", "lookup-hop", "sailorfog")
 """The task levels, easiest first; ``lookup-hop`` (one hop through a described page, read from a search
-hit: :func:`envs.derived_tasks.hop_tasks`) is the curriculum level between the lookups and the research tasks."""
+hit: :mod:`sailorfog.hop`) is the curriculum level between the lookups and the research tasks."""
 
 
 def compact_env_kwargs(wiki_dir: str, *, fewshot: bool = False, max_tool_calls: int = 2) -> dict[str, Any]:
@@ -77,15 +77,11 @@ def lookup_tasks(wiki_dir: str, n: int, seed: int) -> list[dict[str, Any]]:
 
 
 def hop_tasks(wiki_dir: str, n: int, seed: int) -> list[dict[str, Any]]:
-    """Up to ``n`` one-hop tasks (:func:`envs.derived_tasks.hop_tasks`, drawn by ``seed``), level ``lookup-hop``;
-    none when the simulator has none."""
-    from envs.derived_tasks import derive_tasks
+    """Up to ``n`` one-hop tasks (:mod:`sailorfog.hop`, drawn by ``seed``), level ``lookup-hop``; none when the
+    simulator has none."""
+    from sailorfog.hop import hop_records
 
-    try:
-        found = derive_tasks(wiki_dir, n, seed=seed, kind="hop")
-    except ValueError:  # no page of this simulator yields one
-        return []
-    return [{**task.to_dict(), "level": "lookup-hop"} for task in found]
+    return hop_records(wiki_dir, n, seed)
 
 
 def split_by_level(tasks: Sequence[dict], heldout_per_level: Mapping[str, int], seed: int
