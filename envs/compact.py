@@ -3,7 +3,7 @@
 ``gym.make("websailor/WikiSim-v0", wiki_dir=..., tasks=..., compact=CompactConfig())`` (or
 ``compact=True``, or a mapping of the fields) gives the short system prompt
 :data:`COMPACT_SYSTEM_PROMPT`, a search that returns the top ``search_k`` hits of at most
-``max_queries`` queries with snippets cut to ``snippet_chars``, and a visit that reads one page cut
+``max_queries`` queries with snippets cut to ``snippet_chars``, and a visit that reads one page, its evidence cut
 to ``visit_chars``; same simulator, same output formats as the full tools. Arguments given to
 ``gym.make`` explicitly (``tools``, ``system_prompt``, ``max_tool_calls``, ...) win over the
 setting. The main job plays every policy and records its gold trajectories in it, so SFT data and
@@ -17,6 +17,10 @@ from typing import Any, Mapping
 
 from envs.formatting import format_search_batch
 from envs.tools.base import ToolResult
+from wiki_sim.focus import Focused, format_visit
+
+MAX_GOAL_CHARS = 100
+"""Characters of a compact visit's goal that are used and echoed."""
 
 COMPACT_SYSTEM_PROMPT = (
     "You answer questions by searching and reading Wikipedia.\n<tools>\n"
@@ -126,8 +130,16 @@ class ShortVisit:
         if not isinstance(urls, list) or not urls or not all(isinstance(u, str) for u in urls) \
                 or not isinstance(goal, str):
             return ToolResult('Error: visit needs "url", a list of strings, and "goal", a string.', ok=False)
-        pages = [self.sim.visit(url[:2000], goal[:500])[:self.max_chars] for url in urls[:self.max_urls]]
+        pages = [self._page(url[:2000], goal[:MAX_GOAL_CHARS]) for url in urls[:self.max_urls]]
         return ToolResult("\n=======\n".join(pages))
+
+    def _page(self, url: str, goal: str) -> str:
+        """One page: the full visit's header, then its evidence cut to ``max_chars`` (the header, whose URL
+        and goal can be long, does not eat the page's characters); a page not found: that text, cut."""
+        found = self.sim.read(url, goal)
+        if found is None:
+            return self.sim.visit(url, goal)[:2 * self.max_chars]
+        return format_visit(url, goal, Focused(found[1].evidence[:self.max_chars], ""), summary=False)
 
 
 def compact_tools(sim: Any, config: CompactConfig) -> list[Any]:

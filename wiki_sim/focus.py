@@ -153,13 +153,12 @@ class ExtractiveSummarizer:
         return extract(text, goal, lead=lead, budget=self.budget, summary_chars=self.summary_chars, title=title)
 
 
-def format_visit(url: str, goal: str, focused: Focused) -> str:
-    """The visit tool's text for one page, as the reference agent's visit tool writes it."""
-    return (
-        f"The useful information in {url} for user goal {goal} as follows: \n\n"
-        f"Evidence in page: \n{focused.evidence}\n\n"
-        f"Summary: \n{focused.summary}\n\n"
-    )
+def format_visit(url: str, goal: str, focused: Focused, summary: bool = True) -> str:
+    """The visit tool's text for one page, as the reference agent's visit tool writes it (without the
+    summary: header and evidence only, as the compact setting shows it)."""
+    head = (f"The useful information in {url} for user goal {goal} as follows: \n\n"
+            f"Evidence in page: \n{focused.evidence}")
+    return f"{head}\n\nSummary: \n{focused.summary}\n\n" if summary else head
 
 
 def format_not_found(url: str, goal: str = "", suggestions: Sequence[tuple[str, str]] = ()) -> str:

@@ -33,7 +33,28 @@ def test_compact_gives_short_prompt_top_k_short_snippets_and_its_budgets(default
         obs, *_ = env.step(format_turn("read", tool_call=("visit", {"url": ["https://en.wikipedia.org/wiki/Paris"],
                                                                     "goal": "what it is"})))
         body = obs.split("<tool_response>\n", 1)[1].rsplit("\n</tool_response>", 1)[0]
-        assert 0 < len(body) <= 200
+        evidence = body.split("Evidence in page: \n", 1)[1]
+        assert len(evidence) == 200 and evidence.startswith("Paris") and "Summary" not in body
+    finally:
+        env.close()
+
+
+def test_a_visit_shows_the_page_whatever_its_url_and_goal_cost(default_wiki):
+    """The header (URL, goal) does not eat the page's characters; a long goal is cut; a page not found is
+    said, bounded."""
+    env = gym.make("websailor/WikiSim-v0", wiki_dir=str(default_wiki), tasks=TASKS, compact=True)
+    try:
+        env.reset(seed=0)
+        long_goal = "the city " * 400
+        obs, *_ = env.step(format_turn("read", tool_call=("visit", {"url": ["https://en.wikipedia.org/wiki/Paris"],
+                                                                    "goal": long_goal})))
+        evidence = obs.split("Evidence in page: \n", 1)[1].split("\n</tool_response>", 1)[0]
+        assert len(evidence) == 200 and "Paris" in evidence
+        assert long_goal[:100].strip() in obs and long_goal[:101] not in obs
+        obs, *_ = env.step(format_turn("read", tool_call=("visit", {"url": ["https://en.wikipedia.org/wiki/No_such_pagee"],
+                                                                    "goal": "x"})))
+        body = obs.split("<tool_response>\n", 1)[1].split("\n</tool_response>", 1)[0]
+        assert "page not found" in body and len(body) <= 400
     finally:
         env.close()
 
