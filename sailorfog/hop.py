@@ -10,7 +10,9 @@ its opening words?" The page (Burmese language) is given only by its short descr
 - neither the description nor the page's title names it, a stem of it ("Athenian" for Athens), its
   initials ("U.S.") or a capitalized word its own page opens with ("French" for France);
 - the compact search for the description's first :data:`HOP_QUERY_WORDS` words shows the page among
-  its 3 hits with the answer in the :data:`OPENING_CHARS`-character snippet: two turns suffice.
+  its 3 hits, and the answer is read either in that hit's :data:`SNIPPET_CHARS`-character snippet (two
+  turns: ``read: "hit"``) or, further on, in the compact visit of the page (:data:`OPENING_CHARS` characters
+  of evidence; three turns: search, visit, answer: ``read: "visit"``).
 
 A strong agent's knowledge still names some answers once the page is known (ETH Zurich's country).
 """
@@ -29,9 +31,14 @@ from sailorfog.describe import defining_type
 from wiki_sim import WikiSim
 from wiki_sim.records import title_to_url
 
-OPENING_CHARS = 80
-"""The opening words of a page a hop task asks about: the characters of a search hit's snippet in the
-compact setting (:class:`envs.compact.CompactConfig`), where the answer must be readable."""
+SNIPPET_CHARS = 80
+"""Characters of a search hit's snippet in the compact setting (:class:`envs.compact.CompactConfig`):
+an answer named there is read from the search (``read: "hit"``)."""
+OPENING_CHARS = 200
+"""The opening words of a page a hop task asks about: the characters of evidence a compact visit shows,
+where an answer past the snippet is read (``read: "visit"``)."""
+VISIT_GOAL = "the {kind} it names"
+"""The goal of the gold visit on a hop task (``kind`` is the asked type)."""
 HOP_QUERY_WORDS = 10
 """Words of the description the feasibility check searches for (the main job's gold query, its
 ``QUERY_WORDS``)."""
@@ -47,8 +54,9 @@ def _type_of(lead: str) -> str | None:
 
 def _given_away(answer: str, text: str, answer_lead: str) -> bool:
     """Whether ``text`` (the question's description, the page's title) names the answer, a word of its stem
-    ("Athenian statesman" for Athens), or a name its page opens with ("French overseas collectivity" for
-    France, whose lead says "the French Republic"; "Dutch" for the Netherlands)."""
+    ("Athenian statesman" for Athens), or the stem of a name its page opens with ("French overseas collectivity"
+    for France, whose lead says "the French Republic"; "American territory" for the United States of America;
+    "Dutch" for the Netherlands)."""
     if display_title(answer).lower() in text.lower():
         return True
     initials = "".join(w[0] for w in display_title(answer).split() if w[:1].isupper())
@@ -57,8 +65,10 @@ def _given_away(answer: str, text: str, answer_lead: str) -> bool:
     stems = {w.lower()[:4] for w in re.findall(r"\w{4,}", text)}
     if any(w.lower()[:4] in stems for w in re.findall(r"\w{4,}", display_title(answer))):
         return True
-    opening = answer_lead[:300]
-    return any(re.search(rf"(?<!\w){re.escape(w)}(?!\w)", opening) for w in re.findall(r"\b[A-Z]\w{3,}", text))
+    # a capitalized word that shares its first 4 letters with a name the answer's page opens with: "American"
+    # for the United States ("The United States of America"), "Burman" for Myanmar ("also known as Burma")
+    opening_stems = {w[:4] for w in re.findall(r"\b[A-Z]\w{3,}", answer_lead[:300])}
+    return any(w[:4] in opening_stems for w in re.findall(r"\b[A-Z]\w{3,}", text))
 
 
 def _names_in(text: str) -> set[str]:
@@ -106,32 +116,46 @@ def _hop_answer(sim: WikiSim, title: str, description: str, opening: str, types:
     return None
 
 
+def _named(answer: str, text: str) -> bool:
+    """Whether ``text`` names the page ``answer`` by its display title, as a whole name."""
+    return re.search(rf"(?<!\w){re.escape(display_title(answer))}(?!\w)", text) is not None
+
+
 def hop_tasks(sim: WikiSim, check: bool = True) -> list[Task]:
     """Every one-hop task of the simulator, in title order; with ``check``, only those whose answer the
-    compact search shows: the description's first :data:`HOP_QUERY_WORDS` words find the page among the
-    top 3 hits with the answer's name in its :data:`OPENING_CHARS`-character snippet."""
+    compact tools show: the description's first :data:`HOP_QUERY_WORDS` words find the page among the
+    top 3 hits, with the answer's name in its :data:`SNIPPET_CHARS`-character snippet (``read: "hit"``) or
+    in the first :data:`OPENING_CHARS` characters of the page's evidence that a visit with
+    :data:`VISIT_GOAL` shows (``read: "visit"``)."""
     descriptions = unique_descriptions(sim)
     leads = dict(sim.iter_leads())
     types = {title: _type_of(lead) for title, lead in leads.items()}
     out = []
     for title in sorted(descriptions):
         opening = " ".join(leads.get(title, "").split())[:OPENING_CHARS]
+        if display_title(title).lower() in descriptions[title].lower():
+            continue  # the description names the page it describes
         found = _hop_answer(sim, title, descriptions[title], opening, types, leads)
         if found is None:
             continue
         answer, kind = found
+        read = "hit" if _named(answer, opening[:SNIPPET_CHARS]) else "visit"
         if check:
             query = " ".join(descriptions[title].split()[:HOP_QUERY_WORDS])
-            hits = sim.search([query], k=3)[0]
-            name = re.compile(rf"(?<!\w){re.escape(display_title(answer))}(?!\w)")
-            if not any(h.title == title and name.search(h.snippet[:OPENING_CHARS]) for h in hits):
+            hits = [h for h in sim.search([query], k=3)[0] if h.title == title]
+            if not hits:
                 continue
+            read = "hit" if _named(answer, hits[0].snippet[:SNIPPET_CHARS]) else "visit"
+            if read == "visit":
+                page = sim.read(hits[0].url, VISIT_GOAL.format(kind=kind))
+                if page is None or not _named(answer, page[1].evidence[:OPENING_CHARS]):
+                    continue
         q = (f"Which {kind} does the Wikipedia article with the short description \"{descriptions[title]}\" name in "
              f"its opening words? Answer with that {kind}'s article title.")
         task = title_task(sim, answer, "hop", q)
         slug = title_to_url(title).rsplit("/", 1)[1]
         out.append(Task(id=f"{task.id}-via-{slug}", question=q, answer=task.answer, aliases=task.aliases,
-                        metadata={**task.metadata, "via": title, "type": kind}))
+                        metadata={**task.metadata, "via": title, "type": kind, "read": read}))
     return out
 
 

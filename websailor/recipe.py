@@ -121,8 +121,12 @@ def _search_turn(query: str) -> str:
 
 
 HOP_THOUGHT = "Hit {rank}. [{via}] names the {kind} {title}."
-"""The gold answer turn's thought on a ``lookup-hop`` task: the hit of the described page, then the name its
-snippet gives, which the answer copies."""
+"""The gold answer turn's thought on a ``lookup-hop`` task read from the search (``read: "hit"``): the hit of
+the described page, then the name its snippet gives, which the answer copies."""
+HOP_VISIT_THOUGHT = "Hit {rank}. [{via}] is the page. Read it."
+"""The gold visit turn's thought on a ``lookup-hop`` task whose answer the hit's snippet does not show."""
+HOP_READ_THOUGHT = "[{via}] names the {kind} {title}."
+"""The gold answer turn's thought after that visit."""
 ANSWER_THOUGHT = "Hit {rank}. [{title}] matches."
 """The gold answer turn's thought: it repeats the chosen hit's line as the search result shows it
 ("1. [Minneapolis]"), which a small model copies from the observation, and the answer copies it from
@@ -132,10 +136,23 @@ of its own), this 14/40."""
 
 
 def answer_turn(rank: int, title: str, via: str = "", kind: str = "") -> str:
-    """The gold answer turn: ``title`` from hit ``rank``, or (``via``) read from the hit of the page ``via``."""
-    thought = HOP_THOUGHT.format(rank=rank, via=via, kind=kind, title=title) if via else \
-        ANSWER_THOUGHT.format(rank=rank, title=title)
+    """The gold answer turn: ``title`` from hit ``rank``, or (``via``) read from the hit of the page ``via``
+    (``rank`` 0: read from that page's visit)."""
+    if not via:
+        thought = ANSWER_THOUGHT.format(rank=rank, title=title)
+    else:
+        thought = (HOP_THOUGHT if rank else HOP_READ_THOUGHT).format(rank=rank, via=via, kind=kind, title=title)
     return f"<think>{thought}</think>\n<answer>{title}</answer>"
+
+
+def _visit_turn(rank: int, via: str, url: str, kind: str) -> str:
+    import json
+
+    from sailorfog.hop import VISIT_GOAL
+
+    call = json.dumps({"name": "visit", "arguments": {"url": [url], "goal": VISIT_GOAL.format(kind=kind)}},
+                      ensure_ascii=False)
+    return f"<think>{HOP_VISIT_THOUGHT.format(rank=rank, via=via)}</think>\n<tool_call>\n{call}\n</tool_call>"
 
 
 def _interleave_levels(tasks: Sequence[dict]) -> list[dict]:
@@ -150,36 +167,53 @@ def _interleave_levels(tasks: Sequence[dict]) -> list[dict]:
 
 class GoldAgent:
     """Knows the answer: searches for :func:`quoted_query`, then answers with the hit that is the answer, or
-    on a ``lookup-hop`` task with the answer read from the hit of the page it goes through (``unknown`` when no
-    hit is or shows it: such an episode is no gold trajectory)."""
+    on a ``lookup-hop`` task with the answer read from the hit of the page it goes through, or from that page's
+    visit when the hit's snippet does not show it (``unknown`` when neither does: such an episode is no gold
+    trajectory)."""
 
     name = "gold"
 
     def __init__(self, task: dict[str, Any]):
         self.task = task
-        self.searched = False
+        self.turn = 0
 
     def reset(self, obs: str, info: dict[str, Any]) -> None:
-        self.searched = False
+        self.turn = 0
 
     def act(self, obs: str, info: dict[str, Any]) -> str:
         from envs.baselines import parse_search_results
 
-        if not self.searched:
-            self.searched = True
+        self.turn += 1
+        if self.turn == 1:
             return _search_turn(quoted_query(self.task["question"]))
-        names = {self.task["answer"], *self.task.get("aliases", [])}
-        results = parse_search_results(obs)
         via = self.task.get("via")
         if self.task.get("level") == "lookup-hop" and isinstance(via, str):
-            import re
-
-            name = re.compile(rf"(?<!\w){re.escape(str(self.task['answer']))}(?!\w)")
-            shown = [h for h in results if h.title == via and name.search(h.snippet)]
-            return answer_turn(results.index(shown[0]) + 1, self.task["answer"], via, str(self.task.get("type"))) \
-                if shown else answer_turn(0, "unknown")
-        hits = [h for h in results if h.title in names]
+            return self._hop(obs, via, str(self.task.get("type")))
+        names = {self.task["answer"], *self.task.get("aliases", [])}
+        results = parse_search_results(obs)
+        hits = [h for h in results if h.title in names] if self.turn == 2 else []
         return answer_turn(results.index(hits[0]) + 1, hits[0].title) if hits else answer_turn(0, "unknown")
+
+    def _hop(self, obs: str, via: str, kind: str) -> str:
+        """Turn 2: answer from the via page's hit, or visit it; turn 3: answer from the visit."""
+        import re
+
+        from envs.baselines import parse_search_results
+        from envs.derived_tasks import display_title
+
+        answer = str(self.task["answer"])
+        name = re.compile(rf"(?<!\w){re.escape(display_title(answer))}(?!\w)")
+        if self.turn == 3:
+            evidence = obs.split("Evidence in page:", 1)[1] if "Evidence in page:" in obs else ""
+            return answer_turn(0, answer, via, kind) if name.search(evidence) else answer_turn(0, "unknown")
+        results = parse_search_results(obs) if self.turn == 2 else []
+        pages = [h for h in results if h.title == via]
+        if not pages:
+            return answer_turn(0, "unknown")
+        rank = results.index(pages[0]) + 1
+        if name.search(pages[0].snippet):
+            return answer_turn(rank, answer, via, kind)
+        return _visit_turn(rank, via, pages[0].url, kind)
 
 
 def gold_trajectories(wiki_dir: str, tasks: Sequence[dict], limit: int) -> list[dict[str, Any]]:

@@ -65,21 +65,29 @@ def test_gold_trajectories_are_correct_two_turn_episodes(default_wiki):
     assert levels == {"lookup-description", "lookup-lead"}
 
 
-def test_gold_trajectories_of_hop_tasks_read_the_answer_from_the_described_page_hit(default_wiki):
+def test_gold_trajectories_of_hop_tasks_read_the_answer_from_the_hit_or_the_visit(default_wiki):
     from envs.protocol import parse_turn
 
-    hops = recipe.hop_tasks(str(default_wiki), 8, seed=0)
-    assert len(hops) == 8 and {t["level"] for t in hops} == {"lookup-hop"}
-    assert recipe.hop_tasks(str(default_wiki), 8, seed=0) == hops
-    gold = recipe.gold_trajectories(str(default_wiki), hops, limit=8)
-    assert len(gold) >= 6  # the feasibility check searched for the same words
+    hops = recipe.hop_tasks(str(default_wiki), 40, seed=0)
+    assert len(hops) == 40 and {t["level"] for t in hops} == {"lookup-hop"}
+    assert recipe.hop_tasks(str(default_wiki), 40, seed=0) == hops
+    gold = recipe.gold_trajectories(str(default_wiki), hops, limit=40)
+    assert len(gold) >= 36  # the feasibility check searched for the same words and visited the same page
+    reads = {"hit": 0, "visit": 0}
     for record in gold:
         task = record["task"]
+        reads[task["read"]] += 1
         turns = [m["content"] for m in record["messages"] if m["role"] == "assistant"]
-        assert record["is_correct"] and record["num_tool_calls"] == 1 and all(parse_turn(t).strict for t in turns)
-        assert f". [{task['via']}] names the {task['type']} {task['answer']}.</think>" in turns[1]
-        assert turns[1].endswith(f"<answer>{task['answer']}</answer>")
-        assert task["answer"] in record["messages"][3]["content"]  # the search result shows it
+        assert record["is_correct"] and all(parse_turn(t).strict for t in turns)
+        assert turns[-1].endswith(f"[{task['via']}] names the {task['type']} {task['answer']}.</think>\n"
+                                  f"<answer>{task['answer']}</answer>")
+        assert task["answer"] in record["messages"][-2]["content"]  # the last observation shows it
+        if task["read"] == "hit":
+            assert record["num_tool_calls"] == 1 and turns[1].startswith("<think>Hit ")
+        else:
+            assert record["num_tool_calls"] == 2 and f"Hit " in turns[1] and f"[{task['via']}] is the page." in turns[1]
+            assert '"name": "visit"' in turns[1] and f"the {task['type']} it names" in turns[1]
+    assert reads["hit"] >= 1 and reads["visit"] >= 20
 
 
 def test_grpo_selection_prefers_the_level_nearest_one_half():
