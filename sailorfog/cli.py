@@ -43,7 +43,8 @@ class SynthConfig:
     """research: answers reached through described, unnamed intermediates (SailorFog-QA style);
     subgraph: the earlier generator over a sampled entity graph, whose clues quote the pages;
     hop: the one-hop curriculum level of title lookups (sailorfog.hop: which page of a type the page
-    with a short description names in its opening words), every one the simulator has, drawn by --seed."""
+    with a short description names in its opening words, read from its search hit or its visit), every
+    one the simulator has, drawn by --seed."""
     depth: int = 2
     """research mode: hidden intermediate entities on the way to the answer (1 or 2: at 1 a strong agent's
     knowledge often names the one hidden entity); 0 writes the one-hop curriculum level (entities still

@@ -79,8 +79,8 @@ class PipelineConfig(EpisodeOptions):
     """Held-out synthesized tasks."""
     hop_tasks: int = 0
     """One-hop tasks (level lookup-hop: which page of a type the page with a given short description names
-    in its opening words; read from the search hit, sailorfog.hop); at most what the
-    simulator has (62 on the default corpus). 0: none."""
+    in its first 200 characters; read from the search hit or the page's visit, sailorfog.hop); at most what
+    the simulator has (438 on the default corpus). 0: none."""
     hop_heldout: int = 0
     """Held-out one-hop tasks."""
     seed: int = 0

@@ -48,8 +48,8 @@ FEWSHOT_SYSTEM_PROMPT = COMPACT_SYSTEM_PROMPT + FEWSHOT_EXAMPLE
 """The few-shot baseline's system prompt: the compact prompt and one worked example."""
 
 LEVELS = ("lookup-description", "lookup-lead", "lookup-hop", "sailorfog")
-"""The task levels, easiest first; ``lookup-hop`` (one hop through a described page, read from a search
-hit: :mod:`sailorfog.hop`) is the curriculum level between the lookups and the research tasks."""
+"""The task levels, easiest first; ``lookup-hop`` (one hop through a described page, read from its search
+hit or its visit: :mod:`sailorfog.hop`) is the curriculum level between the lookups and the research tasks."""
 
 
 def compact_env_kwargs(wiki_dir: str, *, fewshot: bool = False, max_tool_calls: int = 2) -> dict[str, Any]:
