@@ -117,6 +117,10 @@ class PipelineConfig(EpisodeOptions):
     also keeps no frozen copy of the model)."""
     probe: int = 4
     """Train tasks per level the SFT model plays before GRPO, to pick tasks of useful difficulty."""
+    grpo_levels: str = ""
+    """Fixed shares of GRPO's task pool per level ("lookup-hop=0.6,lookup-lead=0.4") in place of the probe's
+    weights (the probe still plays and is reported): a level the SFT model solved on none of the probe's few
+    tasks (weight 0) is then trained on. Empty: the probe decides."""
     eval_samples: int = 2
     """Sampled episodes per held-out task for the trained models (sft, grpo); their greedy evaluations
     play each task once. More samples narrow the paired intervals of the sampled differences."""
@@ -160,6 +164,7 @@ class PipelineConfig(EpisodeOptions):
         for name in ("sft_lr", "grpo_lr", "temperature"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"--{name.replace('_', '-')} must be > 0, got {getattr(self, name)}")
+        recipe.parse_level_shares(self.grpo_levels)
         if not self.grpo_kl_beta >= 0:
             raise ValueError(f"--grpo-kl-beta must be >= 0, got {self.grpo_kl_beta}")
         if self.resume and self.overwrite:

@@ -425,8 +425,29 @@ def separated(a: Mapping[str, Any], b: Mapping[str, Any], key: str = "success_ci
 # ----------------------------------------------------------------------------- GRPO tasks
 
 
+def parse_level_shares(text: str) -> dict[str, float]:
+    """``"lookup-hop=0.6,lookup-lead=0.4"`` as ``{level: share}`` (empty text: ``{}``); a ValueError that
+    says what was expected for an unknown level, a share that is not a positive number, or a level named twice."""
+    shares: dict[str, float] = {}
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        level, sep, value = part.partition("=")
+        level = level.strip()
+        if not sep or level not in LEVELS:
+            raise ValueError(f"--grpo-levels: expected LEVEL=SHARE with LEVEL one of {', '.join(LEVELS)}, got {part!r}")
+        try:
+            share = float(value)
+        except ValueError:
+            share = float("nan")
+        if not share > 0 or share == float("inf"):
+            raise ValueError(f"--grpo-levels: the share of {level} must be a positive number, got {value.strip()!r}")
+        if level in shares:
+            raise ValueError(f"--grpo-levels: {level} is named twice")
+        shares[level] = share
+    return shares
+
+
 def select_grpo_tasks(tasks: Sequence[dict], probe_outcomes: Mapping[str, Sequence[float]], n: int,
-                      seed: int) -> tuple[list[dict], dict[str, Any]]:
+                      seed: int, shares: Mapping[str, float] | None = None) -> tuple[list[dict], dict[str, Any]]:
     """Training tasks of useful difficulty for the current model.
 
     ``probe_outcomes[level]`` are the model's outcomes (1 correct, 0 not) on probe episodes of
@@ -436,8 +457,9 @@ def select_grpo_tasks(tasks: Sequence[dict], probe_outcomes: Mapping[str, Sequen
     are drawn in proportion. Where the probe saw no success on any level, every level with tasks
     gets an equal share (the probe cannot tell them apart; ``fallback`` says so). A level with
     fewer tasks than its share leaves the rest to the other chosen levels' tasks; fewer than ``n``
-    in all is counted in ``short`` (GRPO then draws some tasks again). Returns the tasks and what
-    decided them."""
+    in all is counted in ``short`` (GRPO then draws some tasks again). ``shares`` (``--grpo-levels``)
+    replace the probe's weights (a ValueError when none of their levels has a task). Returns the tasks and
+    what decided them."""
     rates = {lv: (sum(o) / len(o) if o else 0.0) for lv, o in probe_outcomes.items()}
     weights = {lv: p * (1 - p) if 0 < p < 1 else (0.02 if p > 0 else 0.0) for lv, p in rates.items()}
     by_level: dict[str, list[dict]] = defaultdict(list)
@@ -445,7 +467,12 @@ def select_grpo_tasks(tasks: Sequence[dict], probe_outcomes: Mapping[str, Sequen
         by_level[str(t.get("level", "?"))].append(t)
     usable = {lv: w for lv, w in weights.items() if w > 0 and by_level.get(lv)}
     fallback = None
-    if not usable:
+    if shares:
+        usable = {lv: w for lv, w in shares.items() if by_level.get(lv)}
+        if not usable:
+            raise ValueError(f"--grpo-levels: no train task SFT did not see is of level {', '.join(sorted(shares))}")
+        fallback = "fixed shares (--grpo-levels): " + ", ".join(f"{lv}={w:g}" for lv, w in sorted(usable.items()))
+    elif not usable:
         usable = {lv: 1.0 for lv in sorted(by_level)}
         fallback = "the probe saw no success on any level: an equal share of every level's tasks"
     total = sum(usable.values())

@@ -336,7 +336,11 @@ def _probe(config: Any, run_dir: Path, model: Any, tokenizer: Any, train_tasks: 
             outcomes.setdefault(str(t.task.get("level")), []).append(float(bool(t.is_correct)))
     candidates = [t for t in unseen if t.get("id") not in probed] or unseen
     n = config.grpo_steps * config.grpo_tasks_per_step * 2
-    chosen, why = recipe.select_grpo_tasks(candidates, outcomes, n, config.seed)
+    try:
+        chosen, why = recipe.select_grpo_tasks(candidates, outcomes, n, config.seed,
+                                               recipe.parse_level_shares(getattr(config, "grpo_levels", "")))
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
     return {"tasks": chosen, "sft_tasks_excluded": len(train_tasks) - len(unseen), "probe_rounds": rounds, **why}
 
 

@@ -29,6 +29,9 @@ def test_sampling_options_are_checked_once_for_every_command():
         PipelineConfig(out="x", model="tiny", max_new_tokens=0)
     with pytest.raises(ValueError, match="--grpo-kl-beta must be >= 0, got -0.1"):
         PipelineConfig(out="x", model="tiny", grpo_kl_beta=-0.1)
+    with pytest.raises(ValueError, match="--grpo-levels: expected LEVEL=SHARE"):
+        PipelineConfig(out="x", model="tiny", grpo_levels="hop=1")
+    assert PipelineConfig(out="x", model="tiny", grpo_levels="lookup-hop=1").grpo_levels == "lookup-hop=1"
 
 
 def test_device_auto_resolves_and_cuda_without_a_gpu_is_one_line(tmp_path, monkeypatch):

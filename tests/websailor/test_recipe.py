@@ -195,3 +195,23 @@ def test_decoding_text_says_how_each_policy_decoded():
 
     damaged = decoding_text({"a": {"temperature": 0.7, "top_p": "x", "k": "2"}, "b": [1], "c": {"temperature": None}})
     assert "a: sampled at temperature 0.7, top-p ?" in damaged and "c: ?" in damaged and "b:" not in damaged
+
+
+def test_fixed_level_shares_replace_the_probe_weights_and_bad_ones_are_refused():
+    tasks = [{"id": f"{lv}{i}", "level": lv} for lv in ("lookup-hop", "lookup-lead", "lookup-description")
+             for i in range(40)]
+    shares = recipe.parse_level_shares(" lookup-hop=0.75, lookup-lead=0.25 ")
+    assert shares == {"lookup-hop": 0.75, "lookup-lead": 0.25}
+    probe = {"lookup-hop": [0.0] * 8, "lookup-lead": [1, 0] * 4, "lookup-description": [0.0] * 8}
+    chosen, why = recipe.select_grpo_tasks(tasks, probe, n=16, seed=0, shares=shares)
+    assert why["chosen_per_level"] == {"lookup-hop": 12, "lookup-lead": 4} and "fixed shares" in why["fallback"]
+    assert why["probe_success"]["lookup-hop"] == 0.0  # the probe is still reported
+    assert recipe.select_grpo_tasks(tasks, probe, n=16, seed=0)[1]["chosen_per_level"] == {"lookup-lead": 16}
+    assert recipe.parse_level_shares("") == {}
+    for text, message in [("lookup-hopp=1", "LEVEL one of"), ("lookup-hop", "LEVEL=SHARE"),
+                          ("lookup-hop=0", "positive number"), ("lookup-hop=nan", "positive number"),
+                          ("lookup-hop=1,lookup-hop=2", "named twice")]:
+        with pytest.raises(ValueError, match=message):
+            recipe.parse_level_shares(text)
+    with pytest.raises(ValueError, match="no train task SFT did not see is of level sailorfog"):
+        recipe.select_grpo_tasks(tasks, probe, n=4, seed=0, shares={"sailorfog": 1.0})
