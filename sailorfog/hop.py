@@ -37,7 +37,7 @@ an answer named there is read from the search (``read: "hit"``)."""
 OPENING_CHARS = 200
 """The opening words of a page a hop task asks about: the characters of evidence a compact visit shows,
 where an answer past the snippet is read (``read: "visit"``)."""
-VISIT_GOAL = "the {kind} it names"
+VISIT_GOAL = "{kind}"
 """The goal of the gold visit on a hop task (``kind`` is the asked type)."""
 HOP_QUERY_WORDS = 10
 """Words of the description the feasibility check searches for (the main job's gold query, its

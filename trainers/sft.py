@@ -82,6 +82,9 @@ class SFTConfig:
     """Rejection sampling: drop transcripts longer than this many tokens."""
     min_tool_calls: int = 1
     """Rejection sampling: drop trajectories with fewer tool calls."""
+    max_turn_tokens: int = 0
+    """Rejection sampling: drop trajectories with an assistant turn longer than this many tokens (set it to
+    the policy's per-turn generation limit, which such a turn would run into). 0: no limit."""
     lr: float = 5e-6
     """Peak learning rate (the paper's 5e-6 for a pretrained model; use about 1e-3 for a tiny random model)."""
     min_lr: float = 1e-10
@@ -184,7 +187,7 @@ class SFTConfig:
         """The rejection-sampling part of the config."""
         return FilterConfig(require_correct=self.require_correct, unlabelled=self.unlabelled, judge=self.judge,
                             threshold=self.threshold, max_tokens=self.max_tokens,
-                            min_tool_calls=self.min_tool_calls)
+                            min_tool_calls=self.min_tool_calls, max_turn_tokens=self.max_turn_tokens)
 
 
 # ---------------------------------------------------------------- schedule and loss

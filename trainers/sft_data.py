@@ -140,6 +140,10 @@ class FilterConfig:
     """Drop transcripts longer than this many tokens (with the training tokenizer)."""
     min_tool_calls: int = 1
     """Drop trajectories with fewer tool calls than this."""
+    max_turn_tokens: int = 0
+    """Drop trajectories with an assistant turn longer than this many tokens (its content and the end of
+    turn, with the training tokenizer): the policy's per-turn generation limit, so that SFT teaches no turn
+    the policy is cut off in. 0: no limit."""
 
     def __post_init__(self) -> None:
         if self.unlabelled not in ("judge", "keep", "drop"):
@@ -152,6 +156,8 @@ class FilterConfig:
             raise ValueError(f"max_tokens must be >= 2, got {self.max_tokens}")
         if self.min_tool_calls < 0:
             raise ValueError(f"min_tool_calls must be >= 0, got {self.min_tool_calls}")
+        if self.max_turn_tokens < 0:
+            raise ValueError(f"max_turn_tokens must be >= 0 (0: no limit), got {self.max_turn_tokens}")
 
 
 def judged_correct(record: SFTRecord, config: FilterConfig) -> bool | None:
@@ -221,6 +227,12 @@ def build_examples(records: Iterable[SFTRecord], tokenizer: Any, config: FilterC
         # Cheap bound first: no tokenizer makes fewer tokens than characters / 64.
         if sum(len(m["content"]) for m in record.messages) > 64 * config.max_tokens:
             report.dropped["too_long"] += 1
+            continue
+        if config.max_turn_tokens and any(
+                len(m["content"]) > 64 * config.max_turn_tokens
+                or len(tokenizer(m["content"], add_special_tokens=False)["input_ids"]) + 1 > config.max_turn_tokens
+                for m in record.messages if m.get("role") == "assistant"):
+            report.dropped["turn_too_long"] += 1
             continue
         try:
             tokens = tokenize_messages(list(record.messages), tokenizer, use_chat_template=use_chat_template)

@@ -123,7 +123,7 @@ def _search_turn(query: str) -> str:
 HOP_THOUGHT = "Hit {rank}. [{via}] names the {kind} {title}."
 """The gold answer turn's thought on a ``lookup-hop`` task read from the search (``read: "hit"``): the hit of
 the described page, then the name its snippet gives, which the answer copies."""
-HOP_VISIT_THOUGHT = "Hit {rank}. [{via}] is the page. Read it."
+HOP_VISIT_THOUGHT = "Hit {rank} is the page."
 """The gold visit turn's thought on a ``lookup-hop`` task whose answer the hit's snippet does not show."""
 HOP_READ_THOUGHT = "[{via}] names the {kind} {title}."
 """The gold answer turn's thought after that visit."""
@@ -145,14 +145,14 @@ def answer_turn(rank: int, title: str, via: str = "", kind: str = "") -> str:
     return f"<think>{thought}</think>\n<answer>{title}</answer>"
 
 
-def _visit_turn(rank: int, via: str, url: str, kind: str) -> str:
+def _visit_turn(rank: int, url: str, kind: str) -> str:
     import json
 
     from sailorfog.hop import VISIT_GOAL
 
     call = json.dumps({"name": "visit", "arguments": {"url": [url], "goal": VISIT_GOAL.format(kind=kind)}},
                       ensure_ascii=False)
-    return f"<think>{HOP_VISIT_THOUGHT.format(rank=rank, via=via)}</think>\n<tool_call>\n{call}\n</tool_call>"
+    return f"<think>{HOP_VISIT_THOUGHT.format(rank=rank)}</think>\n<tool_call>\n{call}\n</tool_call>"
 
 
 def _interleave_levels(tasks: Sequence[dict]) -> list[dict]:
@@ -213,7 +213,7 @@ class GoldAgent:
         rank = results.index(pages[0]) + 1
         if name.search(pages[0].snippet):
             return answer_turn(rank, answer, via, kind)
-        return _visit_turn(rank, via, pages[0].url, kind)
+        return _visit_turn(rank, pages[0].url, kind)
 
 
 def gold_trajectories(wiki_dir: str, tasks: Sequence[dict], limit: int) -> list[dict[str, Any]]:

@@ -252,7 +252,7 @@ def stage_sft(config: Any, run_dir: Path) -> dict[str, Any]:
     sft = SFTConfig(data=[str(gold_file)], model=source, output_dir=str(run_dir / "sft"),
                     lr=3e-3 if tiny else config.sft_lr, batch_size=config.sft_batch, max_steps=config.sft_steps,
                     epochs=max(1, math.ceil(config.sft_steps * config.sft_batch / len(gold))), seed=config.seed,
-                    max_tokens=2048, min_tool_calls=1, save_every=10, tensorboard="off", warmup_ratio=0.1,
+                    max_tokens=2048, min_tool_calls=1, max_turn_tokens=config.max_new_tokens, save_every=10, tensorboard="off", warmup_ratio=0.1,
                     device=model_device(config))
     bar = None
     if config.progress:

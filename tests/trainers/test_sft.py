@@ -56,6 +56,22 @@ def test_own_format_filters_and_report(tmp_path):
     assert report.kept == 5
 
 
+def test_a_turn_longer_than_the_policy_may_write_is_dropped(tmp_path):
+    """A trajectory whose assistant turn is past the per-turn generation limit teaches a turn the policy is cut
+    off in; the limit counts the turn's tokens and its end."""
+    recs = read_records([_write(tmp_path / "t.jsonl", [_record(0), _record(1)])])
+    _, tok = tiny_lm(hidden=32)
+    longest = max(len(tok(m["content"], add_special_tokens=False)["input_ids"])
+                  for m in recs[0].messages if m["role"] == "assistant")
+    _, report = build_examples(recs, tok, FilterConfig(max_turn_tokens=longest))
+    assert report.to_dict() == {"read": 2, "kept": 0, "dropped": {"turn_too_long": 2}}
+    _, report = build_examples(recs, tok, FilterConfig(max_turn_tokens=longest + 1))
+    assert report.kept == 2
+    assert build_examples(recs, tok, FilterConfig())[1].kept == 2  # 0: no limit
+    with pytest.raises(ValueError, match="max_turn_tokens must be >= 0"):
+        FilterConfig(max_turn_tokens=-1)
+
+
 def test_loss_mask_covers_exactly_the_assistant_turns(tmp_path):
     rec = _record(7)
     _, tok = tiny_lm(hidden=32)
