@@ -15,7 +15,7 @@ import pytest
 
 SMALL_RUN_ARGS = ["--model", "tiny", "--lookup-tasks", "12", "--heldout", "2", "--synth-tasks", "4",
                   "--synth-heldout", "1", "--sft-steps", "2", "--sft-batch", "2", "--grpo-steps", "1",
-                  "--grpo-tasks-per-step", "2", "--group-size", "2", "--probe", "1", "--max-new-tokens", "24",
+                  "--grpo-tasks-per-step", "2", "--group-size", "2", "--probe", "1", "--max-new-tokens", "64",
                   "--max-tool-calls", "2", "--no-progress"]
 
 
