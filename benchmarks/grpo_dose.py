@@ -54,7 +54,7 @@ GPU = dict(lookup_tasks=1000, synth_tasks=60, heldout=100, synth_heldout=20, sft
            grpo_tasks_per_step=8, group_size=8, probe=12)
 """Sizes with ``--device cuda``."""
 SMOKE = dict(model="tiny", lookup_tasks=12, heldout=2, synth_tasks=4, synth_heldout=1, sft_steps=2, sft_batch=2,
-             grpo_tasks_per_step=2, group_size=2, probe=1, max_new_tokens=24)
+             grpo_tasks_per_step=2, group_size=2, probe=1, max_new_tokens=64)
 """``--smoke``: the tiny model at the tests' sizes."""
 STEPS = {"cpu": "0,4,8,16", "cuda": "0,25,50,100,200", "smoke": "0,1,2"}
 PREPARE = ("simulator", "tasks", "baselines", "sft")
@@ -290,8 +290,8 @@ def train_sft_more(config: Any, work: Path, steps: int, source: Path | None = No
     sft = SFTConfig(data=[str(gold)], model=str(source), output_dir=str(work / name),
                     lr=3e-3 if tiny else config.sft_lr, batch_size=config.sft_batch, max_steps=steps,
                     epochs=max(1, -(-steps * config.sft_batch // n_gold)), seed=config.seed + 1, max_tokens=2048,
-                    min_tool_calls=1, save_every=10, tensorboard="off", warmup_ratio=0.1,
-                    device=stages.model_device(config))
+                    min_tool_calls=1, max_turn_tokens=config.max_new_tokens, save_every=10, tensorboard="off",
+                    warmup_ratio=0.1, device=stages.model_device(config))
     return str(train(sft, model=model, tokenizer=tokenizer).model_dir or target)
 
 
