@@ -458,8 +458,7 @@ def select_grpo_tasks(tasks: Sequence[dict], probe_outcomes: Mapping[str, Sequen
     gets an equal share (the probe cannot tell them apart; ``fallback`` says so). A level with
     fewer tasks than its share leaves the rest to the other chosen levels' tasks; fewer than ``n``
     in all is counted in ``short`` (GRPO then draws some tasks again). ``shares`` (``--grpo-levels``)
-    replace the probe's weights (a level without a task is left out, and ``fallback`` names it; a
-    ValueError when none of their levels has one). Returns the tasks and
+    replace the probe's weights (a ValueError when a level they name has no task). Returns the tasks and
     what decided them."""
     rates = {lv: (sum(o) / len(o) if o else 0.0) for lv, o in probe_outcomes.items()}
     weights = {lv: p * (1 - p) if 0 < p < 1 else (0.02 if p > 0 else 0.0) for lv, p in rates.items()}
@@ -469,12 +468,12 @@ def select_grpo_tasks(tasks: Sequence[dict], probe_outcomes: Mapping[str, Sequen
     usable = {lv: w for lv, w in weights.items() if w > 0 and by_level.get(lv)}
     fallback = None
     if shares:
-        usable = {lv: w for lv, w in shares.items() if by_level.get(lv)}
-        if not usable:
-            raise ValueError(f"--grpo-levels: no train task SFT did not see is of level {', '.join(sorted(shares))}")
+        missing = sorted(lv for lv in shares if not by_level.get(lv))
+        if missing:  # training without them would not be the asked mix (a hop-only pool cost the lookups 0.25)
+            raise ValueError(f"--grpo-levels: SFT saw every train task of {', '.join(missing)}; raise that level's "
+                             "task count (--lookup-tasks, --hop-tasks, --synth-tasks) or lower --sft-steps")
+        usable = dict(shares)
         fallback = "fixed shares (--grpo-levels): " + ", ".join(f"{lv}={w:g}" for lv, w in sorted(usable.items()))
-        if len(usable) < len(shares):  # SFT saw every task of these levels
-            fallback += "; no task SFT did not see: " + ", ".join(sorted(set(shares) - set(usable)))
     elif not usable:
         usable = {lv: 1.0 for lv in sorted(by_level)}
         fallback = "the probe saw no success on any level: an equal share of every level's tasks"
