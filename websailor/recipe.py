@@ -469,8 +469,9 @@ def select_grpo_tasks(tasks: Sequence[dict], probe_outcomes: Mapping[str, Sequen
     fallback = None
     if shares:
         missing = sorted(lv for lv in shares if not by_level.get(lv))
-        if missing:  # training without them would not be the asked mix (a hop-only pool cost the lookups 0.25)
-            raise ValueError(f"--grpo-levels: SFT saw every train task of {', '.join(missing)}; raise that level's "
+        if missing:  # training without them would not be the asked mix (a hop-only pool cost the lookups 0.30)
+            raise ValueError(f"--grpo-levels: SFT saw, or the probe played, every train task of {', '.join(missing)}; "
+                             "raise that level's "
                              "task count (--lookup-tasks, --hop-tasks, --synth-tasks) or lower --sft-steps")
         usable = dict(shares)
         fallback = "fixed shares (--grpo-levels): " + ", ".join(f"{lv}={w:g}" for lv, w in sorted(usable.items()))

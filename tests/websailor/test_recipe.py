@@ -208,7 +208,7 @@ def test_fixed_level_shares_replace_the_probe_weights_and_bad_ones_are_refused()
     assert why["probe_success"]["lookup-hop"] == 0.0  # the probe is still reported
     assert recipe.select_grpo_tasks(tasks, probe, n=16, seed=0)[1]["chosen_per_level"] == {"lookup-lead": 16}
     seen_all_lead = [t for t in tasks if t["level"] != "lookup-lead"]  # SFT trained on every lead task
-    with pytest.raises(ValueError, match="SFT saw every train task of lookup-lead; raise"):
+    with pytest.raises(ValueError, match="SFT saw, or the probe played, every train task of lookup-lead; raise"):
         recipe.select_grpo_tasks(seen_all_lead, probe, n=16, seed=0, shares=shares)
     assert recipe.parse_level_shares("") == {}
     for text, message in [("lookup-hopp=1", "LEVEL one of"), ("lookup-hop", "LEVEL=SHARE"),
@@ -216,5 +216,5 @@ def test_fixed_level_shares_replace_the_probe_weights_and_bad_ones_are_refused()
                           ("lookup-hop=1,lookup-hop=2", "named twice")]:
         with pytest.raises(ValueError, match=message):
             recipe.parse_level_shares(text)
-    with pytest.raises(ValueError, match="SFT saw every train task of sailorfog; raise"):
+    with pytest.raises(ValueError, match="SFT saw, or the probe played, every train task of sailorfog; raise"):
         recipe.select_grpo_tasks(tasks, probe, n=4, seed=0, shares={"sailorfog": 1.0})
